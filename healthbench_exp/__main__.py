@@ -27,7 +27,9 @@ _SOURCE_CONF = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_PATH = str(_SOURCE_CONF) if _SOURCE_CONF.is_dir() else "conf"
 # Hydra flags that take the next argument as their value.
 _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
-_GROUPS = {"model", "judge", "difficulty", "sampling", "wandb", "experiment"}
+_GROUPS = {
+    "task", "completions", "model", "judge", "difficulty", "sampling", "wandb", "experiment"
+}  # fmt: skip
 _QUIET_LOGGERS = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "datasets")
 
 

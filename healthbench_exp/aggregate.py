@@ -6,13 +6,16 @@ Written when a sweep ends (the Hydra callback `SweepSummaryCallback`, registered
     python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00
 
 Outputs in the sweep directory: `sweep_summary.csv`, `.json`, `.md` and `report.html`. Failed
-and unfinished jobs appear as such. Every pair of completed jobs that scored shared prompt_ids
-gets a paired bootstrap of the score difference (overall and per theme).
+and unfinished jobs appear as such. Every pair of completed eval jobs that scored shared
+prompt_ids gets a paired bootstrap of the score difference (overall and per theme). Every pair of
+completed jobs whose judges graded the same items (the same reply, or meta-eval row, against the
+same criterion) gets the judges' agreement rate and Cohen's kappa over those items.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import sys
 from collections import defaultdict
@@ -22,6 +25,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from .agreement import cohen_agreement
 from .comparison import paired_bootstrap
 from .reporting import write_json
 from .scoring import ci95, tag_metric_names
@@ -88,8 +92,12 @@ def job_row(job: Job) -> dict[str, Any]:
     if summary is None or job.status != "completed":
         return row
     config, counts, metrics = summary["config"], summary["counts"], summary["metrics"]
+    if summary.get("task") == "meta_eval":
+        return {**row, **meta_eval_row(job)}
     row.update(
         {
+            "task": "eval",
+            "replies": (summary.get("completions") or {}).get("source", "model"),
             "model": config.get("model", {}).get("name"),
             "judge": config.get("judge", {}).get("name"),
             "difficulty": config.get("dataset", {}).get("difficulty"),
@@ -123,6 +131,96 @@ def job_row(job: Job) -> dict[str, Any]:
         n: (job.path / n).exists() for n in ("report.html", "summary.json", "per_criterion.jsonl")
     }
     return row
+
+
+def meta_eval_row(job: Job) -> dict[str, Any]:
+    """The sweep-summary columns of a completed meta-eval job."""
+    assert job.summary is not None
+    config, counts, metrics = job.summary["config"], job.summary["counts"], job.summary["metrics"]
+    physicians = "physicians_weighted_mean:pairwise_physician_f1_balanced"
+    return {
+        "task": "meta_eval",
+        "judge": config.get("judge", {}).get("name"),
+        "difficulty": config.get("dataset", {}).get("difficulty"),
+        "pairwise_model_f1_balanced": metrics.get("pairwise_model_f1_balanced"),
+        "pairwise_model_f1_pos": metrics.get("pairwise_model_f1_pos"),
+        "pairwise_model_f1_neg": metrics.get("pairwise_model_f1_neg"),
+        "physicians_f1_balanced": metrics.get(physicians),
+        "category_mean_model_f1_balanced": metrics.get("category_mean:pairwise_model_f1_balanced"),
+        "category_mean_physicians_f1_balanced": metrics.get(f"category_mean:{physicians}"),
+        "rows": counts["rows"],
+        "ungraded_rows": counts["rows_failed"],
+        "tokens": counts["judge_prompt_tokens"] + counts["judge_completion_tokens"],
+        "wall_time_s": counts["wall_time_s"],
+        "files": {n: (job.path / n).exists() for n in ("report.html", "summary.json")},
+    }
+
+
+def judge_verdicts(job: Job) -> dict[tuple[Any, ...], bool | None]:
+    """Each item the job's judge graded -> its verdict (None: ungraded).
+
+    An item is (prompt_id, rollout, criterion, the reply's sha256) for an eval, and (prompt_id,
+    completion_id, repeat, rubric) for a meta-eval, so two jobs share an item only when their
+    judges saw the same reply and criterion.
+    """
+    verdicts: dict[tuple[Any, ...], bool | None] = {}
+    if (job.path / "meta_eval.jsonl").exists():
+        with open(job.path / "meta_eval.jsonl", encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                key = ("meta", r["prompt_id"], r["completion_id"], r["repeat"], r["rubric"])
+                verdicts[key] = r["criteria_met"]
+        return verdicts
+    replies: dict[tuple[str, int], str] = {}
+    with open(job.path / "examples.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["completion"] is not None:
+                digest = hashlib.sha256(r["completion"].encode("utf-8")).hexdigest()
+                replies[r["prompt_id"], r["rollout"]] = digest
+    with open(job.path / "per_criterion.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            reply = replies.get((r["prompt_id"], r["rollout"]))
+            if reply is not None:
+                key = ("eval", r["prompt_id"], r["rollout"], r["criterion_id"], reply)
+                verdicts[key] = r["criteria_met"]
+    return verdicts
+
+
+def judge_agreement(jobs: list[Job]) -> list[dict[str, Any]]:
+    """Agreement rate and Cohen's kappa for every pair of completed jobs with shared items,
+    over the items both judges graded."""
+    done = [
+        j
+        for j in jobs
+        if j.status == "completed"
+        and ((j.path / "meta_eval.jsonl").exists() or (j.path / "per_criterion.jsonl").exists())
+    ]
+    verdicts = {j.name: judge_verdicts(j) for j in done}
+    pairs = []
+    for i, a in enumerate(done):
+        for b in done[i + 1 :]:
+            va, vb = verdicts[a.name], verdicts[b.name]
+            shared = va.keys() & vb.keys()
+            if not shared:
+                continue
+            both = [(va[k], vb[k]) for k in shared if va[k] is not None and vb[k] is not None]
+            result = cohen_agreement(both)  # type: ignore[arg-type]
+            judges = [
+                (j.summary or {}).get("config", {}).get("judge", {}).get("name") for j in (a, b)
+            ]
+            pairs.append(
+                {
+                    "a": a.name,
+                    "b": b.name,
+                    "a_judge": judges[0],
+                    "b_judge": judges[1],
+                    "shared_items": len(shared),
+                    **result.__dict__,
+                }
+            )
+    return pairs
 
 
 def prompt_scores(job: Job) -> tuple[dict[str, float], dict[str, str]]:
@@ -194,17 +292,22 @@ def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
         "sweep_dir": str(sweep_dir),
         "jobs": rows,
         "pairs": pairwise(jobs),
+        "judge_agreement": judge_agreement(jobs),
         "failed": sum(r["status"] != "completed" for r in rows),
     }
 
 
 def markdown(data: dict[str, Any]) -> str:
-    lines = [f"# HealthBench sweep `{data['sweep_dir']}`", ""]
-    lines += [
-        "| job | status | overrides | overall_score | 95% CI | n | ungraded | tokens | wall s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in data["jobs"]:
+    lines = [f"# HealthBench sweep `{data['sweep_dir']}`"]
+    evals = [r for r in data["jobs"] if r.get("task") != "meta_eval"]
+    if evals:
+        lines += [
+            "",
+            "| job | status | overrides | overall_score | 95% CI | n | ungraded | tokens "
+            "| wall s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+    for r in evals:
         if r["status"] == "completed" and r.get("overall_score") is not None:
             score = f"{r['overall_score']:.4f} ± {r['bootstrap_std']:.4f}"
             ci = f"{r['ci_low']:.4f}–{r['ci_high']:.4f}"
@@ -214,6 +317,37 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append(
             f"| {r['job']} | {r['status']} | `{r['overrides']}` | {score} | {ci} | {rest} |"
         )
+    meta = [r for r in data["jobs"] if r.get("task") == "meta_eval"]
+    if meta:
+        lines += [
+            "",
+            "## Meta-eval jobs (agreement with physicians, pairwise balanced F1)",
+            "",
+            "| job | judge | judge F1 | physicians F1 | mean over categories: judge, physicians "
+            "| rows | ungraded |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in meta:
+            lines.append(
+                f"| {r['job']} | {r['judge']} | {_num(r['pairwise_model_f1_balanced'])} | "
+                f"{_num(r['physicians_f1_balanced'])} | "
+                f"{_num(r['category_mean_model_f1_balanced'])}, "
+                f"{_num(r['category_mean_physicians_f1_balanced'])} | {r['rows']} | "
+                f"{r['ungraded_rows']} |"
+            )
+    if data["judge_agreement"]:
+        lines += [
+            "",
+            "## Judge agreement (items both jobs' judges graded)",
+            "",
+            "| A | B | judges | n | agreement | Cohen's kappa |",
+            "|---|---|---|---|---|---|",
+        ]
+        for p in data["judge_agreement"]:
+            lines.append(
+                f"| {p['a']} | {p['b']} | {p['a_judge']} vs {p['b_judge']} | {p['n']} | "
+                f"{_num(p['agreement'])} | {_num(p['kappa'])} |"
+            )
     if data["pairs"]:
         lines += [
             "",
@@ -228,6 +362,10 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{p['ci_low']:+.4f} – {p['ci_high']:+.4f} | {p['sign_flip_fraction']:.3f} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _num(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -24,6 +24,20 @@ class DataSource(Enum):
     bundled = "bundled"  # the synthetic sample shipped in the package
 
 
+class TaskKind(Enum):
+    eval = "eval"  # score replies against the rubrics (SPEC 3)
+    meta_eval = "meta_eval"  # grade the meta-eval rows once; agreement with physicians (SPEC 4)
+
+
+class CompletionSource(Enum):
+    """Which replies an eval grades."""
+
+    model = "model"  # sample them from `model` (the benchmark)
+    physician = "physician"  # each row's `ideal_completion` (one group); no model calls
+    physician_references = "physician_references"  # each of the 4 reference completions
+    file = "file"  # a JSONL of prompt_id + completion the user already has
+
+
 class WandbMode(Enum):
     auto = "auto"  # online when W&B credentials exist, otherwise offline; never prompts
     online = "online"
@@ -78,6 +92,24 @@ class SamplingConfig:
 
 
 @dataclass
+class TaskConfig:
+    kind: TaskKind = TaskKind.eval
+    # meta-eval data: `dataset.path` if set, the bundled synthetic sample for
+    # `dataset.source=bundled`, otherwise this official file (it has no HF mirror)
+    meta_eval_file: str = "2025-05-07-06-14-12_oss_meta_eval.jsonl"
+    meta_eval_sha256: str | None = (
+        "6a343ed3fcb6f28353c2c6c157ae30ddf2db874c947b27ba474ad54da9c5dbac"
+    )
+
+
+@dataclass
+class CompletionsConfig:
+    source: CompletionSource = CompletionSource.model
+    group: int | None = None  # physician modes: ideal-completion group 1, 2 or 3
+    path: str | None = None  # file mode: JSONL with prompt_id and completion per line
+
+
+@dataclass
 class RunnerConfig:
     max_concurrent: int = 64  # examples in flight
     max_parallel_judges: int = 48  # judge calls in flight per example
@@ -128,6 +160,8 @@ class WandbConfig:
 
 @dataclass
 class Config:
+    task: TaskConfig = field(default_factory=TaskConfig)
+    completions: CompletionsConfig = field(default_factory=CompletionsConfig)
     model: EndpointConfig = field(default_factory=EndpointConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
@@ -203,7 +237,34 @@ def validate(config: Config) -> None:
         rate = getattr(config.offline_server, key)
         if not 0.0 <= rate <= 1.0:
             raise ConfigError(f"offline_server.{key} must be in [0, 1], got {rate}")
-    for role in ("model", "judge"):
+    completions = config.completions
+    physician_modes = (CompletionSource.physician, CompletionSource.physician_references)
+    if completions.source in physician_modes:
+        valid = (2, 3) if completions.source is CompletionSource.physician_references else (1, 2, 3)
+        if completions.group not in valid:
+            raise ConfigError(
+                f"completions={completions.source.value} needs completions.group="
+                f"{' or '.join(map(str, valid))}, got {completions.group}"
+                + (" (Group 1 has no reference completions)" if completions.group == 1 else "")
+            )
+    if completions.source is CompletionSource.file and not completions.path:
+        raise ConfigError(
+            "completions=file needs completions.path=<JSONL of prompt_id, completion>"
+        )
+    if config.task.kind is TaskKind.meta_eval and completions.source is not CompletionSource.model:
+        raise ConfigError(
+            "task=meta_eval grades the completions in the meta-eval file; "
+            f"drop completions={completions.source.value}"
+        )
+    for role in needed_roles(config):
         endpoint: EndpointConfig = getattr(config, role)
         if not endpoint.builtin and endpoint.base_url == "":
             raise ConfigError(f"{role}.base_url is empty; use null for OpenAI's API")
+
+
+def needed_roles(config: Config) -> tuple[str, ...]:
+    """The endpoints a run talks to: the judge always, the model only when it samples replies."""
+    samples = (
+        config.task.kind is TaskKind.eval and config.completions.source is CompletionSource.model
+    )
+    return ("model", "judge") if samples else ("judge",)

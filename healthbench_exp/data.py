@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .config import ConfigError, DatasetConfig, DataSource
 
@@ -43,6 +43,7 @@ THEMES = (
     "complex_responses",
 )  # the seven themes of HealthBench, in the paper's order
 SAMPLE_FILE = "sample.jsonl"
+T = TypeVar("T")
 
 
 class DataError(ValueError):
@@ -178,7 +179,7 @@ def parse_examples(rows: Iterable[tuple[str, Any]]) -> list[Example]:
     return examples
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line."""
     import datasets
 
@@ -210,13 +211,21 @@ def _hf_rows(repo: str, split: str) -> Iterator[tuple[str, Any]]:
         yield f"{repo} row {index}", row
 
 
-def official_file(config: DatasetConfig) -> Path:
-    """Download (once) the official simple-evals file and verify its sha256."""
+def official_file(
+    config: DatasetConfig, name: str | None = None, sha256: str | None = None
+) -> Path:
+    """Download (once) an official simple-evals file and verify its sha256.
+
+    `name`/`sha256` default to `dataset.openai_file`/`dataset.sha256`; the file is kept in
+    `dataset.cache_dir`.
+    """
+    if name is None:
+        name, sha256 = config.openai_file, config.sha256
     cache = Path(config.cache_dir).expanduser()
-    target = cache / config.openai_file
+    target = cache / name
     if not target.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        url = OPENAI_BASE_URL + config.openai_file
+        url = OPENAI_BASE_URL + name
         log.info("downloading %s", url)
         partial = target.with_suffix(".partial")
         try:
@@ -224,18 +233,18 @@ def official_file(config: DatasetConfig) -> Path:
         except OSError as exc:
             raise ConfigError(f"could not download {url}: {exc}") from exc
         partial.replace(target)
-    if config.sha256:
+    if sha256:
         digest = hashlib.sha256(target.read_bytes()).hexdigest()
-        if digest != config.sha256:
+        if digest != sha256:
             raise DataError(
-                f"{target}: sha256 {digest} does not match the expected {config.sha256}; "
+                f"{target}: sha256 {digest} does not match the expected {sha256}; "
                 "delete the file to download it again"
             )
     return target
 
 
-def bundled_sample_path() -> Path:
-    return Path(str(resources.files("healthbench_exp") / "data" / SAMPLE_FILE))
+def bundled_sample_path(name: str = SAMPLE_FILE) -> Path:
+    return Path(str(resources.files("healthbench_exp") / "data" / name))
 
 
 def load_examples(config: DatasetConfig) -> list[Example]:
@@ -244,17 +253,17 @@ def load_examples(config: DatasetConfig) -> list[Example]:
         path = Path(config.path).expanduser()
         if not path.is_file():
             raise ConfigError(f"dataset.path={config.path}: no such file")
-        rows = _jsonl_rows(path)
+        rows = jsonl_rows(path)
     elif config.source is DataSource.bundled:
-        rows = _jsonl_rows(bundled_sample_path())
+        rows = jsonl_rows(bundled_sample_path())
     elif config.source is DataSource.openai:
-        rows = _jsonl_rows(official_file(config))
+        rows = jsonl_rows(official_file(config))
     else:
         rows = _hf_rows(config.hf_repo, config.hf_split)
     return parse_examples(rows)
 
 
-def sample_examples(examples: list[Example], num_examples: int | None, seed: int) -> list[Example]:
+def sample_examples(examples: list[T], num_examples: int | None, seed: int) -> list[T]:
     """The reference's subset: `random.Random(seed).sample(...)` when fewer than all are asked.
 
     With seed 0 this picks exactly the examples simple-evals picks for `--examples`.

@@ -195,14 +195,83 @@ def _example_html(example: dict[str, Any], criteria: list[dict[str, Any]]) -> st
     )
 
 
+def replies_label(summary: dict[str, Any]) -> str:
+    """Whose replies a run graded: the model's name, or the physician / file source."""
+    completions = summary.get("completions") or {"source": "model"}
+    if completions["source"] == "model":
+        return str(((summary.get("config") or {}).get("model") or {}).get("name", "?"))
+    if completions["source"] == "file":
+        return f"replies from {completions.get('path')}"
+    return f"{completions['source']} completions, Group {completions.get('group')}"
+
+
+def write_meta_eval_report(output_dir: Path, summary: dict[str, Any]) -> Path:
+    """report.html of a meta-eval: judge vs physicians overall, by category, per physician."""
+    metrics, counts = summary["metrics"], summary["counts"]
+    judge = ((summary.get("config") or {}).get("judge") or {}).get("name", "?")
+    physicians = "physicians_weighted_mean:pairwise_physician_f1_balanced"
+    headline = [
+        "<tr>" + _cells(who, metrics[f"{prefix}f1_balanced"], metrics[f"{prefix}f1_pos"],
+                        metrics[f"{prefix}f1_neg"]) + "</tr>"
+        for who, prefix in (
+            (f"judge {judge}", "pairwise_model_"),
+            ("physicians (n-weighted mean)", "physicians_weighted_mean:pairwise_physician_"),
+            ("physicians (mean)", "physicians_mean:pairwise_physician_"),
+        )
+    ]  # fmt: skip
+    categories = [
+        "<tr>"
+        + _cells(
+            c["category"],
+            c["model_f1_balanced"],
+            c["physicians_weighted_mean_f1_balanced"],
+            c["physicians"],
+            c["rows_graded"],
+            c["rows"],
+        )
+        + "</tr>"
+        for c in summary["by_category"]
+    ]
+    per_physician = [
+        "<tr>"
+        + _cells(
+            pid,
+            m["pairwise_physician_f1_balanced"]["value"],
+            m["pairwise_physician_f1_pos"]["value"],
+            m["pairwise_physician_f1_neg"]["value"],
+            m["pairwise_physician_f1_balanced"]["n"],
+        )
+        + "</tr>"
+        for pid, m in summary["agreement"]["physicians"].items()
+    ]
+    body = (
+        f"<h1>HealthBench meta-eval: judge {escape(str(judge))}</h1>"
+        f"<p class='muted'>{counts['rows_graded']} of {counts['rows']} rows graded, "
+        f"{counts['physicians']} physicians, {counts['categories']} categories; pairwise F1 "
+        "against every other rater's label on the same row; – = undefined (no pairs).</p>"
+        f"<p><b>pairwise_model_f1_balanced</b> <span id='headline'>"
+        f"{_fmt(metrics['pairwise_model_f1_balanced'])}</span>; physicians "
+        f"{_fmt(metrics.get(physicians))}</p>"
+        + _table(["rater", "balanced F1", "pos F1", "neg F1"], headline)
+        + "<h2>By category</h2>"
+        + _table(
+            ["category", "judge", "physicians", "physicians (n)", "graded", "rows"], categories
+        )
+        + "<h2>Per physician (each against the others)</h2>"
+        + _table(["physician", "balanced F1", "pos F1", "neg F1", "n"], per_physician)
+    )
+    path = output_dir / "report.html"
+    path.write_text(_page(f"HealthBench meta-eval {judge}", body), encoding="utf-8")
+    return path
+
+
 def _run_header(summary: dict[str, Any]) -> str:
     """Everything of a run's page above the examples."""
     metrics, counts = summary["metrics"], summary["counts"]
     config = summary.get("config") or {}
-    model = (config.get("model") or {}).get("name", "?")
     judge = (config.get("judge") or {}).get("name", "?")
     body = [
-        f"<h1>HealthBench run: {escape(str(model))}</h1>",
+        f"<h1>HealthBench run: {escape(replies_label(summary))}</h1>",
         f"<p class='muted'>judge {escape(str(judge))}; {counts['rows']} rows, "
         f"{counts['rows_scored']} scored, {counts['rows_failed']} failed, "
         f"{counts['ungraded_criteria']} ungraded criteria, "
@@ -255,8 +324,7 @@ def write_run_report(output_dir: Path) -> Path:
                 criteria_offset += len(criteria.readline())
             index[position] = (*index[position][:3], start, count)
     path = output_dir / "report.html"
-    model = ((summary.get("config") or {}).get("model") or {}).get("name", "?")
-    before, after = _page_parts(f"HealthBench run {model}")
+    before, after = _page_parts(f"HealthBench run {replies_label(summary)}")
     with (
         open(path, "w", encoding="utf-8") as out,
         open(output_dir / "examples.jsonl", "rb") as examples,
@@ -290,13 +358,45 @@ def _job_row(job: dict[str, Any]) -> str:
 
 
 def sweep_report(data: dict[str, Any]) -> str:
-    jobs = data["jobs"]
+    meta = [j for j in data["jobs"] if j.get("task") == "meta_eval"]
+    jobs = [j for j in data["jobs"] if j.get("task") != "meta_eval"]
     header = ["job", "status", "overrides", "overall_score", "95% CI", "n", "ungraded", "tokens"]
     body = [
         f"<h1>HealthBench sweep</h1><p class='muted'>{escape(data['sweep_dir'])} · "
-        f"{len(jobs)} jobs, {data['failed']} failed or unfinished</p>",
-        "<h2>Jobs</h2>" + _table([*header, "wall s", "files"], [_job_row(j) for j in jobs]),
+        f"{len(data['jobs'])} jobs, {data['failed']} failed or unfinished</p>",
     ]
+    if jobs:
+        body.append(
+            "<h2>Jobs</h2>" + _table([*header, "wall s", "files"], [_job_row(j) for j in jobs])
+        )
+    if meta:
+        rows = [
+            "<tr>"
+            + _cells(j["job"], j["judge"], j["overrides"], numeric=False)
+            + "<td class='num job-f1'>"
+            + _fmt(j["pairwise_model_f1_balanced"])
+            + "</td>"
+            + _cells(j["physicians_f1_balanced"], j["rows"], j["ungraded_rows"], j["tokens"])
+            + "</tr>"
+            for j in meta
+        ]
+        header = ["job", "judge", "overrides", "judge F1", "physicians F1", "rows", "ungraded"]
+        body.append(
+            "<h2>Meta-eval: agreement with physicians (pairwise balanced F1)</h2>"
+            + _table([*header, "tokens"], rows)
+        )
+    if data.get("judge_agreement"):
+        rows = [
+            "<tr>"
+            + _cells(p["a"], p["b"], f"{p['a_judge']} vs {p['b_judge']}", numeric=False)
+            + _cells(p["n"], p["agreement"], p["kappa"])
+            + "</tr>"
+            for p in data["judge_agreement"]
+        ]
+        body.append(
+            "<h2>Judge agreement (items both judges graded)</h2>"
+            + _table(["A", "B", "judges", "n", "agreement", "Cohen's kappa"], rows)
+        )
     done = [j for j in jobs if j["status"] == "completed" and j.get("overall_score") is not None]
     if done:
         bars = [(j["label"][:48], j["overall_score"], j["bootstrap_std"]) for j in done]

@@ -2,10 +2,11 @@
 
 Its scores are meaningless. It exists so the whole pipeline (HTTP, retries, parsing, scoring,
 outputs) runs without a network or a key. Replies are deterministic: a model reply is derived from
-the model name, temperature and messages; a judge verdict is derived from the grader prompt, so
-the same prompt always gets the same verdict. For tests it injects latency, 429/500/503 errors,
-malformed verdicts and empty replies at configurable rates (seeded); a model request whose last
-message contains `REFUSE_MARKER` is answered as refused (`finish_reason: content_filter`).
+the model name, temperature and messages; a judge verdict is derived from the judge's name and the
+grader prompt, so the same judge always gives the same prompt the same verdict. For tests it
+injects latency, 429/500/503 errors, malformed verdicts and empty replies at configurable rates
+(seeded); a model request whose last message contains `REFUSE_MARKER` is answered as refused
+(`finish_reason: content_filter`).
 
 Run on its own: `python -m healthbench_exp.offline_server --port 8000 --latency-ms 200`.
 `GET /stats` returns request counters; `POST /stats/reset` zeroes them; `--require-key K` answers
@@ -58,11 +59,12 @@ def model_reply(model: str, temperature: Any, messages: list[dict[str, Any]]) ->
     return " ".join(_SENTENCES[digest[1 + i] % len(_SENTENCES)] for i in range(count))
 
 
-def judge_reply(grader_prompt: str) -> str:
-    """A verdict in the format the official template asks for, derived from the prompt."""
-    met = _digest(grader_prompt)[0] % 2 == 0
+def judge_reply(grader_prompt: str, judge: str = "") -> str:
+    """A verdict in the format the official template asks for, derived from the grader prompt and
+    the judge's model name (so two differently named judges disagree on about half the items)."""
+    met = _digest(judge, grader_prompt)[0] % 2 == 0
     verdict = {
-        "explanation": "Offline verdict derived from a hash of the grader prompt.",
+        "explanation": "Offline verdict derived from a hash of the judge name and grader prompt.",
         "criteria_met": met,
     }
     return "```json\n" + json.dumps(verdict, indent=2) + "\n```"
@@ -224,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
                 faults.count("malformed_injected")
                 text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
             else:
-                text = judge_reply(last)
+                text = judge_reply(last, model)
         elif draw < faults.empty_reply_rate:
             faults.count("empty_injected")
             text = ""

@@ -66,6 +66,27 @@ def example_row(result: ExampleResult) -> dict[str, Any]:
     }
 
 
+class JsonlWriter:
+    """Appends rows to one JSONL file, flushing each, so nothing finished is lost."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file: TextIO | None = None
+
+    def __enter__(self) -> JsonlWriter:
+        self.file = open(self.path, "w", encoding="utf-8")
+        return self
+
+    def write(self, row: dict[str, Any]) -> None:
+        assert self.file is not None
+        self.file.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.file.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
 class ResultWriter:
     """Appends each finished example to the JSONL files and flushes, so nothing finished is lost."""
 
@@ -106,7 +127,7 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 
 OWN_FILES = {
     ".hydra", "healthbench.log", "status.json", "summary.json", "per_criterion.jsonl",
-    "examples.jsonl", "results", "report.html", "wandb",
+    "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
 }  # fmt: skip
 
 
@@ -204,14 +225,81 @@ def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(path), num_shards=1)
 
 
+def write_meta_eval_dataset(path: Path, records: list[dict[str, Any]]) -> None:
+    """Save the meta-eval's per-row verdicts (the rows of meta_eval.jsonl) as an HF dataset."""
+    import datasets
+    from datasets import Features, Sequence, Value
+
+    datasets.disable_progress_bars()
+    features = Features(
+        {
+            "prompt_id": Value("string"),
+            "completion_id": Value("string"),
+            "repeat": Value("int32"),
+            "category": Value("string"),
+            "rubric": Value("string"),
+            "criteria_met": Value("bool"),
+            "explanation": Value("string"),
+            "judge_attempts": Value("int32"),
+            "error": Value("string"),
+            "binary_labels": Sequence(Value("bool")),
+            "anonymized_physician_ids": Sequence(Value("string")),
+        }
+    )
+    columns = {name: [record[name] for record in records] for name in features}
+    datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(path), num_shards=1)
+
+
 def _ci(metrics: dict[str, Any], name: str) -> str:
     mean, std = metrics[name], metrics[f"{name}:bootstrap_std"]
     low, high = ci95(mean, std)
     return f"{mean:.4f}  [{low:.4f}, {high:.4f}]  n={metrics[f'{name}:n_samples']}"
 
 
+def _value(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def format_meta_report(summary: dict[str, Any]) -> str:
+    """The end-of-run table of a meta-eval: judge vs physicians, overall and by category."""
+    metrics, counts = summary["metrics"], summary["counts"]
+    judge, physicians = (
+        "pairwise_model_f1_balanced",
+        "physicians_weighted_mean:pairwise_physician_f1_balanced",
+    )
+    lines = [
+        "",
+        "HealthBench meta-eval: agreement with physicians (pairwise balanced F1; "
+        "physicians: n-weighted mean, each vs the others)",
+        f"  judge    pairwise_model_f1_balanced  {_value(metrics[judge])}"
+        f"   (pos F1 {_value(metrics['pairwise_model_f1_pos'])}, "
+        f"neg F1 {_value(metrics['pairwise_model_f1_neg'])})",
+        f"  physicians                           {_value(metrics.get(physicians))}"
+        f"   ({counts['physicians']} physicians)",
+        f"  mean over categories: judge {_value(metrics[f'category_mean:{judge}'])}, "
+        f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
+        f"  by category:{'':<53} judge  physicians  rows",
+    ]
+    for row in summary["by_category"]:
+        lines.append(
+            f"    {row['category'].removeprefix('cluster:')[:60]:<60} "
+            f"{_value(row['model_f1_balanced']):>9} "
+            f"{_value(row['physicians_weighted_mean_f1_balanced']):>10} {row['rows']:>5}"
+        )
+    lines.append(
+        f"  rows graded {counts['rows_graded']}/{counts['rows']}, ungraded {counts['rows_failed']}"
+        f"; judge requests {counts['judge_requests']} (from the cache: "
+        f"{counts['judge_cache_hits']}); wall time {counts['wall_time_s']:.1f} s"
+    )
+    if counts["rows_failed"]:
+        lines.append("  ungraded rows are left out of the judge's metrics (see meta_eval.jsonl)")
+    return "\n".join(lines)
+
+
 def format_report(summary: dict[str, Any]) -> str:
     """The end-of-run table: overall score with a 95% CI, by theme, by axis, counts."""
+    if summary.get("task") == "meta_eval":
+        return format_meta_report(summary)
     metrics, counts = summary["metrics"], summary["counts"]
     lines = [
         "",

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,11 +22,13 @@ from typing import Any, TypeVar
 from . import __version__
 from .cache import ResponseCache, cache_dir
 from .comparison import length_adjusted, run_to_run_std, worst_at_k
-from .config import Config, validate
-from .data import Example, load_examples, sample_examples
+from .completions import WorkItem, work_items
+from .config import CompletionSource, Config, TaskKind, needed_roles, validate
+from .data import Example, load_examples
 from .endpoints import (
     OPENAI_DEFAULT_URL,
     ChatEndpoint,
+    EndpointStats,
     FatalEndpointError,
     RequestFailed,
     check_reachable,
@@ -64,6 +66,7 @@ class ExampleResult:
     grades: list[CriterionGrade]
     error: str | None = None  # the example failed (no usable reply); it is not scored
     metrics: dict[str, float] | None = None  # None: failed, or every positive criterion ungraded
+    sampled: bool = True  # the reply was asked of the model (not given by physicians or a file)
 
     @property
     def score(self) -> float | None:
@@ -77,8 +80,10 @@ class ExampleResult:
 class Progress:
     """A tqdm bar over (example, rollout) pairs with live counters; silent when disabled."""
 
-    def __init__(self, total: int, enabled: bool, model: ChatEndpoint, judge: ChatEndpoint):
-        self.model, self.judge = model, judge
+    def __init__(
+        self, total: int, enabled: bool, endpoints: list[ChatEndpoint], unit: str = "ex"
+    ) -> None:
+        self.endpoints = endpoints
         self.criteria = self.failed = self.ungraded = 0
         self.bar = None
         if enabled:
@@ -88,20 +93,23 @@ class Progress:
 
             self.bar = tqdm(
                 total=total,
-                unit="ex",
-                desc="examples",
+                unit=unit,
+                desc="examples" if unit == "ex" else "rows",
                 dynamic_ncols=True,
                 mininterval=0.5 if sys.stderr.isatty() else 10.0,
             )
 
     def update(self, result: ExampleResult) -> None:
-        self.criteria += len(result.grades) - result.ungraded
-        self.ungraded += result.ungraded
-        self.failed += result.error is not None
+        self.count(len(result.grades) - result.ungraded, result.ungraded, result.error is not None)
+
+    def count(self, graded: int, ungraded: int, failed: bool) -> None:
+        self.criteria += graded
+        self.ungraded += ungraded
+        self.failed += failed
         if self.bar is not None:
             self.bar.set_postfix(
                 criteria=self.criteria,
-                in_flight=self.model.stats.in_flight + self.judge.stats.in_flight,
+                in_flight=sum(e.stats.in_flight for e in self.endpoints),
                 failed=self.failed,
                 ungraded=self.ungraded,
                 refresh=False,
@@ -114,21 +122,31 @@ class Progress:
 
 
 async def run_example(
-    example: Example,
-    rollout: int,
-    model: ChatEndpoint,
+    item: WorkItem,
+    model: ChatEndpoint | None,
     judge: ChatEndpoint,
     max_parallel_judges: int,
     max_parse_retries: int,
 ) -> ExampleResult:
-    """Sample one reply and grade every criterion against it, all criteria concurrently."""
-    prompt = list(example.prompt)
-    sent = model.messages_for(prompt)
-    try:
-        reply = await model.complete(prompt, tag=f"rollout={rollout}")
-    except RequestFailed as exc:
-        return ExampleResult(example, rollout, sent, None, [], error=f"model: {exc}")
-    conversation = render_conversation([*sent, {"role": "assistant", "content": reply.text}])
+    """Get the reply (sampled, or given by the item) and grade every criterion concurrently."""
+    example, rollout = item.example, item.rollout
+    given = item.completion is not None or item.error is not None
+    if item.error is not None:
+        return ExampleResult(
+            example, rollout, list(example.prompt), None, [], error=item.error, sampled=False
+        )
+    if item.completion is not None:  # physician or file completions: nothing is sampled
+        sent = list(item.messages or example.prompt)
+        text = item.completion
+    else:
+        assert model is not None
+        prompt = list(example.prompt)
+        sent = model.messages_for(prompt)
+        try:
+            text = (await model.complete(prompt, tag=f"rollout={rollout}")).text
+        except RequestFailed as exc:
+            return ExampleResult(example, rollout, sent, None, [], error=f"model: {exc}")
+    conversation = render_conversation([*sent, {"role": "assistant", "content": text}])
     slots = asyncio.Semaphore(max_parallel_judges)
 
     async def grade(criterion: Any) -> CriterionGrade:
@@ -146,28 +164,27 @@ async def run_example(
     metrics = example_metrics(
         example.example_tags, example.rubrics, [g.criteria_met for g in grades]
     )
-    return ExampleResult(example, rollout, sent, reply.text, grades, metrics=metrics)
+    return ExampleResult(example, rollout, sent, text, grades, metrics=metrics, sampled=not given)
 
 
 async def evaluate(
-    work: list[tuple[Example, int]],
-    model: ChatEndpoint,
+    work: list[WorkItem],
+    model: ChatEndpoint | None,
     judge: ChatEndpoint,
     config: Config,
     on_result: Callable[[ExampleResult], None],
 ) -> list[ExampleResult]:
-    """Run every (example, rollout); call `on_result` as each finishes; return them in order.
+    """Grade every item; call `on_result` as each finishes; return them in order.
 
     A FatalEndpointError in any example cancels the rest and propagates.
     """
     slots = asyncio.Semaphore(config.runner.max_concurrent)
-    progress = Progress(len(work), config.runner.progress, model, judge)
+    progress = Progress(len(work), config.runner.progress, [e for e in (model, judge) if e])
 
-    async def one(example: Example, rollout: int) -> ExampleResult:
+    async def one(item: WorkItem) -> ExampleResult:
         async with slots:
             result = await run_example(
-                example,
-                rollout,
+                item,
                 model,
                 judge,
                 config.runner.max_parallel_judges,
@@ -179,7 +196,7 @@ async def evaluate(
 
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(one(example, rollout)) for example, rollout in work]
+            tasks = [group.create_task(one(item)) for item in work]
     except* FatalEndpointError as errors:
         raise errors.exceptions[0] from None
     finally:
@@ -207,27 +224,35 @@ def builtin_identity(config: Config) -> str:
 
 
 @contextlib.contextmanager
-def builtin_server(config: Config) -> Iterator[str | None]:
-    """Start the built-in offline server if the model or judge uses it; yield its base URL."""
-    if not (config.model.builtin or config.judge.builtin):
-        yield None
-        return
-    from .offline_server import ServerProcess, server_args
+def reachable_endpoints(config: Config) -> Iterator[dict[str, str | None]]:
+    """Start the built-in server if a needed endpoint uses it; yield each needed role's base URL
+    (None = OpenAI's), each checked reachable so an unreachable one fails fast."""
+    roles = needed_roles(config)
+    server_url = None
+    with contextlib.ExitStack() as stack:
+        if any(getattr(config, role).builtin for role in roles):
+            from .offline_server import ServerProcess, server_args
 
-    args = server_args(**asdict(config.offline_server))
-    with ServerProcess(args) as process:
-        log.info("built-in offline endpoint at %s (its scores are meaningless)", process.base_url)
-        yield process.base_url
+            process = stack.enter_context(
+                ServerProcess(server_args(**asdict(config.offline_server)))
+            )
+            server_url = process.base_url
+            log.info("built-in offline endpoint at %s (its scores are meaningless)", server_url)
+        urls = {role: endpoint_url(getattr(config, role), server_url) for role in roles}
+        for role, url in urls.items():
+            check_reachable(role, url or OPENAI_DEFAULT_URL, config.runner.connect_timeout_s)
+        yield urls
 
 
-async def _evaluate_with_clients(
-    work: list[tuple[Example, int]],
-    config: Config,
-    urls: dict[str, str | None],
-    keys: dict[str, str],
-    on_result: Callable[[ExampleResult], None],
-) -> tuple[list[ExampleResult], dict[str, Any]]:
-    """Create the clients inside the running loop, evaluate, close them; return results, stats."""
+@contextlib.asynccontextmanager
+async def open_endpoints(
+    config: Config, urls: dict[str, str | None], keys: dict[str, str]
+) -> AsyncIterator[dict[str, ChatEndpoint]]:
+    """One ChatEndpoint per role in `urls`, sharing the response cache; closed on exit.
+
+    Call inside the running event loop: clients made outside it break the second job of a
+    multirun ("Event loop is closed").
+    """
     runner = config.runner
     cache = ResponseCache(cache_dir(config.cache.dir)) if config.cache.enabled else None
     shared = asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None
@@ -235,11 +260,11 @@ async def _evaluate_with_clients(
         "model": (config.sampling.temperature, config.sampling.max_tokens),
         "judge": (config.judge.temperature, config.judge.max_tokens),
     }
-    model, judge = (
-        ChatEndpoint(
+    endpoints = {
+        role: ChatEndpoint(
             role,
             getattr(config, role),
-            base_url=urls[role],
+            base_url=url,
             api_key=keys[role],
             temperature=sampling[role][0],
             max_tokens=sampling[role][1],
@@ -249,19 +274,46 @@ async def _evaluate_with_clients(
             shared_limit=shared,
             identity=builtin_identity(config) if getattr(config, role).builtin else None,
         )
-        for role in ("model", "judge")
-    )
-    started = time.monotonic()
+        for role, url in urls.items()
+    }
     try:
-        results = await evaluate(work, model, judge, config, on_result)
+        yield endpoints
     finally:
-        await model.close()
-        await judge.close()
+        for endpoint in endpoints.values():
+            await endpoint.close()
         if cache is not None:
             cache.close()
-    stats = {"model": asdict(model.stats), "judge": asdict(judge.stats)}
+
+
+def endpoint_stats(endpoints: dict[str, ChatEndpoint], started: float) -> dict[str, Any]:
+    """Counters of both roles (zeros for one that was not used) and the evaluation time."""
+    stats: dict[str, Any] = {
+        role: asdict(endpoints[role].stats if role in endpoints else EndpointStats())
+        for role in ("model", "judge")
+    }
     stats["evaluation_s"] = time.monotonic() - started
-    return results, stats
+    return stats
+
+
+async def _evaluate_with_clients(
+    work: list[WorkItem],
+    config: Config,
+    urls: dict[str, str | None],
+    keys: dict[str, str],
+    on_result: Callable[[ExampleResult], None],
+) -> tuple[list[ExampleResult], dict[str, Any]]:
+    """Create the clients inside the running loop, evaluate, close them; return results, stats."""
+    async with open_endpoints(config, urls, keys) as endpoints:
+        started = time.monotonic()
+        results = await evaluate(
+            work, endpoints.get("model"), endpoints["judge"], config, on_result
+        )
+        return results, endpoint_stats(endpoints, started)
+
+
+def resolve_keys(config: Config) -> dict[str, str]:
+    """API keys of the endpoints the run needs, read before any request (missing: ConfigError)."""
+    return {role: resolve_api_key(role, getattr(config, role)) for role in needed_roles(config)}
 
 
 def run_eval(
@@ -270,7 +322,7 @@ def run_eval(
     config_dict: dict[str, Any],
     job: JobContext | None = None,
 ) -> dict[str, Any]:
-    """Evaluate as configured, write every output into `output_dir`, return the summary.
+    """Run the configured task, write every output into `output_dir`, return the summary.
 
     `config_dict` is the resolved config as plain data (it holds env var names, never keys);
     `job` carries what Hydra knows (overrides, sweep directory) for tracking.
@@ -278,43 +330,41 @@ def run_eval(
     """
     from . import html_report, reporting, tracking
 
+    if config.task.kind is TaskKind.meta_eval:
+        from .meta_eval import run_meta_eval
+
+        return run_meta_eval(config, output_dir, config_dict, job)
     started = time.monotonic()
     validate(config)
-    keys = {role: resolve_api_key(role, getattr(config, role)) for role in ("model", "judge")}
+    keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
     # W&B opens in the background while the data loads and the first requests go out
     tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
     try:
-        examples = sample_examples(
-            load_examples(config.dataset), config.sampling.num_examples, config.sampling.seed
+        work, completions_info = work_items(
+            load_examples(config.dataset), config.completions, config.sampling
         )
-        rollouts = config.sampling.rollouts_per_example
-        work = [(example, rollout) for rollout in range(rollouts) for example in examples]
+        sampled = config.completions.source is CompletionSource.model
         log.info(
-            "%d examples x %d rollouts: %d model calls, %d criteria to grade",
-            len(examples),
-            rollouts,
-            len(work),
-            sum(len(e.rubrics) for e in examples) * rollouts,
+            "%d examples x %d rollouts (%s replies): %d model calls, %d criteria to grade",
+            len({item.example.prompt_id for item in work}),
+            config.sampling.rollouts_per_example,
+            config.completions.source.value,
+            len(work) if sampled else 0,
+            sum(len(item.example.rubrics) for item in work),
         )
-        with builtin_server(config) as server_url:
-            urls = {
-                role: endpoint_url(getattr(config, role), server_url) for role in ("model", "judge")
-            }
-            for role, url in urls.items():
-                check_reachable(role, url or OPENAI_DEFAULT_URL, config.runner.connect_timeout_s)
-            with reporting.ResultWriter(output_dir) as writer:
+        with (
+            reachable_endpoints(config) as urls,
+            reporting.ResultWriter(output_dir) as writer,
+        ):
 
-                def on_result(result: ExampleResult) -> None:
-                    writer.write(result)
-                    tracker.on_result(result)
+            def on_result(result: ExampleResult) -> None:
+                writer.write(result)
+                tracker.on_result(result)
 
-                results, endpoint_stats = run_async(
-                    _evaluate_with_clients(work, config, urls, keys, on_result)
-                )
-        summary = build_summary(
-            results, config, config_dict, endpoint_stats, time.monotonic() - started
-        )
+            results, stats = run_async(_evaluate_with_clients(work, config, urls, keys, on_result))
+        summary = build_summary(results, config, config_dict, stats, time.monotonic() - started)
+        summary["completions"] = completions_info
         summary["wandb"] = tracker.describe()
         reporting.write_summary(output_dir, summary)
         reporting.write_results_dataset(output_dir / "results", results)
@@ -374,6 +424,7 @@ def build_summary(
     }
     metrics.update(length_adjusted_metrics(results, config))
     return {
+        "task": "eval",
         "metrics": metrics,
         "counts": counts,
         "repeats": repeats_statistics(results)

@@ -74,11 +74,12 @@ def clipped_mean(values: Sequence[float]) -> float:
 BOOTSTRAP_CHUNK = 1_000_000
 
 
-def bootstrap_std(values: Sequence[float], samples: int, seed: int) -> float:
+def bootstrap_std(values: Sequence[float], samples: int, seed: int, clip: bool = True) -> float:
     """Std (ddof 0) of the clipped means of `samples` resamples with replacement.
 
     Draws the same indices as `samples` calls of the reference's `np.random.choice(values,
-    len(values))` would after `np.random.seed(seed)`.
+    len(values))` would after `np.random.seed(seed)`. `clip=False`: the means are not clipped
+    (simple-evals' generic aggregate, used by the meta-eval).
     """
     array = np.asarray(values, dtype=float)
     rng = np.random.RandomState(seed)
@@ -90,7 +91,7 @@ def bootstrap_std(values: Sequence[float], samples: int, seed: int) -> float:
         stop = min(samples, start + rows)
         indices = rng.randint(0, len(array), size=(stop - start, len(array)))
         means[start:stop] = array[indices].mean(axis=1)
-    return float(np.std(np.clip(means, 0, 1)))
+    return float(np.std(np.clip(means, 0, 1) if clip else means))
 
 
 def ci95(mean: float, std: float) -> tuple[float, float]:

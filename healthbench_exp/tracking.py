@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .config import Config, WandbMode
+from .config import CompletionSource, Config, TaskKind, WandbMode
 from .scoring import tag_metric_names
 
 if TYPE_CHECKING:
@@ -68,10 +68,17 @@ def resolve_mode(mode: WandbMode) -> str:
 
 
 def default_run_name(config: Config) -> str:
+    if config.task.kind is TaskKind.meta_eval:
+        return f"meta_eval|judge={config.judge.name}|{config.dataset.difficulty}"
     temperature = "default" if config.sampling.temperature is None else config.sampling.temperature
-    return (
-        f"{config.model.name}|judge={config.judge.name}|{config.dataset.difficulty}|T={temperature}"
-    )
+    source = config.completions.source
+    if source is CompletionSource.model:
+        replies = config.model.name
+    elif source is CompletionSource.file:
+        replies = f"file:{Path(config.completions.path or '').name}"
+    else:
+        replies = f"{source.value}:group{config.completions.group}"
+    return f"{replies}|judge={config.judge.name}|{config.dataset.difficulty}|T={temperature}"
 
 
 def sweep_group(sweep_dir: str) -> str:
@@ -143,13 +150,22 @@ class Tracker:
 
     def on_result(self, result: ExampleResult) -> None:
         """Count a finished example; log progress at most every PROGRESS_EVERY_S seconds."""
-        self.done += 1
         self.failed += result.error is not None
         self.ungraded += result.ungraded
-        self.requests += 1 + sum(g.attempts for g in result.grades)
+        self.requests += result.sampled + sum(g.attempts for g in result.grades)
         if result.score is not None:
             self.scored += 1
             self.score_sum += result.score
+        self._finished_one()
+
+    def on_row(self, ungraded: bool, judge_replies: int) -> None:
+        """Count a finished meta-eval row."""
+        self.ungraded += ungraded
+        self.requests += judge_replies
+        self._finished_one()
+
+    def _finished_one(self) -> None:
+        self.done += 1
         now = time.monotonic()
         if now - self.last_log >= PROGRESS_EVERY_S and self._ready():
             self.last_log = now
@@ -175,8 +191,11 @@ class Tracker:
         import wandb
 
         self.log_progress()
-        self.run.summary.update(summary["metrics"])
+        self.run.summary.update({k: v for k, v in summary["metrics"].items() if v is not None})
         self.run.summary.update({f"counts/{k}": v for k, v in summary["counts"].items()})
+        if summary.get("task") == "meta_eval":
+            self._finish_meta_eval(summary, output_dir)
+            return
         per_example = example_table(output_dir / "examples.jsonl")
         breakdowns = breakdown_tables(summary)
         logged: dict[str, Any] = dict(breakdowns)
@@ -195,6 +214,31 @@ class Tracker:
         artifact.add(example_table(output_dir / "examples.jsonl"), "per_example")  # not a reference
         for index, part in enumerate(criterion_tables(output_dir / "per_criterion.jsonl")):
             artifact.add(part, "per_criterion" if index == 0 else f"per_criterion_{index}")
+        self.run.log_artifact(artifact)
+        self.run.finish()
+
+    def _finish_meta_eval(self, summary: dict[str, Any], output_dir: Path) -> None:
+        """Tables by category and per physician, per-row verdicts, the results artifact."""
+        import wandb
+
+        assert self.run is not None
+        by_category = meta_category_table(summary)
+        per_row = meta_row_table(output_dir / "meta_eval.jsonl")
+        logged: dict[str, Any] = {
+            "by_category": by_category,
+            "by_category_chart": wandb.plot.bar(
+                by_category, "category", "model_f1_balanced", title="Judge balanced F1 by category"
+            ),
+            "per_physician": physician_table(summary),
+        }
+        if len(per_row.data) <= TABLE_LOG_MAX_ROWS:
+            logged["per_row"] = per_row
+        self.run.log(logged)
+        artifact = wandb.Artifact(f"results-{self.run.id}", type=ARTIFACT_TYPE)
+        for name in ("summary.json", "meta_eval.jsonl"):
+            artifact.add_file(str(output_dir / name), name=name)
+        artifact.add_dir(str(output_dir / "results"), name="results")
+        artifact.add(per_row, "per_row")
         self.run.log_artifact(artifact)
         self.run.finish()
 
@@ -238,7 +282,7 @@ def open_run(
         group=group,
         tags=list(config.wandb.tags),
         name=config.wandb.name or default_run_name(config),
-        job_type="eval",
+        job_type=config.task.kind.value,
         config={
             **config_dict,
             "hydra_overrides": " ".join(job.overrides),
@@ -317,3 +361,45 @@ def breakdown_tables(summary: dict[str, Any]) -> dict[str, Any]:
     ]
     tables["by_consensus_criterion"] = wandb.Table(columns=columns, data=consensus)
     return tables
+
+
+META_CATEGORY_COLUMNS = [
+    "category", "model_f1_balanced", "model_n", "physicians_mean_f1_balanced",
+    "physicians_weighted_mean_f1_balanced", "physicians", "rows", "rows_graded",
+]  # fmt: skip
+META_ROW_COLUMNS = [
+    "prompt_id", "completion_id", "repeat", "category", "rubric", "criteria_met",
+    "binary_labels", "explanation", "judge_attempts", "error",
+]  # fmt: skip
+
+
+def meta_category_table(summary: dict[str, Any]) -> Any:
+    """The judge's and the physicians' balanced F1 per category (undefined: empty cell)."""
+    import wandb
+
+    data = [[row[c] for c in META_CATEGORY_COLUMNS] for row in summary["by_category"]]
+    return wandb.Table(columns=META_CATEGORY_COLUMNS, data=data, allow_mixed_types=True)
+
+
+def physician_table(summary: dict[str, Any]) -> Any:
+    """Each physician's leave-one-out precision, recall and F1 (pos, neg, balanced), overall."""
+    import wandb
+
+    names = [f"pairwise_physician_{k}_{c}" for k in ("f1", "precision", "recall")
+             for c in ("balanced", "pos", "neg")]  # fmt: skip
+    columns = ["physician", *(n.removeprefix("pairwise_physician_") for n in names), "n_f1"]
+    data = [
+        [pid, *(m[n]["value"] for n in names), m["pairwise_physician_f1_balanced"]["n"]]
+        for pid, m in summary["agreement"]["physicians"].items()
+    ]
+    return wandb.Table(columns=columns, data=data, allow_mixed_types=True)
+
+
+def meta_row_table(path: Path) -> Any:
+    import wandb
+
+    data = []
+    for row in _jsonl(path):
+        row["binary_labels"] = ",".join("1" if x else "0" for x in row["binary_labels"])
+        data.append([row[c] for c in META_ROW_COLUMNS])
+    return wandb.Table(columns=META_ROW_COLUMNS, data=data, allow_mixed_types=True)

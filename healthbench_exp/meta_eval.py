@@ -1,0 +1,385 @@
+"""The meta-eval (`task=meta_eval`): how well the judge agrees with physicians (SPEC 4).
+
+Each row (a conversation, a completion, one rubric criterion and several physicians' verdicts)
+is graded once per repeat with the configured judge: the reference grader prompt with the
+conversation plus the completion as the last `assistant` turn, and the row's `rubric` string as
+the rubric item, as given (no `[points]` prefix, no system message). The judge's verdicts are
+then compared with the physicians' by `agreement.pairwise_metrics`; each physician is compared
+with the other physicians on the same rows (leave one out), and the physicians' average is
+reported beside the judge.
+
+A row the judge could not grade (bounded parse retries, or a failed request) is *ungraded*: it
+is left out of the judge's metrics, counted and listed; the physicians' metrics use every row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .agreement import Rate, average_over_raters, leave_one_out, metric_name, pairwise_metrics
+from .config import Config, DataSource, validate
+from .data import DataError, bundled_sample_path, jsonl_rows, official_file, sample_examples
+from .endpoints import FatalEndpointError
+from .grading import GRADER_TEMPLATE_SHA256, CriterionGrade, grade_criterion, render_conversation
+from .scoring import bootstrap_std
+from .tracking import JobContext
+
+log = logging.getLogger(__name__)
+
+META_SAMPLE_FILE = "meta_eval_sample.jsonl"
+HEADLINE = "pairwise_model_f1_balanced"
+PHYSICIAN_HEADLINE = "pairwise_physician_f1_balanced"
+
+
+@dataclass(frozen=True)
+class MetaEvalRow:
+    prompt_id: str
+    completion_id: str
+    prompt: tuple[dict[str, str], ...]
+    completion: str
+    rubric: str  # the criterion text, inserted into the grader prompt as given
+    category: str  # `cluster:<theme>_<behavior>_<criterion>`
+    binary_labels: tuple[bool, ...]  # one verdict per physician
+    physician_ids: tuple[str, ...]  # anonymized, index-aligned with binary_labels
+    where: str
+
+
+def parse_meta_row(row: Any, where: str) -> MetaEvalRow:
+    """Validate one meta-eval row; raise DataError naming `where` and the prompt_id."""
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    prompt_id = row.get("prompt_id")
+    if not isinstance(prompt_id, str) or not prompt_id:
+        raise DataError(f"{where}: missing or empty 'prompt_id'")
+    label = f"{where} (prompt_id {prompt_id})"
+    prompt = row.get("prompt")
+    if (
+        not isinstance(prompt, list)
+        or not prompt
+        or not all(
+            isinstance(m, dict)
+            and isinstance(m.get("role"), str)
+            and isinstance(m.get("content"), str)
+            for m in prompt
+        )
+    ):
+        raise DataError(f"{label}: 'prompt' must be a non-empty list of {{role, content}} strings")
+    for key in ("completion", "completion_id", "rubric", "category"):
+        if not isinstance(row.get(key), str):
+            raise DataError(f"{label}: '{key}' must be a string")
+    if not row["rubric"].strip():
+        raise DataError(f"{label}: 'rubric' is empty")
+    labels, ids = row.get("binary_labels"), row.get("anonymized_physician_ids")
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, bool) for x in labels):
+        raise DataError(f"{label}: 'binary_labels' must be a non-empty list of true/false")
+    if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+        raise DataError(f"{label}: 'anonymized_physician_ids' must be a list of strings")
+    if len(ids) != len(labels):
+        raise DataError(
+            f"{label}: {len(labels)} binary_labels but {len(ids)} anonymized_physician_ids"
+        )
+    return MetaEvalRow(
+        prompt_id=prompt_id,
+        completion_id=row["completion_id"],
+        prompt=tuple({"role": m["role"], "content": m["content"]} for m in prompt),
+        completion=row["completion"],
+        rubric=row["rubric"],
+        category=row["category"],
+        binary_labels=tuple(labels),
+        physician_ids=tuple(ids),
+        where=where,
+    )
+
+
+def meta_eval_path(config: Config) -> Path:
+    """`dataset.path`, the bundled sample (`dataset.source=bundled`) or the official file."""
+    if config.dataset.path:
+        path = Path(config.dataset.path).expanduser()
+        if not path.is_file():
+            from .config import ConfigError
+
+            raise ConfigError(f"dataset.path={config.dataset.path}: no such file")
+        return path
+    if config.dataset.source is DataSource.bundled:
+        return bundled_sample_path(META_SAMPLE_FILE)
+    return official_file(config.dataset, config.task.meta_eval_file, config.task.meta_eval_sha256)
+
+
+def load_meta_rows(config: Config) -> list[MetaEvalRow]:
+    rows = [parse_meta_row(row, where) for where, row in jsonl_rows(meta_eval_path(config))]
+    if not rows:
+        raise DataError("the meta-eval file has no rows")
+    return rows
+
+
+@dataclass
+class MetaEvalResult:
+    row: MetaEvalRow
+    repeat: int
+    grade: CriterionGrade
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The row of `meta_eval.jsonl` (and of the results dataset)."""
+        row = self.row
+        return {
+            "prompt_id": row.prompt_id,
+            "completion_id": row.completion_id,
+            "repeat": self.repeat,
+            "category": row.category,
+            "rubric": row.rubric,
+            "criteria_met": self.grade.criteria_met,
+            "explanation": self.grade.explanation,
+            "judge_attempts": self.grade.attempts,
+            "error": self.grade.error,
+            "binary_labels": list(row.binary_labels),
+            "anonymized_physician_ids": list(row.physician_ids),
+        }
+
+
+async def grade_rows(
+    work: list[tuple[MetaEvalRow, int]],
+    judge: Any,
+    config: Config,
+    on_result: Callable[[MetaEvalResult], None],
+) -> list[MetaEvalResult]:
+    """Grade every (row, repeat) once; call `on_result` as each finishes; return them in order."""
+    from .runner import Progress
+
+    slots = asyncio.Semaphore(max(config.judge.max_concurrency, config.runner.max_concurrent))
+    progress = Progress(len(work), config.runner.progress, [judge], unit="row")
+
+    async def one(row: MetaEvalRow, repeat: int) -> MetaEvalResult:
+        conversation = render_conversation(
+            [*row.prompt, {"role": "assistant", "content": row.completion}]
+        )
+        async with slots:
+            grade = await grade_criterion(
+                judge,
+                conversation,
+                row.rubric,
+                config.judge.max_parse_retries,
+                repeat,
+                prefix_key=f"{row.prompt_id}:{row.completion_id}",
+            )
+        result = MetaEvalResult(row, repeat, grade)
+        on_result(result)
+        progress.count(grade.criteria_met is not None, grade.criteria_met is None, False)
+        return result
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(row, repeat)) for row, repeat in work]
+    except* FatalEndpointError as errors:
+        raise errors.exceptions[0] from None
+    finally:
+        progress.close()
+    return [task.result() for task in tasks]
+
+
+def row_statistics(
+    results: list[MetaEvalResult], bootstrap_samples: int, seed: int
+) -> dict[str, float | int]:
+    """The reference's per-row means over graded rows, overall and `{category}: ...`:
+    `model_predicted_positive`, `percent_physician_pos`, `num_physician_labels`, each with
+    `:n_samples` and `:bootstrap_std` (means not clipped, as simple-evals' generic aggregate)."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        if r.grade.criteria_met is None:
+            continue
+        labels = r.row.binary_labels
+        row = {
+            "num_physician_labels": float(len(labels)),
+            "percent_physician_pos": sum(labels) / len(labels),
+            "model_predicted_positive": float(r.grade.criteria_met),
+        }
+        for name, value in row.items():
+            values[name].append(value)
+            values[f"{r.row.category}: {name}"].append(value)
+    stats: dict[str, float | int] = {}
+    for name, series in values.items():
+        stats[name] = sum(series) / len(series)
+        stats[f"{name}:n_samples"] = len(series)
+        stats[f"{name}:bootstrap_std"] = bootstrap_std(series, bootstrap_samples, seed, clip=False)
+    return stats
+
+
+def _plain(metrics: dict[str, Rate]) -> dict[str, dict[str, Any]]:
+    return {name: asdict(rate) for name, rate in metrics.items()}
+
+
+def meta_eval_metrics(
+    results: list[MetaEvalResult], bootstrap_samples: int, seed: int
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """(metrics, agreement detail, by-category rows) of a graded meta-eval.
+
+    metrics: `score` (= `pairwise_model_f1_balanced`, the reference's headline); every judge
+    metric under its reference name (None where undefined); the physicians' unweighted and
+    n-weighted means of their F1 metrics (`physicians_mean:...`, `physicians_weighted_mean:...`);
+    `category_mean:` of the two balanced F1s (the unweighted mean over categories, the paper's
+    per-criterion view); and the reference's per-row means.
+    """
+    graded = [r for r in results if r.grade.criteria_met is not None]
+    model = pairwise_metrics(
+        [bool(r.grade.criteria_met) for r in graded],
+        [r.row.binary_labels for r in graded],
+        [r.row.category for r in graded],
+        "model",
+    )
+    physicians = leave_one_out(
+        [r.row.binary_labels for r in results],
+        [r.row.physician_ids for r in results],
+        [r.row.category for r in results],
+    )
+    average = average_over_raters(physicians)
+    metrics: dict[str, Any] = {"score": model[HEADLINE].value if HEADLINE in model else None}
+    metrics.update({name: rate.value for name, rate in model.items()})
+    for name, avg in average.items():
+        if "_f1_" in name:
+            metrics[f"physicians_mean:{name}"] = avg.mean
+            metrics[f"physicians_weighted_mean:{name}"] = avg.weighted_mean
+    categories = sorted({r.row.category for r in results})
+    by_category = []
+    for category in categories:
+        judge_rate = model.get(metric_name("model", "f1", "balanced", category))
+        phys = average.get(metric_name("physician", "f1", "balanced", category))
+        by_category.append(
+            {
+                "category": category,
+                "rows": sum(r.row.category == category for r in results),
+                "rows_graded": sum(r.row.category == category for r in graded),
+                "model_f1_balanced": judge_rate.value if judge_rate else None,
+                "model_n": judge_rate.n if judge_rate else 0,
+                "physicians_mean_f1_balanced": phys.mean if phys else None,
+                "physicians_weighted_mean_f1_balanced": phys.weighted_mean if phys else None,
+                "physicians": phys.raters if phys else 0,
+            }
+        )
+    for key, column in (
+        (HEADLINE, "model_f1_balanced"),
+        (f"physicians_weighted_mean:{PHYSICIAN_HEADLINE}", "physicians_weighted_mean_f1_balanced"),
+    ):
+        defined = [row[column] for row in by_category if row[column] is not None]
+        metrics[f"category_mean:{key}"] = sum(defined) / len(defined) if defined else None
+    metrics.update(row_statistics(results, bootstrap_samples, seed))
+    agreement = {
+        "model": _plain(model),
+        "physicians": {pid: _plain(m) for pid, m in physicians.items()},
+        "physicians_average": {name: asdict(avg) for name, avg in average.items()},
+    }
+    return metrics, agreement, by_category
+
+
+def build_meta_summary(
+    results: list[MetaEvalResult],
+    config: Config,
+    config_dict: dict[str, Any],
+    stats: dict[str, Any],
+    wall_time_s: float,
+) -> dict[str, Any]:
+    metrics, agreement, by_category = meta_eval_metrics(
+        results, config.runner.bootstrap_samples, config.sampling.seed
+    )
+    ungraded = [r for r in results if r.grade.criteria_met is None]
+    judge = stats["judge"]
+    counts = {
+        "rows": len(results),
+        "rows_graded": len(results) - len(ungraded),
+        "rows_failed": len(ungraded),  # ungraded: left out of the judge's metrics
+        "rollouts_per_example": config.sampling.rollouts_per_example,
+        "examples": len({(r.row.prompt_id, r.row.completion_id) for r in results}),
+        "categories": len(by_category),
+        "physicians": len(agreement["physicians"]),
+        "physician_labels": sum(len(r.row.binary_labels) for r in results),
+        "judge_replies": sum(r.grade.attempts for r in results),
+        "judge_requests": judge["requests"],
+        "judge_cache_hits": judge["cache_hits"],
+        "judge_prompt_tokens": judge["prompt_tokens"],
+        "judge_cached_prompt_tokens": judge["cached_prompt_tokens"],
+        "judge_completion_tokens": judge["completion_tokens"],
+        "request_errors": {"judge": judge["errors"]},
+        "rate_limited": {"judge": judge["rate_limited"]},
+        "evaluation_s": round(stats["evaluation_s"], 3),
+        "wall_time_s": round(wall_time_s, 3),
+    }
+    return {
+        "task": "meta_eval",
+        "metrics": metrics,
+        "counts": counts,
+        "by_category": by_category,
+        "agreement": agreement,
+        "failures": [
+            {
+                "prompt_id": r.row.prompt_id,
+                "completion_id": r.row.completion_id,
+                "rollout": r.repeat,
+                "error": r.grade.error,
+            }
+            for r in ungraded
+        ],
+        "protocol": {
+            "grader_template_sha256": GRADER_TEMPLATE_SHA256,
+            "grading": "reference meta-eval (one judge call per row, rubric as given)",
+            "harness_version": __version__,
+        },
+        "config": config_dict,
+    }
+
+
+def run_meta_eval(
+    config: Config,
+    output_dir: Path,
+    config_dict: dict[str, Any],
+    job: JobContext | None = None,
+) -> dict[str, Any]:
+    """Grade the meta-eval rows, write outputs into `output_dir`, return the summary."""
+    from . import html_report, reporting, tracking
+    from .runner import endpoint_stats, open_endpoints, reachable_endpoints, resolve_keys, run_async
+
+    started = time.monotonic()
+    validate(config)
+    keys = resolve_keys(config)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
+    try:
+        rows = sample_examples(
+            load_meta_rows(config), config.sampling.num_examples, config.sampling.seed
+        )
+        work = [(row, r) for r in range(config.sampling.rollouts_per_example) for row in rows]
+        log.info("meta-eval: %d rows x %d repeats to grade", len(rows), len(work) // len(rows))
+        with (
+            reachable_endpoints(config) as urls,
+            reporting.JsonlWriter(output_dir / "meta_eval.jsonl") as writer,
+        ):
+
+            def on_result(result: MetaEvalResult) -> None:
+                writer.write(result.record)
+                tracker.on_row(result.grade.criteria_met is None, result.grade.attempts)
+
+            async def grade_all() -> tuple[list[MetaEvalResult], dict[str, Any]]:
+                async with open_endpoints(config, urls, keys) as endpoints:
+                    began = time.monotonic()
+                    results = await grade_rows(work, endpoints["judge"], config, on_result)
+                    return results, endpoint_stats(endpoints, began)
+
+            results, stats = run_async(grade_all())
+        summary = build_meta_summary(
+            results, config, config_dict, stats, time.monotonic() - started
+        )
+        summary["wandb"] = tracker.describe()
+        reporting.write_summary(output_dir, summary)
+        reporting.write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
+        html_report.write_meta_eval_report(output_dir, summary)
+        tracker.finish(summary, output_dir)
+    except BaseException:
+        tracker.fail()
+        raise
+    return summary
