@@ -13,6 +13,10 @@ Names follow simple-evals (`pairwise_model_f1_balanced`, `cluster:x: pairwise_ph
 A metric with no pairs behind it is *undefined*: its value is None (the reference leaves the key
 out), never 0. The `n` beside each value is the reference's: pairs counted for precision and
 recall, TP + FP + FN for F1, and n_pos + n_neg for a balanced metric.
+
+The reference finds F1 and balanced metrics by string replacement on metric names ("precision"
+-> "recall", "pos" -> "neg"), so for a category whose own name contains such a word it reports
+none; here every category gets them. No HealthBench category name contains one.
 """
 
 from __future__ import annotations

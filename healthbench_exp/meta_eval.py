@@ -145,6 +145,11 @@ class MetaEvalResult:
         }
 
 
+def row_conversation(row: MetaEvalRow) -> str:
+    """The `<<conversation>>` of a row: its prompt and then its completion as `assistant`."""
+    return render_conversation([*row.prompt, {"role": "assistant", "content": row.completion}])
+
+
 async def grade_rows(
     work: list[tuple[MetaEvalRow, int]],
     judge: Any,
@@ -158,13 +163,10 @@ async def grade_rows(
     progress = Progress(len(work), config.runner.progress, [judge], unit="row")
 
     async def one(row: MetaEvalRow, repeat: int) -> MetaEvalResult:
-        conversation = render_conversation(
-            [*row.prompt, {"role": "assistant", "content": row.completion}]
-        )
         async with slots:
             grade = await grade_criterion(
                 judge,
-                conversation,
+                row_conversation(row),
                 row.rubric,
                 config.judge.max_parse_retries,
                 repeat,

@@ -238,7 +238,7 @@ class Tracker:
         for name in ("summary.json", "meta_eval.jsonl"):
             artifact.add_file(str(output_dir / name), name=name)
         artifact.add_dir(str(output_dir / "results"), name="results")
-        artifact.add(per_row, "per_row")
+        artifact.add(meta_row_table(output_dir / "meta_eval.jsonl"), "per_row")  # not a reference
         self.run.log_artifact(artifact)
         self.run.finish()
 

@@ -176,3 +176,64 @@ def test_slurm_preset_composes_the_submitit_launcher() -> None:
     assert result.returncode == 0, result.stderr
     assert "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher" in result.stdout
     assert "gpus_per_node: 1" in result.stdout and "vllm serve" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def judge_sweep(tmp_path_factory) -> Path:
+    """Two judges on the same replies, for both tasks: 2 evals and 2 meta-evals."""
+    sweep = tmp_path_factory.mktemp("judges") / "sweep"
+    result = run_cli(
+        "-m", "experiment=demo", "wandb=disabled", "task=eval,meta_eval",
+        "judge.name=judge-a,judge-b", "sampling.num_examples=8", f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return sweep
+
+
+def test_meta_eval_jobs_are_summarized_with_their_f1(judge_sweep: Path) -> None:
+    data = read_json(judge_sweep / "sweep_summary.json")
+    meta = [r for r in data["jobs"] if r["task"] == "meta_eval"]
+    assert len(meta) == 2 and data["failed"] == 0
+    for row in meta:
+        summary = read_json(judge_sweep / row["job"] / "summary.json")
+        metrics = summary["metrics"]
+        assert row["pairwise_model_f1_balanced"] == metrics["pairwise_model_f1_balanced"]
+        assert (
+            row["physicians_f1_balanced"]
+            == (metrics["physicians_weighted_mean:pairwise_physician_f1_balanced"])
+        )
+        assert row["rows"] == 8 and row["judge"] in ("judge-a", "judge-b")
+    markdown = (judge_sweep / "sweep_summary.md").read_text()
+    assert "## Meta-eval jobs" in markdown and "## Judge agreement" in markdown
+
+
+def test_judges_on_the_same_items_get_agreement_and_kappa(judge_sweep: Path) -> None:
+    data = read_json(judge_sweep / "sweep_summary.json")
+    tasks = {r["job"]: r["task"] for r in data["jobs"]}
+    pairs = data["judge_agreement"]
+    assert sorted(tasks[p["a"]] for p in pairs) == ["eval", "meta_eval"]  # never across tasks
+    for p in pairs:
+        assert {p["a_judge"], p["b_judge"]} == {"judge-a", "judge-b"}
+        a, b = judge_sweep / p["a"], judge_sweep / p["b"]
+        if tasks[p["a"]] == "eval":
+            name, key = "per_criterion.jsonl", ("prompt_id", "rollout", "criterion_index")
+        else:
+            name, key = "meta_eval.jsonl", ("prompt_id", "completion_id", "repeat")
+        verdicts = [
+            {
+                tuple(r[k] for k in key): r["criteria_met"]
+                for r in map(json.loads, (d / name).read_text().splitlines())
+            }
+            for d in (a, b)
+        ]
+        assert verdicts[0].keys() == verdicts[1].keys()
+        both = [(verdicts[0][k], verdicts[1][k]) for k in verdicts[0]]
+        n = len(both)
+        observed = sum(x == y for x, y in both) / n
+        pa, pb = sum(x for x, _ in both) / n, sum(y for _, y in both) / n
+        chance = pa * pb + (1 - pa) * (1 - pb)
+        assert p["n"] == p["shared_items"] == n > 0
+        assert p["agreement"] == pytest.approx(observed, abs=1e-12)
+        assert p["kappa"] == pytest.approx((observed - chance) / (1 - chance), abs=1e-12)
+        assert p["agreement"] < 1.0  # the offline judges hash their own names: they disagree
+    assert "Judge agreement" in (judge_sweep / "report.html").read_text()

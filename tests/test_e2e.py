@@ -120,3 +120,26 @@ def test_multirun_runs_every_job(tmp_path) -> None:
     per_job = [(tmp_path / str(job) / "examples.jsonl").read_text() for job in (0, 1)]
     assert per_job[0] != per_job[1]
     assert (tmp_path / "0" / "healthbench.log").exists()
+
+
+def test_physician_and_meta_eval_modes_from_the_command_line(tmp_path) -> None:
+    result = run_cli(
+        "experiment=demo", "completions=physician", "completions.group=3", "wandb=disabled",
+        f"hydra.run.dir={tmp_path / 'physician'}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "physician" / "summary.json").read_text())
+    assert summary["completions"]["source"] == "physician" and summary["counts"]["rows"] == 2
+    assert summary["counts"]["model_requests"] == 0
+    assert "physician completions, Group 3" in (tmp_path / "physician" / "report.html").read_text()
+
+    result = run_cli("experiment=demo", "completions=physician", f"hydra.run.dir={tmp_path / 'x'}")
+    assert result.returncode == 2
+    assert "error: completions=physician needs completions.group=1 or 2 or 3" in result.stderr
+
+    result = run_cli(
+        "experiment=demo", "task=meta_eval", "wandb=disabled", f"hydra.run.dir={tmp_path / 'm'}"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pairwise_model_f1_balanced" in result.stdout and "by category:" in result.stdout
+    assert json.loads((tmp_path / "m" / "status.json").read_text())["status"] == "completed"

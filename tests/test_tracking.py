@@ -156,3 +156,32 @@ def test_large_criterion_tables_are_split(tmp_path, monkeypatch) -> None:
     tables = list(tracking.criterion_tables(path))
     assert [len(t.data) for t in tables] == [4, 4, 2]
     assert tables[0].data[0][tracking.PER_CRITERION_COLUMNS.index("tags")] == "axis:accuracy"
+
+
+def test_meta_eval_run_holds_its_metrics_tables_and_rows(tmp_path) -> None:
+    out = tmp_path / "run"
+    result = run_cli(
+        "experiment=demo", "task=meta_eval", f"hydra.run.dir={out}", env=wandb_env(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    (run_dir,) = offline_runs(tmp_path / "wandb_dir")
+    run = read_run(run_dir)
+    assert run.job_type == "meta_eval" and run.exit_code == 0
+    assert run.config["task"]["kind"] == "meta_eval"
+    for name, value in summary["metrics"].items():
+        if value is None:  # undefined metrics are not logged as numbers
+            assert name not in run.summary, name
+        else:
+            assert run.summary[name] == pytest.approx(value, abs=1e-12), name
+    assert run.summary["counts/physicians"] == 6
+    assert run.summary["by_category/nrows"] == len(summary["by_category"])
+    assert run.summary["per_physician/nrows"] == 6
+    assert run.summary["per_row/nrows"] == 40
+    progress = [h for h in run.history if "progress/examples_done" in h]
+    assert progress[-1]["progress/examples_done"] == 40
+    (artifact,) = [a for a in run.artifacts if a.type == tracking.ARTIFACT_TYPE]
+    assert {"summary.json", "meta_eval.jsonl", "results/state.json"} <= {
+        c.path for c in artifact.manifest.contents
+    }
+    assert table_rows(artifact, "per_row") == 40
