@@ -133,6 +133,17 @@ def app(cfg: DictConfig) -> float | None:
     print(reporting.format_report(summary))
     print(f"\noutputs: {output_dir}")
     counts = summary["counts"]
+    if summary.get("budget") and summary["budget"]["stopped"]:
+        message = (
+            f"budget.max_usd={config.budget.max_usd:g} reached: {counts['rows_not_run']} of "
+            f"{counts['rows']} rows not run; finish with: python -m healthbench_exp "
+            f"resume={output_dir} [budget.max_usd=...]"
+        )
+        reporting.write_status(output_dir, "partial", message)
+        print(f"error: {message}", file=sys.stderr)
+        if in_sweep:
+            return None
+        raise SystemExit(4)
     failed_share = counts["rows_failed"] / counts["rows"] if counts["rows"] else 0.0
     if failed_share > config.runner.max_failure_fraction:
         message = (
@@ -153,13 +164,17 @@ def resume_arguments(argv: list[str]) -> list[str]:
     """`resume=<run dir>` becomes that run's own overrides plus `hydra.run.dir=<run dir>`.
 
     The run then recomposes the same config, and the response cache answers every call that
-    finished before it stopped; only the rest are sent.
+    finished before it stopped; only the rest are sent. Other `key=value` arguments replace the
+    run's own value of that key (say, a larger `budget.max_usd`).
     """
     resume = [a for a in argv if a.startswith("resume=")]
     if not resume:
         return argv
-    if len(argv) != 1:
-        raise ConfigError("resume=<run dir> takes no other arguments: it reruns that run's config")
+    extra = [a for a in argv if not a.startswith("resume=")]
+    if len(resume) > 1 or any("=" not in a or a.startswith("-") for a in extra):
+        raise ConfigError(
+            "resume=<run dir> reruns that run's config; it takes only key=value overrides besides"
+        )
     run_dir = Path(resume[0].split("=", 1)[1]).expanduser()
     overrides_file = run_dir / ".hydra" / "overrides.yaml"
     if not overrides_file.is_file() or not (run_dir / "status.json").is_file():
@@ -167,9 +182,11 @@ def resume_arguments(argv: list[str]) -> list[str]:
             f"{run_dir} is not a healthbench-exp run directory (no .hydra/overrides.yaml and "
             "status.json there)"
         )
+    replaced = {a.split("=", 1)[0].lstrip("+~") for a in extra} | {"hydra.run.dir"}
     overrides = [str(o) for o in OmegaConf.load(overrides_file)]
     return [
-        *(o for o in overrides if not o.startswith("hydra.run.dir=")),
+        *(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in replaced),
+        *extra,
         f"hydra.run.dir={run_dir}",
     ]
 

@@ -38,7 +38,7 @@ SEED = 0
 class Job:
     name: str
     path: Path
-    status: str  # completed | failed | unfinished
+    status: str  # completed | partial (budget reached) | dry_run | failed | unfinished
     error: str | None
     overrides: list[str]
     summary: dict[str, Any] | None
@@ -61,8 +61,10 @@ def load_job(path: Path) -> Job:
     state = status.get("status")
     if state == "failed":
         kind = "failed"
-    elif summary is not None and state in (None, "completed"):
-        kind = "completed"
+    elif summary is not None and state in (None, "completed", "partial"):
+        kind = state or "completed"
+    elif state == "dry_run" and (path / "estimate.json").exists():
+        kind = "dry_run"
     else:
         kind = "unfinished"  # killed, or still running
     return Job(path.name, path, kind, status.get("error"), overrides, summary)
@@ -89,7 +91,10 @@ def job_row(job: Job) -> dict[str, Any]:
         "overrides": " ".join(job.overrides),
     }
     summary = job.summary
-    if summary is None or job.status != "completed":
+    if job.status == "dry_run":
+        estimate = _read_json(job.path / "estimate.json") or {}
+        return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
+    if summary is None or job.status not in ("completed", "partial"):
         return row
     config, counts, metrics = summary["config"], summary["counts"], summary["metrics"]
     if summary.get("task") == "meta_eval":
@@ -114,6 +119,7 @@ def job_row(job: Job) -> dict[str, Any]:
                 for k in ("prompt", "completion")
             ),
             "wall_time_s": counts["wall_time_s"],
+            **job_costs(summary),
         }
     )
     if row["overall_score"] is not None:
@@ -152,7 +158,18 @@ def meta_eval_row(job: Job) -> dict[str, Any]:
         "ungraded_rows": counts["rows_failed"],
         "tokens": counts["judge_prompt_tokens"] + counts["judge_completion_tokens"],
         "wall_time_s": counts["wall_time_s"],
+        **job_costs(job.summary),
         "files": {n: (job.path / n).exists() for n in ("report.html", "summary.json")},
+    }
+
+
+def job_costs(summary: dict[str, Any]) -> dict[str, Any]:
+    """`cost_usd` (None: a price is missing) and each endpoint's share."""
+    usage = summary.get("usage") or {}
+    return {
+        "cost_usd": usage.get("total_cost_usd"),
+        "model_cost_usd": (usage.get("model") or {}).get("cost_usd"),
+        "judge_cost_usd": (usage.get("judge") or {}).get("cost_usd"),
     }
 
 
@@ -293,8 +310,19 @@ def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
         "jobs": rows,
         "pairs": pairwise(jobs),
         "judge_agreement": judge_agreement(jobs),
-        "failed": sum(r["status"] != "completed" for r in rows),
+        "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
+        "cost_usd": _total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
+        "estimated_cost_usd": _total(
+            [r.get("estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
+        ),
     }
+
+
+def _total(values: list[float | None]) -> float | None:
+    """The sum, or None when there is nothing to sum or some value is unknown."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -304,16 +332,22 @@ def markdown(data: dict[str, Any]) -> str:
         lines += [
             "",
             "| job | status | overrides | overall_score | 95% CI | n | ungraded | tokens "
-            "| wall s |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| cost $ | wall s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
     for r in evals:
         if r["status"] == "completed" and r.get("overall_score") is not None:
             score = f"{r['overall_score']:.4f} ± {r['bootstrap_std']:.4f}"
             ci = f"{r['ci_low']:.4f}–{r['ci_high']:.4f}"
-            rest = f"{r['n']} | {r['ungraded_criteria']} | {r['tokens']} | {r['wall_time_s']:.1f}"
+            rest = (
+                f"{r['n']} | {r['ungraded_criteria']} | {r['tokens']} | {_usd(r['cost_usd'])} | "
+                f"{r['wall_time_s']:.1f}"
+            )
+        elif r["status"] == "dry_run":
+            score, ci = "–", f"dry run: estimated {_usd(r.get('estimated_cost_usd'))}"
+            rest = "– | – | – | – | –"
         else:
-            score, ci, rest = "–", (r.get("error") or "").replace("|", "\\|"), "– | – | – | –"
+            score, ci, rest = "–", (r.get("error") or "").replace("|", "\\|"), "– | – | – | – | –"
         lines.append(
             f"| {r['job']} | {r['status']} | `{r['overrides']}` | {score} | {ci} | {rest} |"
         )
@@ -348,6 +382,10 @@ def markdown(data: dict[str, Any]) -> str:
                 f"| {p['a']} | {p['b']} | {p['a_judge']} vs {p['b_judge']} | {p['n']} | "
                 f"{_num(p['agreement'])} | {_num(p['kappa'])} |"
             )
+    if data.get("cost_usd") is not None:
+        lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}"]
+    if data.get("estimated_cost_usd") is not None:
+        lines += ["", f"Estimated cost of the sweep (dry run): {_usd(data['estimated_cost_usd'])}"]
     if data["pairs"]:
         lines += [
             "",
@@ -362,6 +400,10 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{p['ci_low']:+.4f} – {p['ci_high']:+.4f} | {p['sign_flip_fraction']:.3f} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _num(value: float | None) -> str:
@@ -404,7 +446,7 @@ class SweepSummaryCallback(Callback):
         print(
             f"sweep summary: {sweep_dir / 'sweep_summary.md'}; report: {sweep_dir / 'report.html'}"
         )
-        failed = [r["job"] for r in data["jobs"] if r["status"] != "completed"]
+        failed = [r["job"] for r in data["jobs"] if r["status"] not in ("completed", "dry_run")]
         if failed:
             print(
                 f"error: {len(failed)} of {len(data['jobs'])} jobs failed ({', '.join(failed)}); "

@@ -46,6 +46,16 @@ class WandbMode(Enum):
 
 
 @dataclass
+class PriceConfig:
+    """US dollars per million tokens; null = unknown, and then no cost is computed."""
+
+    input_per_mtok: float | None = None
+    cached_input_per_mtok: float | None = None  # prompt tokens the provider cached; null: input
+    output_per_mtok: float | None = None  # completion tokens, reasoning tokens included
+    as_of: str | None = None  # when and where the prices were taken
+
+
+@dataclass
 class EndpointConfig:
     """One chat-completions endpoint: the policy model or the judge."""
 
@@ -60,6 +70,9 @@ class EndpointConfig:
         False  # send OpenAI's prompt_cache_key (one per example) with judge calls
     )
     extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
+    price: PriceConfig = field(default_factory=PriceConfig)
+    # the reply length cost estimates assume (dry_run, budget): tokens, reasoning included
+    expected_completion_tokens: int = 600
 
 
 @dataclass
@@ -68,6 +81,7 @@ class JudgeConfig(EndpointConfig):
     max_tokens: int | None = 2048
     max_parse_retries: int = 3  # resamples after an unparseable verdict; then "ungraded"
     max_concurrency: int = 256
+    expected_completion_tokens: int = 80  # a verdict: a short explanation and the boolean
 
 
 @dataclass
@@ -123,6 +137,13 @@ class RunnerConfig:
 
 
 @dataclass
+class BudgetConfig:
+    # stop sending requests once the measured spend plus the estimated cost of the requests in
+    # flight would pass this; what finished is written as a partial, resumable run
+    max_usd: float | None = None
+
+
+@dataclass
 class CacheConfig:
     enabled: bool = True
     dir: str | None = None  # null: $HEALTHBENCH_CACHE_DIR, else ~/.cache/healthbench_exp/cache
@@ -169,6 +190,10 @@ class Config:
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    # load the data, count the calls, estimate tokens and cost (minus what the response cache
+    # holds), print the estimate; send no request
+    dry_run: bool = False
     offline_server: OfflineServerConfig = field(default_factory=OfflineServerConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
@@ -256,6 +281,24 @@ def validate(config: Config) -> None:
             "task=meta_eval grades the completions in the meta-eval file; "
             f"drop completions={completions.source.value}"
         )
+    if config.budget.max_usd is not None:
+        if config.budget.max_usd <= 0:
+            raise ConfigError(f"budget.max_usd must be > 0 or null, got {config.budget.max_usd}")
+        unpriced = [
+            role
+            for role in needed_roles(config)
+            if getattr(config, role).price.input_per_mtok is None
+            or getattr(config, role).price.output_per_mtok is None
+        ]
+        if unpriced:
+            raise ConfigError(
+                "budget.max_usd needs prices for "
+                + " and ".join(unpriced)
+                + ": set "
+                + ", ".join(
+                    f"{r}.price.input_per_mtok and {r}.price.output_per_mtok" for r in unpriced
+                )
+            )
     for role in needed_roles(config):
         endpoint: EndpointConfig = getattr(config, role)
         if not endpoint.builtin and endpoint.base_url == "":

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .cache import CachedReply, ResponseCache, request_key
 from .config import ConfigError, EndpointConfig
+from .costs import Budget, BudgetExhausted, cost_usd, request_estimate_usd
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 CONNECTIONS_PER_CLIENT = 16
@@ -51,7 +52,10 @@ class EndpointStats:
     lowest_limit: int = 0  # the smallest in-flight limit the adaptive limiter went down to
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0  # prompt tokens the provider served from its prompt cache
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # reasoning tokens included
+    reasoning_tokens: int = 0
+    replayed_prompt_tokens: int = 0  # usage of the calls answered by the response cache
+    replayed_completion_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
 
 
@@ -165,6 +169,7 @@ class ChatEndpoint:
         cache: ResponseCache | None = None,
         shared_limit: asyncio.Semaphore | None = None,
         identity: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         import openai
 
@@ -191,17 +196,11 @@ class ChatEndpoint:
         self.sent = 0
         self.cache = cache
         self.shared_limit = shared_limit  # runner.max_in_flight, shared with the other endpoint
+        self.budget = budget  # budget.max_usd, shared with the other endpoint
         # what identifies the endpoint in cache keys (the built-in server's port changes per run,
         # so it is named by its settings instead)
         self.identity = identity or base_url or OPENAI_DEFAULT_URL
-        # the request body but the messages: also what identifies the call in cache keys
-        self.body: dict[str, Any] = {"model": config.name}
-        if not config.reasoning:
-            if temperature is not None:
-                self.body["temperature"] = temperature
-            if max_tokens is not None:
-                self.body["max_tokens"] = max_tokens
-        self.body.update(config.extra_body)
+        self.body = request_body(config, temperature, max_tokens)
 
     async def _on_response(self, response: Any) -> None:
         if response.status_code == 429:
@@ -232,6 +231,8 @@ class ChatEndpoint:
             cached = self.cache.get(key)
             if cached is not None:
                 self.stats.cache_hits += 1
+                self.stats.replayed_prompt_tokens += cached.prompt_tokens
+                self.stats.replayed_completion_tokens += cached.completion_tokens
                 return Reply(cached.text, cached.prompt_tokens, cached.completion_tokens, True)
         reply = await self._request(sent, prefix_key if self.config.prompt_cache_key else None)
         if self.cache is not None:
@@ -247,6 +248,21 @@ class ChatEndpoint:
         await self.limit.acquire()
         if self.shared_limit is not None:
             await self.shared_limit.acquire()
+        estimate = 0.0
+        if self.budget is not None:
+            estimate = request_estimate_usd(
+                self.config.price,
+                sum(len(m["content"]) for m in sent),
+                self.config.expected_completion_tokens,
+            )
+            try:
+                self.budget.reserve(estimate)
+            except BudgetExhausted:
+                if self.shared_limit is not None:
+                    self.shared_limit.release()
+                self.limit.release(success=False)
+                raise
+        cost = 0.0
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False
@@ -281,14 +297,20 @@ class ChatEndpoint:
             if self.shared_limit is not None:
                 self.shared_limit.release()
             self.limit.release(success)
+            if success:
+                usage = response.get("usage") or {}
+                prompt_tokens = usage.get("prompt_tokens") or 0
+                completion_tokens = usage.get("completion_tokens") or 0
+                cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+                cost = cost_usd(self.config.price, prompt_tokens, cached_tokens, completion_tokens)
+            if self.budget is not None:
+                self.budget.settle(estimate, cost or 0.0)
         stats.requests += 1
-        usage = response.get("usage") or {}
-        prompt_tokens = usage.get("prompt_tokens") or 0
-        completion_tokens = usage.get("completion_tokens") or 0
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
-        stats.cached_prompt_tokens += (usage.get("prompt_tokens_details") or {}).get(
-            "cached_tokens"
+        stats.cached_prompt_tokens += cached_tokens
+        stats.reasoning_tokens += (usage.get("completion_tokens_details") or {}).get(
+            "reasoning_tokens"
         ) or 0
         choices = response.get("choices") or [{}]
         text = (choices[0].get("message") or {}).get("content")
@@ -308,6 +330,20 @@ class ChatEndpoint:
     async def close(self) -> None:
         for client in self.clients:
             await client.close()
+
+
+def request_body(
+    config: EndpointConfig, temperature: float | None, max_tokens: int | None
+) -> dict[str, Any]:
+    """The request body but the messages; also what identifies the call in cache keys."""
+    body: dict[str, Any] = {"model": config.name}
+    if not config.reasoning:
+        if temperature is not None:
+            body["temperature"] = temperature
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+    body.update(config.extra_body)
+    return body
 
 
 def endpoint_url(config: EndpointConfig, builtin_url: str | None) -> str | None:

@@ -82,6 +82,7 @@ class CriterionGrade:
     explanation: str
     attempts: int  # judge replies received (parse retries included)
     error: str | None = None  # why it is ungraded
+    not_run: bool = False  # not sent: the budget was reached (a resumed run grades it)
 
 
 async def grade_criterion(
@@ -99,6 +100,7 @@ async def grade_criterion(
 
     Raises only for errors that should stop the whole run (see `endpoints.FatalEndpointError`).
     """
+    from .costs import BudgetExhausted
     from .endpoints import RequestFailed
 
     messages = [{"role": "user", "content": grader_prompt(conversation, rubric_item)}]
@@ -111,6 +113,8 @@ async def grade_criterion(
             )
         except RequestFailed as exc:
             return CriterionGrade(None, "", attempts, error=f"judge request failed: {exc}")
+        except BudgetExhausted as exc:
+            return CriterionGrade(None, "", attempts, error=f"not run: {exc}", not_run=True)
         attempts += 1
         last_reply = reply.text
         verdict = parse_verdict(reply.text)

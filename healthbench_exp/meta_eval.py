@@ -26,6 +26,7 @@ from typing import Any
 from . import __version__
 from .agreement import Rate, average_over_raters, leave_one_out, metric_name, pairwise_metrics
 from .config import Config, DataSource, validate
+from .costs import usage_summary
 from .data import DataError, bundled_sample_path, jsonl_rows, official_file, sample_examples
 from .endpoints import FatalEndpointError
 from .grading import GRADER_TEMPLATE_SHA256, CriterionGrade, grade_criterion, render_conversation
@@ -174,7 +175,7 @@ async def grade_rows(
             )
         result = MetaEvalResult(row, repeat, grade)
         on_result(result)
-        progress.count(grade.criteria_met is not None, grade.criteria_met is None, False)
+        progress.count(grade.criteria_met is not None, grade.criteria_met is None, grade.not_run)
         return result
 
     try:
@@ -290,12 +291,13 @@ def build_meta_summary(
     metrics, agreement, by_category = meta_eval_metrics(
         results, config.runner.bootstrap_samples, config.sampling.seed
     )
-    ungraded = [r for r in results if r.grade.criteria_met is None]
+    ungraded = [r for r in results if r.grade.criteria_met is None and not r.grade.not_run]
     judge = stats["judge"]
     counts = {
         "rows": len(results),
-        "rows_graded": len(results) - len(ungraded),
+        "rows_graded": sum(r.grade.criteria_met is not None for r in results),
         "rows_failed": len(ungraded),  # ungraded: left out of the judge's metrics
+        "rows_not_run": sum(r.grade.not_run for r in results),  # budget reached: resume to run
         "rollouts_per_example": config.sampling.rollouts_per_example,
         "examples": len({(r.row.prompt_id, r.row.completion_id) for r in results}),
         "categories": len(by_category),
@@ -327,6 +329,8 @@ def build_meta_summary(
             }
             for r in ungraded
         ],
+        "usage": usage_summary(config, stats),
+        "budget": stats.get("budget"),
         "protocol": {
             "grader_template_sha256": GRADER_TEMPLATE_SHA256,
             "grading": "reference meta-eval (one judge call per row, rubric as given)",

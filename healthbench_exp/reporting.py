@@ -293,7 +293,25 @@ def format_meta_report(summary: dict[str, Any]) -> str:
     )
     if counts["rows_failed"]:
         lines.append("  ungraded rows are left out of the judge's metrics (see meta_eval.jsonl)")
+    lines += _cost_lines(summary)
     return "\n".join(lines)
+
+
+def _cost_lines(summary: dict[str, Any]) -> list[str]:
+    """Usage and cost per endpoint, and the budget's verdict if one was set."""
+    from .costs import format_usage
+
+    lines = [format_usage(summary["usage"])]
+    budget = summary.get("budget")
+    if budget and budget["stopped"]:
+        lines.append(
+            f"  PARTIAL RUN: budget.max_usd={budget['max_usd']:g} reached after spending "
+            f"${budget['spent_usd']:.4f}; {summary['counts']['rows_not_run']} rows not run "
+            "(resume to finish them; finished calls are not paid again)"
+        )
+    elif budget:
+        lines.append(f"  budget: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g} spent")
+    return lines
 
 
 def format_report(summary: dict[str, Any]) -> str:
@@ -332,4 +350,5 @@ def format_report(summary: dict[str, Any]) -> str:
         lines.append(
             "  ungraded criteria are left out of the scores (see per_criterion.jsonl, error column)"
         )
+    lines += _cost_lines(summary)
     return "\n".join(lines)

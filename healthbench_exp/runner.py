@@ -24,6 +24,7 @@ from .cache import ResponseCache, cache_dir
 from .comparison import length_adjusted, run_to_run_std, worst_at_k
 from .completions import WorkItem, work_items
 from .config import CompletionSource, Config, TaskKind, needed_roles, validate
+from .costs import Budget, BudgetExhausted, usage_summary
 from .data import Example, load_examples
 from .endpoints import (
     OPENAI_DEFAULT_URL,
@@ -67,6 +68,7 @@ class ExampleResult:
     error: str | None = None  # the example failed (no usable reply); it is not scored
     metrics: dict[str, float] | None = None  # None: failed, or every positive criterion ungraded
     sampled: bool = True  # the reply was asked of the model (not given by physicians or a file)
+    not_run: bool = False  # stopped by budget.max_usd before it finished; a resumed run does it
 
     @property
     def score(self) -> float | None:
@@ -146,6 +148,10 @@ async def run_example(
             text = (await model.complete(prompt, tag=f"rollout={rollout}")).text
         except RequestFailed as exc:
             return ExampleResult(example, rollout, sent, None, [], error=f"model: {exc}")
+        except BudgetExhausted as exc:
+            return ExampleResult(
+                example, rollout, sent, None, [], error=f"not run: {exc}", not_run=True
+            )
     conversation = render_conversation([*sent, {"role": "assistant", "content": text}])
     slots = asyncio.Semaphore(max_parallel_judges)
 
@@ -161,6 +167,18 @@ async def run_example(
             )
 
     grades = list(await asyncio.gather(*(grade(c) for c in example.rubrics)))
+    stopped = next((g for g in grades if g.not_run), None)
+    if stopped is not None:  # scored on some criteria only it would be wrong: leave it for resume
+        return ExampleResult(
+            example,
+            rollout,
+            sent,
+            text,
+            grades,
+            error=stopped.error,
+            not_run=True,
+            sampled=not given,
+        )
     metrics = example_metrics(
         example.example_tags, example.rubrics, [g.criteria_met for g in grades]
     )
@@ -256,6 +274,7 @@ async def open_endpoints(
     runner = config.runner
     cache = ResponseCache(cache_dir(config.cache.dir)) if config.cache.enabled else None
     shared = asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None
+    budget = Budget(config.budget.max_usd) if config.budget.max_usd is not None else None
     sampling = {
         "model": (config.sampling.temperature, config.sampling.max_tokens),
         "judge": (config.judge.temperature, config.judge.max_tokens),
@@ -273,6 +292,7 @@ async def open_endpoints(
             cache=cache,
             shared_limit=shared,
             identity=builtin_identity(config) if getattr(config, role).builtin else None,
+            budget=budget,
         )
         for role, url in urls.items()
     }
@@ -292,6 +312,17 @@ def endpoint_stats(endpoints: dict[str, ChatEndpoint], started: float) -> dict[s
         for role in ("model", "judge")
     }
     stats["evaluation_s"] = time.monotonic() - started
+    budget = next((e.budget for e in endpoints.values() if e.budget is not None), None)
+    stats["budget"] = (
+        None
+        if budget is None
+        else {
+            "max_usd": budget.max_usd,
+            "spent_usd": budget.spent,
+            "stopped": budget.stopped,
+            "requests_not_sent": budget.refused,
+        }
+    )
     return stats
 
 
@@ -396,11 +427,12 @@ def build_summary(
         "rollouts_per_example": config.sampling.rollouts_per_example,
         "rows": len(results),
         "rows_scored": len(scored),
-        "rows_failed": sum(r.error is not None for r in results),
+        "rows_failed": sum(r.error is not None and not r.not_run for r in results),
+        "rows_not_run": sum(r.not_run for r in results),
         "rows_unscorable": sum(r.error is None and r.metrics is None for r in results),
         "criteria": sum(len(r.example.rubrics) for r in results),
         "criteria_graded": sum(g.criteria_met is not None for g in graded),
-        "ungraded_criteria": sum(g.criteria_met is None for g in graded),
+        "ungraded_criteria": sum(g.criteria_met is None and not g.not_run for g in graded),
         "judge_replies": sum(g.attempts for g in graded),
         "model_requests": endpoint_stats["model"]["requests"],
         "judge_requests": endpoint_stats["judge"]["requests"],
@@ -434,8 +466,10 @@ def build_summary(
         "failures": [
             {"prompt_id": r.example.prompt_id, "rollout": r.rollout, "error": r.error}
             for r in results
-            if r.error is not None
+            if r.error is not None and not r.not_run
         ],
+        "usage": usage_summary(config, endpoint_stats),
+        "budget": endpoint_stats.get("budget"),
         "protocol": {
             "grader_template_sha256": GRADER_TEMPLATE_SHA256,
             "grading": "reference (one judge call per criterion, simple-evals template)",

@@ -243,8 +243,8 @@ def test_resume_needs_a_run_directory(tmp_path: Path) -> None:
     result = run_cli(f"resume={tmp_path}")
     assert result.returncode == 2
     assert f"{tmp_path} is not a healthbench-exp run directory" in result.stderr
-    result = run_cli(f"resume={tmp_path}", "model=gpt41")
-    assert result.returncode == 2 and "takes no other arguments" in result.stderr
+    result = run_cli(f"resume={tmp_path}", "-m")
+    assert result.returncode == 2 and "takes only key=value overrides" in result.stderr
 
 
 def test_a_directory_that_is_not_ours_is_left_alone(tmp_path: Path) -> None:
