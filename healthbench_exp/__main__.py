@@ -116,6 +116,13 @@ def app(cfg: DictConfig) -> float | None:
             overrides=list(hydra_config.overrides.task),
             sweep_dir=hydra_config.sweep.dir if in_sweep else None,
         )
+        if config.dry_run:
+            from .estimate import format_estimate
+
+            estimate = runner.dry_run(config, output_dir, plain)
+            print(format_estimate(estimate, output_dir))
+            reporting.write_status(output_dir, "dry_run")
+            return None
         summary = runner.run_eval(config, output_dir, plain, job)
     except (ConfigError, DataError, FatalEndpointError) as exc:
         reporting.write_status(output_dir, "failed", str(exc))

@@ -446,6 +446,8 @@ class SweepSummaryCallback(Callback):
         print(
             f"sweep summary: {sweep_dir / 'sweep_summary.md'}; report: {sweep_dir / 'report.html'}"
         )
+        if data["estimated_cost_usd"] is not None:
+            print(f"dry run: the sweep would cost about ${data['estimated_cost_usd']:.4f}")
         failed = [r["job"] for r in data["jobs"] if r["status"] not in ("completed", "dry_run")]
         if failed:
             print(

@@ -343,6 +343,8 @@ def write_run_report(output_dir: Path) -> Path:
 def _job_row(job: dict[str, Any]) -> str:
     done = job["status"] == "completed" and job.get("overall_score") is not None
     ci = f"{job['ci_low']:.4f}–{job['ci_high']:.4f}" if done else escape(job.get("error") or "")
+    if job["status"] == "dry_run":
+        done, ci = True, f"dry run: estimated {_fmt(job.get('estimated_cost_usd'))} $"
     links = " ".join(
         f"<a href='{escape(job['job'])}/{name}'>{name}</a>"
         for name, present in (job.get("files") or {}).items()

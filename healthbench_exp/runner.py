@@ -342,6 +342,21 @@ async def _evaluate_with_clients(
         return results, endpoint_stats(endpoints, started)
 
 
+def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> dict[str, Any]:
+    """Estimate the run's calls, tokens and cost into `estimate.json`; send nothing.
+
+    No API key is needed and no endpoint is contacted (not even the built-in server).
+    """
+    from .estimate import estimate_run
+    from .reporting import write_json
+
+    validate(config)
+    estimate = estimate_run(config)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
+    return estimate
+
+
 def resolve_keys(config: Config) -> dict[str, str]:
     """API keys of the endpoints the run needs, read before any request (missing: ConfigError)."""
     return {role: resolve_api_key(role, getattr(config, role)) for role in needed_roles(config)}

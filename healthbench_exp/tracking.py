@@ -193,6 +193,7 @@ class Tracker:
         self.log_progress()
         self.run.summary.update({k: v for k, v in summary["metrics"].items() if v is not None})
         self.run.summary.update({f"counts/{k}": v for k, v in summary["counts"].items()})
+        self.run.summary.update(usage_metrics(summary))
         if summary.get("task") == "meta_eval":
             self._finish_meta_eval(summary, output_dir)
             return
@@ -256,6 +257,22 @@ class Tracker:
             return  # it never opened
         if run is not None:
             run.finish(exit_code=1)
+
+
+def usage_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary."""
+    from .costs import USAGE_FIELDS
+
+    usage = summary.get("usage") or {}
+    metrics: dict[str, Any] = {}
+    if usage.get("total_cost_usd") is not None:
+        metrics["cost/total_usd"] = usage["total_cost_usd"]
+    for role in ("model", "judge"):
+        entry = usage.get(role) or {}
+        if entry.get("cost_usd") is not None:
+            metrics[f"cost/{role}_usd"] = entry["cost_usd"]
+        metrics.update({f"usage/{role}/{k}": entry[k] for k in USAGE_FIELDS if k in entry})
+    return metrics
 
 
 def start(

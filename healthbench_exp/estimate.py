@@ -1,0 +1,255 @@
+"""`dry_run=true`: what a run would cost, without sending a request.
+
+The data is loaded and the calls counted exactly as a run would make them. Prompt tokens are
+counted with tiktoken (`o200k_base`) when its encoding is available, otherwise approximated as 4
+characters per token; each message adds 3 tokens and each request 3 more (OpenAI's chat
+format). A reply that is not known yet is assumed to be `expected_completion_tokens` long (set
+per model/judge option): it counts as the model's output and again inside each grader prompt.
+Calls the response cache already holds are counted apart and cost nothing: every model call can
+be looked up, and a judge call whenever its reply is known (cached, or given by physicians or a
+file). One judge attempt per criterion is assumed, and the provider's own prompt caching, which
+makes judge prompts cheaper, is not counted: the estimate errs high.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .cache import ResponseCache, cache_dir, request_key
+from .completions import work_items
+from .config import Config, EndpointConfig, TaskKind, needed_roles
+from .costs import cost_usd
+from .data import load_examples
+from .endpoints import OPENAI_DEFAULT_URL, request_body
+from .grading import grader_template, render_conversation, rubric_item_text
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REQUEST = 3
+TIKTOKEN_LOAD_TIMEOUT_S = 20.0
+
+
+def token_counter() -> tuple[Callable[[str], int], str]:
+    """(count, description): tiktoken's o200k_base if it loads in time, else 4 chars/token.
+
+    tiktoken downloads its encoding on first use; without network that can hang, so it is loaded
+    in a background thread that is abandoned after TIKTOKEN_LOAD_TIMEOUT_S.
+    """
+    loaded: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            import tiktoken
+
+            loaded["encoding"] = tiktoken.get_encoding("o200k_base")
+        except Exception as exc:  # not installed, or no network for its first download
+            loaded["error"] = exc
+
+    thread = threading.Thread(target=load, name="tiktoken-load", daemon=True)
+    thread.start()
+    thread.join(TIKTOKEN_LOAD_TIMEOUT_S)
+    encoding = loaded.get("encoding")
+    if encoding is not None:
+        return (lambda text: len(encoding.encode(text, disallowed_special=()))), (
+            "tiktoken o200k_base"
+        )
+    return (lambda text: len(text) // 4), (
+        "approximation: 4 characters per token (tiktoken's encoding could not be loaded)"
+    )
+
+
+@dataclass
+class CallEstimate:
+    calls: int = 0
+    cached_calls: int = 0  # answered by the response cache: free
+    prompt_tokens: int = 0  # of the calls still to pay
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    def add(self, cached: bool, prompt_tokens: int, completion_tokens: int) -> None:
+        self.calls += 1
+        if cached:
+            self.cached_calls += 1
+        else:
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+
+
+class Estimator:
+    """Counts calls and tokens the way the runner would make the calls."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.count, self.tokenizer = token_counter()
+        self.cache = ResponseCache(cache_dir(config.cache.dir)) if config.cache.enabled else None
+        template = grader_template()
+        self.template_tokens = self.count(
+            template.replace("<<conversation>>", "").replace("<<rubric_item>>", "")
+        )
+        self.roles = {
+            "model": (config.sampling.temperature, config.sampling.max_tokens),
+            "judge": (config.judge.temperature, config.judge.max_tokens),
+        }
+        self.usage = {role: CallEstimate() for role in ("model", "judge")}
+
+    def _identity(self, role: str) -> str:
+        from .runner import builtin_identity
+
+        endpoint: EndpointConfig = getattr(self.config, role)
+        if endpoint.builtin:
+            return builtin_identity(self.config)
+        return endpoint.base_url or OPENAI_DEFAULT_URL
+
+    def _sent(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        system = getattr(self.config, role).system_message
+        return messages if system is None else [{"role": "system", "content": system}, *messages]
+
+    def cached(self, role: str, messages: list[dict[str, str]], tag: str) -> str | None:
+        """The cached reply to this call, if the response cache holds it."""
+        if self.cache is None:
+            return None
+        temperature, max_tokens = self.roles[role]
+        body = request_body(getattr(self.config, role), temperature, max_tokens)
+        reply = self.cache.get(request_key(self._identity(role), body, messages, tag))
+        return None if reply is None else reply.text
+
+    def message_tokens(self, messages: list[dict[str, str]]) -> int:
+        return TOKENS_PER_REQUEST + sum(
+            TOKENS_PER_MESSAGE + self.count(m["content"]) for m in messages
+        )
+
+    def judge_calls(self, conversation: str, reply_tokens: int, rubric_items: list[str],
+                    known: bool, rollout: int) -> None:  # fmt: skip
+        """The judge calls on one conversation; `known`: the conversation holds the real reply
+        (its calls can be looked up in the cache), else the reply's `reply_tokens` are added."""
+        from .grading import grader_prompt
+
+        judge = self.config.judge
+        system = 0 if judge.system_message is None else self.count(judge.system_message)
+        base = (
+            TOKENS_PER_REQUEST
+            + TOKENS_PER_MESSAGE * (1 if judge.system_message is None else 2)
+            + system
+            + self.template_tokens
+            + self.count(conversation)
+            + reply_tokens
+        )
+        for item in rubric_items:
+            cached = False
+            if known:
+                messages = self._sent(
+                    "judge", [{"role": "user", "content": grader_prompt(conversation, item)}]
+                )
+                cached = self.cached("judge", messages, f"rollout={rollout};attempt=0") is not None
+            self.usage["judge"].add(
+                cached, base + self.count(item), judge.expected_completion_tokens
+            )
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def estimate_eval(estimator: Estimator) -> dict[str, Any]:
+    config = estimator.config
+    items, _ = work_items(load_examples(config.dataset), config.completions, config.sampling)
+    for item in items:
+        example = item.example
+        rubric = [rubric_item_text(c) for c in example.rubrics]
+        if item.error is not None:
+            continue
+        if item.completion is not None:
+            sent = list(item.messages or example.prompt)
+            reply: str | None = item.completion
+        else:
+            sent = estimator._sent("model", list(example.prompt))
+            reply = estimator.cached("model", sent, f"rollout={item.rollout}")
+            estimator.usage["model"].add(
+                reply is not None,
+                estimator.message_tokens(sent),
+                config.model.expected_completion_tokens,
+            )
+        if reply is None:  # grade a conversation ending in an empty reply, plus its length
+            conversation = render_conversation([*sent, {"role": "assistant", "content": ""}])
+            estimator.judge_calls(
+                conversation, config.model.expected_completion_tokens, rubric, False, item.rollout
+            )
+        else:
+            conversation = render_conversation([*sent, {"role": "assistant", "content": reply}])
+            estimator.judge_calls(conversation, 0, rubric, True, item.rollout)
+    return {"rows": len(items)}
+
+
+def estimate_meta_eval(estimator: Estimator) -> dict[str, Any]:
+    from .data import sample_examples
+    from .meta_eval import load_meta_rows, row_conversation
+
+    config = estimator.config
+    rows = sample_examples(
+        load_meta_rows(config), config.sampling.num_examples, config.sampling.seed
+    )
+    for repeat in range(config.sampling.rollouts_per_example):
+        for row in rows:
+            estimator.judge_calls(row_conversation(row), 0, [row.rubric], True, repeat)
+    return {"rows": len(rows) * config.sampling.rollouts_per_example}
+
+
+def estimate_run(config: Config) -> dict[str, Any]:
+    """The estimate of one job: calls, cached calls, tokens and dollars per endpoint."""
+    estimator = Estimator(config)
+    try:
+        if config.task.kind is TaskKind.meta_eval:
+            counts = estimate_meta_eval(estimator)
+        else:
+            counts = estimate_eval(estimator)
+    finally:
+        estimator.close()
+    total: float | None = 0.0
+    for role, usage in estimator.usage.items():
+        if role in needed_roles(config):
+            usage.cost_usd = cost_usd(
+                getattr(config, role).price, usage.prompt_tokens, 0, usage.completion_tokens
+            )
+        total = None if total is None or usage.cost_usd is None else total + usage.cost_usd
+    return {
+        "task": config.task.kind.value,
+        **counts,
+        "model": asdict(estimator.usage["model"]),
+        "judge": asdict(estimator.usage["judge"]),
+        "total_cost_usd": total,
+        "assumptions": {
+            "tokenizer": estimator.tokenizer,
+            "model_expected_completion_tokens": config.model.expected_completion_tokens,
+            "judge_expected_completion_tokens": config.judge.expected_completion_tokens,
+            "judge_attempts_per_criterion": 1,
+            "provider_prompt_caching": "not counted (real judge prompts cost less)",
+        },
+    }
+
+
+def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
+    def dollars(value: float | None) -> str:
+        return "unknown (no price configured)" if value is None else f"${value:.4f}"
+
+    lines = ["", f"Dry run: nothing was sent ({estimate['rows']} rows)"]
+    for role in ("model", "judge"):
+        e = estimate[role]
+        if not e["calls"]:
+            continue
+        lines.append(
+            f"  {role:<5} {e['calls']} calls ({e['cached_calls']} already in the response cache): "
+            f"~{e['prompt_tokens']} prompt + ~{e['completion_tokens']} completion tokens to pay, "
+            f"{dollars(e['cost_usd'])}"
+        )
+    lines.append(f"  estimated cost {dollars(estimate['total_cost_usd'])}")
+    assumptions = estimate["assumptions"]
+    lines.append(
+        f"  ({assumptions['tokenizer']}; replies assumed "
+        f"{assumptions['model_expected_completion_tokens']} tokens, verdicts "
+        f"{assumptions['judge_expected_completion_tokens']}; provider prompt caching not counted)"
+    )
+    lines.append(f"  written to {output_dir / 'estimate.json'}")
+    return "\n".join(lines)
