@@ -6,7 +6,8 @@ the model name, temperature and messages; a judge verdict is derived from the ju
 grader prompt, so the same judge always gives the same prompt the same verdict. For tests it
 injects latency, 429/500/503 errors, malformed verdicts and empty replies at configurable rates
 (seeded); a model request whose last message contains `REFUSE_MARKER` is answered as refused
-(`finish_reason: content_filter`).
+(`finish_reason: content_filter`). Usage is reported as 4 characters per token; a request with
+`reasoning_effort` also reports REASONING_TOKENS reasoning tokens.
 
 Run on its own: `python -m healthbench_exp.offline_server --port 8000 --latency-ms 200`.
 `GET /stats` returns request counters; `POST /stats/reset` zeroes them; `--require-key K` answers
@@ -30,6 +31,7 @@ from typing import Any
 
 JUDGE_MARKER = "Your job is to look at a conversation and a rubric item"
 REFUSE_MARKER = "[[offline-server:refuse]]"
+REASONING_TOKENS = 64
 _SENTENCES = (
     "It is best to talk to a doctor or nurse who can examine you.",
     "If symptoms get worse, such as trouble breathing or chest pain, call emergency services.",
@@ -234,6 +236,8 @@ class Handler(BaseHTTPRequestHandler):
             text = model_reply(model, body.get("temperature"), messages)
         finish_reason = "content_filter" if not is_judge and REFUSE_MARKER in last else "stop"
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
+        # a request with `reasoning_effort` "thinks" REASONING_TOKENS tokens, billed as output
+        reasoning = REASONING_TOKENS if body.get("reasoning_effort") else 0
         cached_chars = faults.prefix_cache_hit(body.get("prompt_cache_key"), messages)
         self._send(
             HTTPStatus.OK,
@@ -252,8 +256,9 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": {
                     "prompt_tokens": prompt_chars // 4,
                     "prompt_tokens_details": {"cached_tokens": cached_chars // 4},
-                    "completion_tokens": len(text) // 4,
-                    "total_tokens": prompt_chars // 4 + len(text) // 4,
+                    "completion_tokens": len(text) // 4 + reasoning,
+                    "completion_tokens_details": {"reasoning_tokens": reasoning},
+                    "total_tokens": prompt_chars // 4 + len(text) // 4 + reasoning,
                 },
             },
         )

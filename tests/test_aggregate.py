@@ -32,7 +32,10 @@ def prompt_scores(job_dir: Path) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def grid_sweep(tmp_path_factory) -> Path:
     sweep = tmp_path_factory.mktemp("grid") / "sweep"
-    result = run_cli("-m", "experiment=demo", "wandb=disabled", *GRID, f"hydra.sweep.dir={sweep}")
+    result = run_cli(
+        "-m", "experiment=demo", "wandb=disabled", *GRID, f"hydra.sweep.dir={sweep}",
+        env={"HEALTHBENCH_CACHE_DIR": str(sweep.parent / "cache")},  # module scope: set it here
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return sweep
 
@@ -185,6 +188,7 @@ def judge_sweep(tmp_path_factory) -> Path:
     result = run_cli(
         "-m", "experiment=demo", "wandb=disabled", "task=eval,meta_eval",
         "judge.name=judge-a,judge-b", "sampling.num_examples=8", f"hydra.sweep.dir={sweep}",
+        env={"HEALTHBENCH_CACHE_DIR": str(sweep.parent / "cache")},  # module scope: set it here
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return sweep
@@ -237,3 +241,31 @@ def test_judges_on_the_same_items_get_agreement_and_kappa(judge_sweep: Path) -> 
         assert p["kappa"] == pytest.approx((observed - chance) / (1 - chance), abs=1e-12)
         assert p["agreement"] < 1.0  # the offline judges hash their own names: they disagree
     assert "Judge agreement" in (judge_sweep / "report.html").read_text()
+
+
+def test_sweep_summary_reports_each_jobs_cost_and_the_total(judge_sweep: Path) -> None:
+    data = read_json(judge_sweep / "sweep_summary.json")
+    costs = []
+    for row in data["jobs"]:
+        usage = read_json(judge_sweep / row["job"] / "summary.json")["usage"]
+        assert row["cost_usd"] == usage["total_cost_usd"] > 0
+        assert row["judge_cost_usd"] == usage["judge"]["cost_usd"]
+        costs.append(row["cost_usd"])
+    assert data["cost_usd"] == pytest.approx(sum(costs))
+    assert f"Cost of the sweep: ${sum(costs):.4f}" in (judge_sweep / "sweep_summary.md").read_text()
+
+
+def test_a_dry_run_sweep_estimates_every_job_and_the_total(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    result = run_cli(
+        "-m", "experiment=demo", "dry_run=true", "model.name=offline-a,offline-b",
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = read_json(sweep / "sweep_summary.json")
+    estimates = [read_json(sweep / j / "estimate.json")["total_cost_usd"] for j in ("0", "1")]
+    assert [r["status"] for r in data["jobs"]] == ["dry_run", "dry_run"] and data["failed"] == 0
+    assert [r["estimated_cost_usd"] for r in data["jobs"]] == estimates
+    assert data["estimated_cost_usd"] == pytest.approx(sum(estimates))
+    assert f"the sweep would cost about ${sum(estimates):.4f}" in result.stdout
+    assert not list(sweep.glob("*/summary.json"))  # nothing ran
