@@ -24,6 +24,13 @@ class DataSource(Enum):
     bundled = "bundled"  # the synthetic sample shipped in the package
 
 
+class PromptOrder(Enum):
+    reference = "reference"  # the official template as is
+    # NOT the reference protocol: the rubric item moved after the instructions, so the template
+    # and the conversation form one long prefix shared by all of an example's judge calls
+    shared_prefix_first = "shared_prefix_first"
+
+
 class TaskKind(Enum):
     eval = "eval"  # score replies against the rubrics (SPEC 3)
     meta_eval = "meta_eval"  # grade the meta-eval rows once; agreement with physicians (SPEC 4)
@@ -82,6 +89,11 @@ class JudgeConfig(EndpointConfig):
     max_parse_retries: int = 3  # resamples after an unparseable verdict; then "ungraded"
     max_concurrency: int = 256
     expected_completion_tokens: int = 80  # a verdict: a short explanation and the boolean
+    prompt_order: PromptOrder = PromptOrder.reference
+    # NOT the reference protocol's transport: judge calls go through OpenAI's Batch API (half
+    # price, results within 24 h); the run waits for them and resumes a batch it submitted
+    batch: bool = False
+    batch_poll_s: float = 30.0
 
 
 @dataclass
@@ -167,6 +179,7 @@ class OfflineServerConfig:
     malformed_rate: float = 0.0  # share of judge replies that are not a valid verdict
     empty_reply_rate: float = 0.0  # share of model replies with empty content
     seed: int = 0
+    batch_delay_s: float = 0.0  # Batch API batches are reported in_progress this long
 
 
 @dataclass
@@ -281,6 +294,13 @@ def validate(config: Config) -> None:
             "task=meta_eval grades the completions in the meta-eval file; "
             f"drop completions={completions.source.value}"
         )
+    if config.judge.batch and config.budget.max_usd is not None:
+        raise ConfigError(
+            "budget.max_usd cannot cap judge.batch=true (a batch is paid as a whole); "
+            "use dry_run=true to see the cost first"
+        )
+    if config.judge.batch_poll_s <= 0:
+        raise ConfigError(f"judge.batch_poll_s must be > 0, got {config.judge.batch_poll_s}")
     if config.budget.max_usd is not None:
         if config.budget.max_usd <= 0:
             raise ConfigError(f"budget.max_usd must be > 0 or null, got {config.budget.max_usd}")

@@ -12,6 +12,7 @@ from typing import Any
 from .config import Config, PriceConfig, needed_roles
 
 CHARS_PER_TOKEN = 4  # rough English ratio, for requests whose usage is not known yet
+BATCH_PRICE_FACTOR = 0.5  # OpenAI bills Batch API tokens at half the listed price
 
 
 def cost_usd(
@@ -105,6 +106,8 @@ def usage_summary(config: Config, endpoint_stats: dict[str, Any]) -> dict[str, A
             if used
             else 0.0
         )
+        if cost is not None and role == "judge" and config.judge.batch:
+            cost *= BATCH_PRICE_FACTOR
         entry["cost_usd"] = cost
         entry["price"] = {
             "input_per_mtok": price.input_per_mtok,

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .cache import CachedReply, ResponseCache, request_key
@@ -150,6 +150,16 @@ def check_reachable(role: str, base_url: str, timeout_s: float) -> None:
             f"{role} endpoint {base_url} is unreachable ({exc}); check {role}.base_url "
             "and your network"
         ) from exc
+
+
+class Completer(Protocol):
+    """What graders need of a judge: ChatEndpoint, or batch.BatchJudge in front of one."""
+
+    config: EndpointConfig
+
+    async def complete(
+        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
+    ) -> Reply: ...
 
 
 class ChatEndpoint:

@@ -22,7 +22,7 @@ from typing import Any
 from .cache import ResponseCache, cache_dir, request_key
 from .completions import work_items
 from .config import Config, EndpointConfig, TaskKind, needed_roles
-from .costs import cost_usd
+from .costs import BATCH_PRICE_FACTOR, cost_usd
 from .data import load_examples
 from .endpoints import OPENAI_DEFAULT_URL, request_body
 from .grading import grader_template, render_conversation, rubric_item_text
@@ -128,6 +128,7 @@ class Estimator:
         from .grading import grader_prompt
 
         judge = self.config.judge
+        order = judge.prompt_order.value
         system = 0 if judge.system_message is None else self.count(judge.system_message)
         base = (
             TOKENS_PER_REQUEST
@@ -141,7 +142,8 @@ class Estimator:
             cached = False
             if known:
                 messages = self._sent(
-                    "judge", [{"role": "user", "content": grader_prompt(conversation, item)}]
+                    "judge",
+                    [{"role": "user", "content": grader_prompt(conversation, item, order)}],
                 )
                 cached = self.cached("judge", messages, f"rollout={rollout};attempt=0") is not None
             self.usage["judge"].add(
@@ -213,6 +215,8 @@ def estimate_run(config: Config) -> dict[str, Any]:
             usage.cost_usd = cost_usd(
                 getattr(config, role).price, usage.prompt_tokens, 0, usage.completion_tokens
             )
+            if usage.cost_usd is not None and role == "judge" and config.judge.batch:
+                usage.cost_usd *= BATCH_PRICE_FACTOR
         total = None if total is None or usage.cost_usd is None else total + usage.cost_usd
     return {
         "task": config.task.kind.value,

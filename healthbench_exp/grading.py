@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .data import Criterion
 
 if TYPE_CHECKING:
-    from .endpoints import ChatEndpoint
+    from .endpoints import Completer
 
 GRADER_TEMPLATE_SHA256 = "2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c"
 _FENCES = re.compile(r"^```json\s*|\s*```$")
@@ -44,13 +44,39 @@ def render_conversation(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
-def grader_prompt(conversation: str, rubric_item: str) -> str:
-    """Fill the template by plain replacement (it holds JSON braces, so never str.format)."""
-    return (
-        grader_template()
-        .replace("<<conversation>>", conversation)
-        .replace("<<rubric_item>>", rubric_item)
+RUBRIC_SECTION = "# Rubric item\n<<rubric_item>>\n\n"
+
+
+@cache
+def shared_prefix_first_template() -> str:
+    """The official template with its rubric-item section moved to the very end.
+
+    NOT the reference prompt: the instructions then follow the conversation directly, so the
+    template and the conversation are one prefix shared by all of an example's judge calls, which
+    providers' prompt caches can reuse; the words are the official ones.
+    """
+    template = grader_template()
+    assert template.count(RUBRIC_SECTION) == 1, "the official template changed"
+    return template.replace(RUBRIC_SECTION, "") + "\n\n" + RUBRIC_SECTION.rstrip("\n")
+
+
+def grader_prompt(conversation: str, rubric_item: str, order: str = "reference") -> str:
+    """Fill the template by plain replacement (it holds JSON braces, so never str.format).
+
+    `order`: "reference" (the official template) or "shared_prefix_first" (see above).
+    """
+    template = grader_template() if order == "reference" else shared_prefix_first_template()
+    return template.replace("<<conversation>>", conversation).replace(
+        "<<rubric_item>>", rubric_item
     )
+
+
+def template_sha256(order: str = "reference") -> str:
+    """sha256 of the template a run filled (the official one: GRADER_TEMPLATE_SHA256)."""
+    import hashlib
+
+    template = grader_template() if order == "reference" else shared_prefix_first_template()
+    return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -86,7 +112,7 @@ class CriterionGrade:
 
 
 async def grade_criterion(
-    judge: ChatEndpoint,
+    judge: Completer,
     conversation: str,
     rubric_item: str,
     max_parse_retries: int,
@@ -103,7 +129,9 @@ async def grade_criterion(
     from .costs import BudgetExhausted
     from .endpoints import RequestFailed
 
-    messages = [{"role": "user", "content": grader_prompt(conversation, rubric_item)}]
+    order = getattr(judge.config, "prompt_order", None)
+    prompt = grader_prompt(conversation, rubric_item, order.value if order else "reference")
+    messages = [{"role": "user", "content": prompt}]
     attempts = 0
     last_reply = ""
     for attempt in range(1 + max_parse_retries):

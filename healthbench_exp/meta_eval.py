@@ -23,13 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .agreement import Rate, average_over_raters, leave_one_out, metric_name, pairwise_metrics
 from .config import Config, DataSource, validate
 from .costs import usage_summary
 from .data import DataError, bundled_sample_path, jsonl_rows, official_file, sample_examples
-from .endpoints import FatalEndpointError
-from .grading import GRADER_TEMPLATE_SHA256, CriterionGrade, grade_criterion, render_conversation
+from .endpoints import Completer, FatalEndpointError
+from .grading import CriterionGrade, grade_criterion, render_conversation
 from .scoring import bootstrap_std
 from .tracking import JobContext
 
@@ -153,7 +152,7 @@ def row_conversation(row: MetaEvalRow) -> str:
 
 async def grade_rows(
     work: list[tuple[MetaEvalRow, int]],
-    judge: Any,
+    judge: Completer,
     config: Config,
     on_result: Callable[[MetaEvalResult], None],
 ) -> list[MetaEvalResult]:
@@ -161,7 +160,8 @@ async def grade_rows(
     from .runner import Progress
 
     slots = asyncio.Semaphore(max(config.judge.max_concurrency, config.runner.max_concurrent))
-    progress = Progress(len(work), config.runner.progress, [judge], unit="row")
+    endpoint = getattr(judge, "endpoint", judge)  # a BatchJudge wraps the endpoint
+    progress = Progress(len(work), config.runner.progress, [endpoint], unit="row")
 
     async def one(row: MetaEvalRow, repeat: int) -> MetaEvalResult:
         async with slots:
@@ -288,6 +288,8 @@ def build_meta_summary(
     stats: dict[str, Any],
     wall_time_s: float,
 ) -> dict[str, Any]:
+    from .runner import protocol
+
     metrics, agreement, by_category = meta_eval_metrics(
         results, config.runner.bootstrap_samples, config.sampling.seed
     )
@@ -331,11 +333,7 @@ def build_meta_summary(
         ],
         "usage": usage_summary(config, stats),
         "budget": stats.get("budget"),
-        "protocol": {
-            "grader_template_sha256": GRADER_TEMPLATE_SHA256,
-            "grading": "reference meta-eval (one judge call per row, rubric as given)",
-            "harness_version": __version__,
-        },
+        "protocol": protocol(config, "meta-eval: one judge call per row, rubric as given"),
         "config": config_dict,
     }
 
@@ -348,7 +346,14 @@ def run_meta_eval(
 ) -> dict[str, Any]:
     """Grade the meta-eval rows, write outputs into `output_dir`, return the summary."""
     from . import html_report, reporting, tracking
-    from .runner import endpoint_stats, open_endpoints, reachable_endpoints, resolve_keys, run_async
+    from .runner import (
+        endpoint_stats,
+        judge_transport,
+        open_endpoints,
+        reachable_endpoints,
+        resolve_keys,
+        run_async,
+    )
 
     started = time.monotonic()
     validate(config)
@@ -373,7 +378,8 @@ def run_meta_eval(
             async def grade_all() -> tuple[list[MetaEvalResult], dict[str, Any]]:
                 async with open_endpoints(config, urls, keys) as endpoints:
                     began = time.monotonic()
-                    results = await grade_rows(work, endpoints["judge"], config, on_result)
+                    async with judge_transport(config, endpoints["judge"], output_dir) as judge:
+                        results = await grade_rows(work, judge, config, on_result)
                     return results, endpoint_stats(endpoints, began)
 
             results, stats = run_async(grade_all())

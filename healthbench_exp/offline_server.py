@@ -11,7 +11,9 @@ injects latency, 429/500/503 errors, malformed verdicts and empty replies at con
 
 Run on its own: `python -m healthbench_exp.offline_server --port 8000 --latency-ms 200`.
 `GET /stats` returns request counters; `POST /stats/reset` zeroes them; `--require-key K` answers
-401 to requests without `Authorization: Bearer K`.
+401 to requests without `Authorization: Bearer K`. It also speaks enough of the files and batches
+API for OpenAI's Batch API (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/{id}`,
+`GET /v1/files/{id}/content`); `--batch-delay-s` keeps a batch `in_progress` that long.
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class Faults:
                 "peak_in_flight": 0,
                 "latency_ms_total": 0,  # the injected latency served, summed over requests
                 "first_request_at": 0.0,  # time.time() of the first request (for start-up time)
+                "batches_created": 0,
+                "batch_requests": 0,
             }
 
     def prefix_cache_hit(self, key: str | None, messages: list[dict[str, Any]]) -> int:
@@ -162,8 +166,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_bytes(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/stats":
+        store: BatchStore = self.server.batches
+        parts = self.path.strip("/").split("/")
+        if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in store.batches:
+            self._send(200, store.describe(parts[2]))
+        elif parts[:2] == ["v1", "files"] and parts[3:] == ["content"] and parts[2] in store.files:
+            self._send_bytes(store.files[parts[2]]["content"])
+        elif self.path.rstrip("/") == "/stats":
             with self.server.faults.lock:
                 self._send(200, dict(self.server.faults.counts))
         elif self.path.rstrip("/") == "/v1/models":
@@ -177,6 +194,16 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") == "/stats/reset":
             self.server.faults.reset()
             self._send(200, {"ok": True})
+            return
+        if self.path.rstrip("/") == "/v1/files":
+            self._send(200, self.server.batches.upload(self.headers["Content-Type"], raw))
+            return
+        if self.path.rstrip("/") == "/v1/batches":
+            request = json.loads(raw)
+            if request.get("input_file_id") not in self.server.batches.files:
+                self._send(404, {"error": {"message": "no such file", "type": "not_found"}})
+                return
+            self._send(200, self.server.batches.create(request, self.server.faults))
             return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -210,67 +237,164 @@ class Handler(BaseHTTPRequestHandler):
         delay, draw = faults.draw()
         if delay:
             time.sleep(delay)
-        if draw < faults.error_rate:
-            faults.count("errors_injected")
-            status = (429, 500, 503)[int(draw * 1_000_003) % 3]
-            self._send(
-                status,
-                {"error": {"message": f"injected {status}", "type": "injected"}},
-                {"retry-after-ms": "5"},
-            )
-            return
-        draw = (draw - faults.error_rate) / max(1e-12, 1.0 - faults.error_rate)
-        last = str(messages[-1].get("content", "")) if messages else ""
-        is_judge = JUDGE_MARKER in last
-        faults.count("judge_requests" if is_judge else "model_requests")
-        if is_judge:
-            if draw < faults.malformed_rate:
-                faults.count("malformed_injected")
-                text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
-            else:
-                text = judge_reply(last, model)
-        elif draw < faults.empty_reply_rate:
-            faults.count("empty_injected")
-            text = ""
-        else:
-            text = model_reply(model, body.get("temperature"), messages)
-        finish_reason = "content_filter" if not is_judge and REFUSE_MARKER in last else "stop"
-        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
-        # a request with `reasoning_effort` "thinks" REASONING_TOKENS tokens, billed as output
-        reasoning = REASONING_TOKENS if body.get("reasoning_effort") else 0
-        cached_chars = faults.prefix_cache_hit(body.get("prompt_cache_key"), messages)
-        self._send(
-            HTTPStatus.OK,
-            {
-                "id": "offline-" + hashlib.sha256(text.encode()).hexdigest()[:12],
-                "object": "chat.completion",
-                "created": 0,
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": finish_reason,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_chars // 4,
-                    "prompt_tokens_details": {"cached_tokens": cached_chars // 4},
-                    "completion_tokens": len(text) // 4 + reasoning,
-                    "completion_tokens_details": {"reasoning_tokens": reasoning},
-                    "total_tokens": prompt_chars // 4 + len(text) // 4 + reasoning,
-                },
-            },
+        self._send(*completion_response(faults, draw, model, body, messages))
+
+
+def completion_response(
+    faults: Faults, draw: float, model: str, body: dict[str, Any], messages: list[dict[str, Any]]
+) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    """(status, body, headers) of one chat completion; `draw` picks an injected fault."""
+    if draw < faults.error_rate:
+        faults.count("errors_injected")
+        status = (429, 500, 503)[int(draw * 1_000_003) % 3]
+        return (
+            status,
+            {"error": {"message": f"injected {status}", "type": "injected"}},
+            {"retry-after-ms": "5"},
         )
+    draw = (draw - faults.error_rate) / max(1e-12, 1.0 - faults.error_rate)
+    last = str(messages[-1].get("content", "")) if messages else ""
+    is_judge = JUDGE_MARKER in last
+    faults.count("judge_requests" if is_judge else "model_requests")
+    if is_judge:
+        if draw < faults.malformed_rate:
+            faults.count("malformed_injected")
+            text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
+        else:
+            text = judge_reply(last, model)
+    elif draw < faults.empty_reply_rate:
+        faults.count("empty_injected")
+        text = ""
+    else:
+        text = model_reply(model, body.get("temperature"), messages)
+    finish_reason = "content_filter" if not is_judge and REFUSE_MARKER in last else "stop"
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
+    # a request with `reasoning_effort` "thinks" REASONING_TOKENS tokens, billed as output
+    reasoning = REASONING_TOKENS if body.get("reasoning_effort") else 0
+    cached_chars = faults.prefix_cache_hit(body.get("prompt_cache_key"), messages)
+    return (
+        HTTPStatus.OK,
+        {
+            "id": "offline-" + hashlib.sha256(text.encode()).hexdigest()[:12],
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_chars // 4,
+                "prompt_tokens_details": {"cached_tokens": cached_chars // 4},
+                "completion_tokens": len(text) // 4 + reasoning,
+                "completion_tokens_details": {"reasoning_tokens": reasoning},
+                "total_tokens": prompt_chars // 4 + len(text) // 4 + reasoning,
+            },
+        },
+        None,
+    )
+
+
+class BatchStore:
+    """The files and batches API, enough for the Batch API: upload a JSONL of chat-completion
+    requests, create a batch (answered at once, reported `in_progress` for `delay_s`), poll it,
+    download its output file."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+
+    def _add_file(self, name: str, purpose: str, content: bytes) -> dict[str, Any]:
+        with self.lock:
+            file_id = f"file-offline-{len(self.files) + 1}"
+            self.files[file_id] = {"filename": name, "purpose": purpose, "content": content}
+        return {
+            "id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+            "filename": name, "purpose": purpose, "status": "processed",
+        }  # fmt: skip
+
+    def upload(self, content_type: str, raw: bytes) -> dict[str, Any]:
+        """A multipart/form-data upload with fields `purpose` and `file`."""
+        from email.parser import BytesParser
+
+        message = BytesParser().parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+        )
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in message.get_payload():
+            name = part.get_param("name", header="content-disposition")
+            fields[name] = (part.get_filename(), part.get_payload(decode=True))
+        filename, content = fields["file"]
+        return self._add_file(filename or "upload.jsonl", fields["purpose"][1].decode(), content)
+
+    def create(self, request: dict[str, Any], faults: Faults) -> dict[str, Any]:
+        """Answer every request of the input file now; report the batch done after delay_s."""
+        lines = self.files[request["input_file_id"]]["content"].decode().splitlines()
+        output = []
+        for line in filter(str.strip, lines):
+            item = json.loads(line)
+            body = item["body"]
+            status, payload, _ = completion_response(
+                faults, faults.draw()[1], body["model"], body, body["messages"]
+            )
+            faults.count("requests")
+            faults.count("batch_requests")
+            output.append(
+                {
+                    "id": f"batch_req_{len(output)}",
+                    "custom_id": item["custom_id"],
+                    "response": {"status_code": int(status), "request_id": "", "body": payload},
+                    "error": None,
+                }
+            )
+        out = self._add_file(
+            "output.jsonl", "batch_output", "".join(json.dumps(o) + "\n" for o in output).encode()
+        )
+        faults.count("batches_created")
+        with self.lock:
+            batch_id = f"batch_offline_{len(self.batches) + 1}"
+            self.batches[batch_id] = {
+                "request": request,
+                "output_file_id": out["id"],
+                "total": len(output),
+                "created_at": time.time(),
+            }
+        return self.describe(batch_id)
+
+    def describe(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        done = time.time() >= batch["created_at"] + self.delay_s
+        return {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": batch["request"]["endpoint"],
+            "input_file_id": batch["request"]["input_file_id"],
+            "completion_window": batch["request"]["completion_window"],
+            "status": "completed" if done else "in_progress",
+            "created_at": int(batch["created_at"]),
+            "output_file_id": batch["output_file_id"] if done else None,
+            "error_file_id": None,
+            "request_counts": {
+                "total": batch["total"],
+                "completed": batch["total"] if done else 0,
+                "failed": 0,
+            },
+        }
 
 
 class OfflineServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024
 
-    def __init__(self, port: int, faults: Faults) -> None:
+    def __init__(self, port: int, faults: Faults, batch_delay_s: float = 0.0) -> None:
         super().__init__(("127.0.0.1", port), Handler)
         self.faults = faults
+        self.batches = BatchStore(batch_delay_s)
 
     @property
     def base_url(self) -> str:
@@ -285,9 +409,14 @@ def server_args(
     empty_reply_rate: float = 0.0,
     seed: int = 0,
     require_key: str | None = None,
+    batch_delay_s: float = 0.0,
 ) -> list[str]:
     """Command-line flags for `python -m healthbench_exp.offline_server`."""
-    return ([f"--require-key={require_key}"] if require_key else []) + [
+    return (
+        ([f"--require-key={require_key}"] if require_key else [])
+        # only when set: it changes no reply, and the flags name the server in cache keys
+        + ([f"--batch-delay-s={batch_delay_s}"] if batch_delay_s else [])
+    ) + [
         f"--latency-ms={latency_ms}",
         f"--jitter-ms={jitter_ms}",
         f"--error-rate={error_rate}",
@@ -340,6 +469,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--empty-reply-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--require-key", default=None, help="answer 401 to any other API key")
+    parser.add_argument(
+        "--batch-delay-s",
+        type=float,
+        default=0.0,
+        help="Batch API batches stay in_progress so long",
+    )
     args = parser.parse_args(argv)
     faults = Faults(
         latency_ms=args.latency_ms,
@@ -350,7 +485,7 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
         require_key=args.require_key,
     )
-    server = OfflineServer(args.port, faults)
+    server = OfflineServer(args.port, faults, args.batch_delay_s)
     print(f"listening on {server.base_url}", flush=True)
     try:
         server.serve_forever()

@@ -128,7 +128,7 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 OWN_FILES = {
     ".hydra", "healthbench.log", "status.json", "summary.json", "per_criterion.jsonl",
     "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
-    "estimate.json",
+    "estimate.json", "batches.json",
 }  # fmt: skip
 
 

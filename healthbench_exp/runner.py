@@ -23,12 +23,13 @@ from . import __version__
 from .cache import ResponseCache, cache_dir
 from .comparison import length_adjusted, run_to_run_std, worst_at_k
 from .completions import WorkItem, work_items
-from .config import CompletionSource, Config, TaskKind, needed_roles, validate
+from .config import CompletionSource, Config, PromptOrder, TaskKind, needed_roles, validate
 from .costs import Budget, BudgetExhausted, usage_summary
 from .data import Example, load_examples
 from .endpoints import (
     OPENAI_DEFAULT_URL,
     ChatEndpoint,
+    Completer,
     EndpointStats,
     FatalEndpointError,
     RequestFailed,
@@ -37,11 +38,11 @@ from .endpoints import (
     resolve_api_key,
 )
 from .grading import (
-    GRADER_TEMPLATE_SHA256,
     CriterionGrade,
     grade_criterion,
     render_conversation,
     rubric_item_text,
+    template_sha256,
 )
 from .scoring import (
     aggregate_metrics,
@@ -126,7 +127,7 @@ class Progress:
 async def run_example(
     item: WorkItem,
     model: ChatEndpoint | None,
-    judge: ChatEndpoint,
+    judge: Completer,
     max_parallel_judges: int,
     max_parse_retries: int,
 ) -> ExampleResult:
@@ -188,7 +189,7 @@ async def run_example(
 async def evaluate(
     work: list[WorkItem],
     model: ChatEndpoint | None,
-    judge: ChatEndpoint,
+    judge: Completer,
     config: Config,
     on_result: Callable[[ExampleResult], None],
 ) -> list[ExampleResult]:
@@ -196,8 +197,15 @@ async def evaluate(
 
     A FatalEndpointError in any example cancels the rest and propagates.
     """
-    slots = asyncio.Semaphore(config.runner.max_concurrent)
-    progress = Progress(len(work), config.runner.progress, [e for e in (model, judge) if e])
+    # with batched judge calls every example must reach its judge calls before a batch goes out
+    slots = asyncio.Semaphore(
+        max(1, len(work)) if config.judge.batch else config.runner.max_concurrent
+    )
+    progress = Progress(
+        len(work),
+        config.runner.progress,
+        [e for e in (model, getattr(judge, "endpoint", judge)) if e],
+    )
 
     async def one(item: WorkItem) -> ExampleResult:
         async with slots:
@@ -238,7 +246,8 @@ def builtin_identity(config: Config) -> str:
     verdicts) change its replies and must not be replayed to a run without them."""
     from .offline_server import server_args
 
-    return "builtin " + " ".join(server_args(**asdict(config.offline_server)))
+    settings = {**asdict(config.offline_server), "batch_delay_s": 0.0}  # changes no reply
+    return "builtin " + " ".join(server_args(**settings))
 
 
 @contextlib.contextmanager
@@ -328,6 +337,7 @@ def endpoint_stats(endpoints: dict[str, ChatEndpoint], started: float) -> dict[s
 
 async def _evaluate_with_clients(
     work: list[WorkItem],
+    output_dir: Path,
     config: Config,
     urls: dict[str, str | None],
     keys: dict[str, str],
@@ -336,10 +346,31 @@ async def _evaluate_with_clients(
     """Create the clients inside the running loop, evaluate, close them; return results, stats."""
     async with open_endpoints(config, urls, keys) as endpoints:
         started = time.monotonic()
-        results = await evaluate(
-            work, endpoints.get("model"), endpoints["judge"], config, on_result
-        )
+        model = endpoints.get("model")
+        async with judge_transport(config, endpoints["judge"], output_dir, model) as judge:
+            results = await evaluate(work, model, judge, config, on_result)
         return results, endpoint_stats(endpoints, started)
+
+
+@contextlib.asynccontextmanager
+async def judge_transport(
+    config: Config, judge: ChatEndpoint, output_dir: Path, model: ChatEndpoint | None = None
+) -> AsyncIterator[Completer]:
+    """The judge endpoint itself, or (judge.batch=true) a BatchJudge in front of it."""
+    if not config.judge.batch:
+        yield judge
+        return
+    from .batch import BatchJudge
+
+    def sampling() -> bool:
+        return model is not None and (model.stats.in_flight > 0 or bool(model.limit.waiters))
+
+    batch = BatchJudge(judge, output_dir, config.judge.batch_poll_s, busy=sampling)
+    await batch.start()
+    try:
+        yield batch
+    finally:
+        await batch.close()
 
 
 def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> dict[str, Any]:
@@ -408,7 +439,9 @@ def run_eval(
                 writer.write(result)
                 tracker.on_result(result)
 
-            results, stats = run_async(_evaluate_with_clients(work, config, urls, keys, on_result))
+            results, stats = run_async(
+                _evaluate_with_clients(work, output_dir, config, urls, keys, on_result)
+            )
         summary = build_summary(results, config, config_dict, stats, time.monotonic() - started)
         summary["completions"] = completions_info
         summary["wandb"] = tracker.describe()
@@ -485,12 +518,27 @@ def build_summary(
         ],
         "usage": usage_summary(config, endpoint_stats),
         "budget": endpoint_stats.get("budget"),
-        "protocol": {
-            "grader_template_sha256": GRADER_TEMPLATE_SHA256,
-            "grading": "reference (one judge call per criterion, simple-evals template)",
-            "harness_version": __version__,
-        },
+        "protocol": protocol(config, "one judge call per criterion, simple-evals template"),
         "config": config_dict,
+    }
+
+
+def protocol(config: Config, grading: str) -> dict[str, Any]:
+    """How the run graded, and whether that is the reference protocol."""
+    order = config.judge.prompt_order.value
+    departures = []
+    if config.judge.prompt_order is not PromptOrder.reference:
+        departures.append("rubric item moved after the instructions (shared prefix first)")
+    if config.judge.batch:
+        departures.append("judge calls through the OpenAI Batch API")
+    return {
+        "reference": not departures,
+        "grading": grading
+        + ("; NOT the reference protocol: " + "; ".join(departures) if departures else ""),
+        "grader_template_sha256": template_sha256(order),
+        "prompt_order": order,
+        "judge_transport": "batch" if config.judge.batch else "chat.completions",
+        "harness_version": __version__,
     }
 
 
