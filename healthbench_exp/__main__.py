@@ -140,31 +140,29 @@ def app(cfg: DictConfig) -> float | None:
     print(reporting.format_report(summary))
     print(f"\noutputs: {output_dir}")
     counts = summary["counts"]
+    failed_share = counts["rows_failed"] / counts["rows"] if counts["rows"] else 0.0
     if summary.get("budget") and summary["budget"]["stopped"]:
+        status, code = "partial", 4
         message = (
             f"budget.max_usd={config.budget.max_usd:g} reached: {counts['rows_not_run']} of "
             f"{counts['rows']} rows not run; finish with: python -m healthbench_exp "
             f"resume={output_dir} [budget.max_usd=...]"
         )
-        reporting.write_status(output_dir, "partial", message)
-        print(f"error: {message}", file=sys.stderr)
-        if in_sweep:
-            return None
-        raise SystemExit(4)
-    failed_share = counts["rows_failed"] / counts["rows"] if counts["rows"] else 0.0
-    if failed_share > config.runner.max_failure_fraction:
+    elif failed_share > config.runner.max_failure_fraction:
+        status, code = "failed", 3
         message = (
-            f"{counts['rows_failed']} of {counts['rows']} rows failed ({failed_share:.1%}), more "
-            f"than runner.max_failure_fraction={config.runner.max_failure_fraction}; the others "
-            f"are scored in {output_dir}"
+            f"{counts['rows_failed']} of {counts['rows']} rows failed ({failed_share:.1%}), "
+            f"more than runner.max_failure_fraction={config.runner.max_failure_fraction}; the "
+            f"others are scored in {output_dir}"
         )
-        reporting.write_status(output_dir, "failed", message)
-        print(f"error: {message}", file=sys.stderr)
-        if in_sweep:
-            return None
-        raise SystemExit(3)
-    reporting.write_status(output_dir, "completed")
-    return summary["metrics"].get("overall_score")
+    else:
+        reporting.write_status(output_dir, "completed")
+        return summary["metrics"].get("score")
+    reporting.write_status(output_dir, status, message)
+    print(f"error: {message}", file=sys.stderr)
+    if in_sweep:
+        return None
+    raise SystemExit(code)
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

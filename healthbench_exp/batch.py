@@ -188,18 +188,7 @@ class BatchJudge:
             if future is not None and not future.done():
                 future.set_exception(RequestFailed(f"batch item failed: {line.get('error')}"))
             return key
-        usage = body.get("usage") or {}
-        prompt = usage.get("prompt_tokens") or 0
-        completion = usage.get("completion_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        stats = self.stats
-        stats.requests += 1
-        stats.prompt_tokens += prompt
-        stats.cached_prompt_tokens += cached
-        stats.completion_tokens += completion
-        stats.reasoning_tokens += (usage.get("completion_tokens_details") or {}).get(
-            "reasoning_tokens"
-        ) or 0
+        prompt, _, completion = self.stats.count_paid(body.get("usage") or {})
         text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
         if self.endpoint.cache is not None and key is not None and text:
             self.endpoint.cache.put(key, CachedReply(text, prompt, completion))

@@ -20,7 +20,6 @@ modes).
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import CompletionsConfig, CompletionSource, ConfigError, SamplingConfig
-from .data import DataError, Example, sample_examples
+from .data import DataError, Example, jsonl_rows, parse_messages, row_label, sample_examples
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +137,7 @@ def _reply_text(value: Any, where: str) -> str | None:
 def _messages(value: Any, example: Example, where: str) -> tuple[dict[str, str], ...] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-        for m in value
-    ):
-        raise DataError(f"{where}: 'messages' must be a list of {{role, content}} strings")
-    messages = tuple({"role": m["role"], "content": m["content"]} for m in value)
+    messages = parse_messages(value, where, "messages")
     if [m for m in messages if m["role"] != "system"] != list(example.prompt):
         raise DataError(
             f"{where}: 'messages' (system messages aside) differ from the dataset's prompt for "
@@ -161,41 +155,30 @@ def file_items(
     by_id = {e.prompt_id: e for e in examples}
     found: dict[str, list[WorkItem]] = {}
     seen: dict[tuple[str, int], str] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("prompt_id"), str):
-                raise DataError(f"{where}: expected an object with a string 'prompt_id'")
-            prompt_id = row["prompt_id"]
-            where = f"{where} (prompt_id {prompt_id})"
-            example = by_id.get(prompt_id)
-            if example is None:
-                raise DataError(f"{where}: no example with this prompt_id in the dataset")
-            if "completion" not in row:
-                raise DataError(f"{where}: no 'completion'")
-            items = found.setdefault(prompt_id, [])
-            rollout = row.get("rollout", len(items))
-            if isinstance(rollout, bool) or not isinstance(rollout, int) or rollout < 0:
-                raise DataError(f"{where}: 'rollout' must be an integer >= 0")
-            if (prompt_id, rollout) in seen:
-                raise DataError(f"{where}: rollout {rollout} repeats {seen[prompt_id, rollout]}")
-            seen[prompt_id, rollout] = where
-            text = _reply_text(row["completion"], where)
-            items.append(
-                WorkItem(
-                    example,
-                    rollout,
-                    completion=text,
-                    messages=_messages(row.get("messages"), example, where),
-                    error=None if text is not None else f"{where}: the file has no reply",
-                )
+    for where, row in jsonl_rows(path):
+        prompt_id, where = row_label(row, where)
+        example = by_id.get(prompt_id)
+        if example is None:
+            raise DataError(f"{where}: no example with this prompt_id in the dataset")
+        if "completion" not in row:
+            raise DataError(f"{where}: no 'completion'")
+        items = found.setdefault(prompt_id, [])
+        rollout = row.get("rollout", len(items))
+        if isinstance(rollout, bool) or not isinstance(rollout, int) or rollout < 0:
+            raise DataError(f"{where}: 'rollout' must be an integer >= 0")
+        if (prompt_id, rollout) in seen:
+            raise DataError(f"{where}: rollout {rollout} repeats {seen[prompt_id, rollout]}")
+        seen[prompt_id, rollout] = where
+        text = _reply_text(row["completion"], where)
+        items.append(
+            WorkItem(
+                example,
+                rollout,
+                completion=text,
+                messages=_messages(row.get("messages"), example, where),
+                error=None if text is not None else f"{where}: the file has no reply",
             )
+        )
     if not found:
         raise DataError(f"{path}: no completions in the file")
     covered = [e for e in examples if e.prompt_id in found]

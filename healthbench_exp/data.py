@@ -95,28 +95,40 @@ def _tag_value(tags: Iterable[str], key: str) -> str | None:
     return None
 
 
-def parse_example(row: Any, where: str) -> Example:
-    """Validate one decoded row; raise DataError naming `where` and the prompt_id."""
+def row_label(row: Any, where: str) -> tuple[str, str]:
+    """(prompt_id, "where (prompt_id ...)") of a decoded row; DataError if it has no prompt_id."""
     if not isinstance(row, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
     prompt_id = row.get("prompt_id")
     if not isinstance(prompt_id, str) or not prompt_id:
         raise DataError(f"{where}: missing or empty 'prompt_id'")
-    label = f"{where} (prompt_id {prompt_id})"
+    return prompt_id, f"{where} (prompt_id {prompt_id})"
 
-    def fail(message: str) -> DataError:
-        return DataError(f"{label}: {message}")
 
-    prompt = row.get("prompt")
-    if not isinstance(prompt, list) or not prompt:
-        raise fail("'prompt' must be a non-empty list of {role, content} messages")
-    for i, message in enumerate(prompt):
+def parse_messages(value: Any, label: str, key: str = "prompt") -> tuple[dict[str, str], ...]:
+    """A non-empty list of {role, content} strings, as plain dicts; DataError naming `label`."""
+    if not isinstance(value, list) or not value:
+        raise DataError(f"{label}: '{key}' must be a non-empty list of {{role, content}} messages")
+    for i, message in enumerate(value):
         if not (
             isinstance(message, dict)
             and isinstance(message.get("role"), str)
             and isinstance(message.get("content"), str)
         ):
-            raise fail(f"prompt[{i}] must be an object with string 'role' and 'content'")
+            raise DataError(
+                f"{label}: {key}[{i}] must be an object with string 'role' and 'content'"
+            )
+    return tuple({"role": m["role"], "content": m["content"]} for m in value)
+
+
+def parse_example(row: Any, where: str) -> Example:
+    """Validate one decoded row; raise DataError naming `where` and the prompt_id."""
+    prompt_id, label = row_label(row, where)
+
+    def fail(message: str) -> DataError:
+        return DataError(f"{label}: {message}")
+
+    prompt = parse_messages(row.get("prompt"), label)
 
     rubrics = row.get("rubrics")
     if not isinstance(rubrics, list) or not rubrics:
@@ -155,7 +167,7 @@ def parse_example(row: Any, where: str) -> Example:
         raise fail("'ideal_completions_data' must be null or an object")
     return Example(
         prompt_id=prompt_id,
-        prompt=tuple({"role": m["role"], "content": m["content"]} for m in prompt),
+        prompt=prompt,
         rubrics=tuple(criteria),
         example_tags=tuple(example_tags),
         ideal_completions_data=ideal,

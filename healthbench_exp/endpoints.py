@@ -58,6 +58,20 @@ class EndpointStats:
     replayed_completion_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
 
+    def count_paid(self, usage: dict[str, Any]) -> tuple[int, int, int]:
+        """Count one paid call with the `usage` its endpoint reported; return its (prompt,
+        provider-cached prompt, completion) tokens."""
+        prompt = usage.get("prompt_tokens") or 0
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        completion = usage.get("completion_tokens") or 0
+        self.requests += 1
+        self.prompt_tokens += prompt
+        self.cached_prompt_tokens += cached
+        self.completion_tokens += completion
+        details = usage.get("completion_tokens_details") or {}
+        self.reasoning_tokens += details.get("reasoning_tokens") or 0
+        return prompt, cached, completion
+
 
 class AdaptiveLimit:
     """At most `limit` requests in flight, adapted to rate limiting (AIMD).
@@ -308,20 +322,12 @@ class ChatEndpoint:
                 self.shared_limit.release()
             self.limit.release(success)
             if success:
-                usage = response.get("usage") or {}
-                prompt_tokens = usage.get("prompt_tokens") or 0
-                completion_tokens = usage.get("completion_tokens") or 0
-                cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-                cost = cost_usd(self.config.price, prompt_tokens, cached_tokens, completion_tokens)
+                prompt_tokens, cached, completion_tokens = stats.count_paid(
+                    response.get("usage") or {}
+                )
+                cost = cost_usd(self.config.price, prompt_tokens, cached, completion_tokens)
             if self.budget is not None:
                 self.budget.settle(estimate, cost or 0.0)
-        stats.requests += 1
-        stats.prompt_tokens += prompt_tokens
-        stats.completion_tokens += completion_tokens
-        stats.cached_prompt_tokens += cached_tokens
-        stats.reasoning_tokens += (usage.get("completion_tokens_details") or {}).get(
-            "reasoning_tokens"
-        ) or 0
         choices = response.get("choices") or [{}]
         text = (choices[0].get("message") or {}).get("content")
         reason = choices[0].get("finish_reason", "no choices")

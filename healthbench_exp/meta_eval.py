@@ -26,7 +26,15 @@ from typing import Any
 from .agreement import Rate, average_over_raters, leave_one_out, metric_name, pairwise_metrics
 from .config import Config, DataSource, validate
 from .costs import usage_summary
-from .data import DataError, bundled_sample_path, jsonl_rows, official_file, sample_examples
+from .data import (
+    DataError,
+    bundled_sample_path,
+    jsonl_rows,
+    official_file,
+    parse_messages,
+    row_label,
+    sample_examples,
+)
 from .endpoints import Completer, FatalEndpointError
 from .grading import CriterionGrade, grade_criterion, render_conversation
 from .scoring import bootstrap_std
@@ -54,24 +62,8 @@ class MetaEvalRow:
 
 def parse_meta_row(row: Any, where: str) -> MetaEvalRow:
     """Validate one meta-eval row; raise DataError naming `where` and the prompt_id."""
-    if not isinstance(row, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    prompt_id = row.get("prompt_id")
-    if not isinstance(prompt_id, str) or not prompt_id:
-        raise DataError(f"{where}: missing or empty 'prompt_id'")
-    label = f"{where} (prompt_id {prompt_id})"
-    prompt = row.get("prompt")
-    if (
-        not isinstance(prompt, list)
-        or not prompt
-        or not all(
-            isinstance(m, dict)
-            and isinstance(m.get("role"), str)
-            and isinstance(m.get("content"), str)
-            for m in prompt
-        )
-    ):
-        raise DataError(f"{label}: 'prompt' must be a non-empty list of {{role, content}} strings")
+    prompt_id, label = row_label(row, where)
+    prompt = parse_messages(row.get("prompt"), label)
     for key in ("completion", "completion_id", "rubric", "category"):
         if not isinstance(row.get(key), str):
             raise DataError(f"{label}: '{key}' must be a string")
@@ -89,7 +81,7 @@ def parse_meta_row(row: Any, where: str) -> MetaEvalRow:
     return MetaEvalRow(
         prompt_id=prompt_id,
         completion_id=row["completion_id"],
-        prompt=tuple({"role": m["role"], "content": m["content"]} for m in prompt),
+        prompt=prompt,
         completion=row["completion"],
         rubric=row["rubric"],
         category=row["category"],
