@@ -234,9 +234,7 @@ class ChatEndpoint:
 
     def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         """The messages actually sent: the configured system message first, if any."""
-        if self.config.system_message is None:
-            return list(messages)
-        return [{"role": "system", "content": self.config.system_message}, *messages]
+        return messages_sent(self.config, messages)
 
     async def complete(
         self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
@@ -346,6 +344,13 @@ class ChatEndpoint:
     async def close(self) -> None:
         for client in self.clients:
             await client.close()
+
+
+def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """What an endpoint is sent for `messages`: its system message first, if it has one."""
+    if config.system_message is None:
+        return list(messages)
+    return [{"role": "system", "content": config.system_message}, *messages]
 
 
 def request_body(

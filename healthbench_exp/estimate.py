@@ -21,10 +21,10 @@ from typing import Any
 
 from .cache import ResponseCache, cache_dir, request_key
 from .completions import work_items
-from .config import Config, EndpointConfig, TaskKind, needed_roles
+from .config import Config, TaskKind, needed_roles
 from .costs import BATCH_PRICE_FACTOR, cost_usd
 from .data import load_examples
-from .endpoints import OPENAI_DEFAULT_URL, request_body
+from .endpoints import messages_sent, request_body
 from .grading import grader_template, render_conversation, rubric_item_text
 
 TOKENS_PER_MESSAGE = 3
@@ -89,31 +89,28 @@ class Estimator:
         self.template_tokens = self.count(
             template.replace("<<conversation>>", "").replace("<<rubric_item>>", "")
         )
-        self.roles = {
+        from .runner import endpoint_identity
+
+        sampling = {
             "model": (config.sampling.temperature, config.sampling.max_tokens),
             "judge": (config.judge.temperature, config.judge.max_tokens),
         }
+        # the endpoint and body of each role's calls, as in their cache keys
+        self.keys = {
+            role: (endpoint_identity(config, role), request_body(getattr(config, role), *params))
+            for role, params in sampling.items()
+        }
         self.usage = {role: CallEstimate() for role in ("model", "judge")}
 
-    def _identity(self, role: str) -> str:
-        from .runner import builtin_identity
-
-        endpoint: EndpointConfig = getattr(self.config, role)
-        if endpoint.builtin:
-            return builtin_identity(self.config)
-        return endpoint.base_url or OPENAI_DEFAULT_URL
-
     def _sent(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        system = getattr(self.config, role).system_message
-        return messages if system is None else [{"role": "system", "content": system}, *messages]
+        return messages_sent(getattr(self.config, role), messages)
 
     def cached(self, role: str, messages: list[dict[str, str]], tag: str) -> str | None:
         """The cached reply to this call, if the response cache holds it."""
         if self.cache is None:
             return None
-        temperature, max_tokens = self.roles[role]
-        body = request_body(getattr(self.config, role), temperature, max_tokens)
-        reply = self.cache.get(request_key(self._identity(role), body, messages, tag))
+        identity, body = self.keys[role]
+        reply = self.cache.get(request_key(identity, body, messages, tag))
         return None if reply is None else reply.text
 
     def message_tokens(self, messages: list[dict[str, str]]) -> int:
@@ -159,10 +156,10 @@ def estimate_eval(estimator: Estimator) -> dict[str, Any]:
     config = estimator.config
     items, _ = work_items(load_examples(config.dataset), config.completions, config.sampling)
     for item in items:
-        example = item.example
-        rubric = [rubric_item_text(c) for c in example.rubrics]
         if item.error is not None:
             continue
+        example = item.example
+        rubric = [rubric_item_text(c) for c in example.rubrics]
         if item.completion is not None:
             sent = list(item.messages or example.prompt)
             reply: str | None = item.completion

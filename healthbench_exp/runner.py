@@ -250,6 +250,15 @@ def builtin_identity(config: Config) -> str:
     return "builtin " + " ".join(server_args(**settings))
 
 
+def endpoint_identity(config: Config, role: str) -> str:
+    """What names `role`'s endpoint in cache keys: its URL, or the built-in server's settings
+    (its port changes every run)."""
+    endpoint = getattr(config, role)
+    if endpoint.builtin:
+        return builtin_identity(config)
+    return endpoint.base_url or OPENAI_DEFAULT_URL
+
+
 @contextlib.contextmanager
 def reachable_endpoints(config: Config) -> Iterator[dict[str, str | None]]:
     """Start the built-in server if a needed endpoint uses it; yield each needed role's base URL
@@ -300,7 +309,7 @@ async def open_endpoints(
             timeout_s=runner.request_timeout_s,
             cache=cache,
             shared_limit=shared,
-            identity=builtin_identity(config) if getattr(config, role).builtin else None,
+            identity=endpoint_identity(config, role),
             budget=budget,
         )
         for role, url in urls.items()
