@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .cache import CachedReply, ResponseCache, request_key
-from .config import ConfigError, EndpointConfig
+from .config import ConfigError, EndpointConfig, HttpClient
 from .costs import Budget, BudgetExhausted, cost_usd, request_estimate_usd
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -194,6 +194,7 @@ class ChatEndpoint:
         shared_limit: asyncio.Semaphore | None = None,
         identity: str | None = None,
         budget: Budget | None = None,
+        http_client: HttpClient = HttpClient.aiohttp,
     ) -> None:
         import openai
 
@@ -201,21 +202,28 @@ class ChatEndpoint:
         self.config = config
         self.limit = AdaptiveLimit(config.max_concurrency)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
-        # Several clients, used in turn: the HTTP connection pool scans all its connections for
-        # every request, so one pool of 256 connections costs more CPU than the rest of the
-        # harness; pools of about CONNECTIONS_PER_CLIENT keep that scan short.
         tls = shared_tls_context()
+        hooks = {"response": [self._on_response]}
+        if http_client is HttpClient.aiohttp:
+            # aiohttp's pool hands out connections in O(1): one client serves any concurrency
+            transports = [openai.DefaultAioHttpClient(event_hooks=hooks, verify=tls)]
+        else:
+            # httpx's pool scans all its connections for every request, so one pool of 256
+            # connections costs more CPU than the rest of the harness: several clients, used in
+            # turn, of about CONNECTIONS_PER_CLIENT connections each keep that scan short
+            transports = [
+                openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=tls)
+                for _ in range(-(-config.max_concurrency // CONNECTIONS_PER_CLIENT))
+            ]
         self.clients = [
             openai.AsyncOpenAI(
                 api_key=api_key,
                 base_url=base_url,
                 max_retries=max_retries,
                 timeout=timeout_s,
-                http_client=openai.DefaultAsyncHttpxClient(
-                    event_hooks={"response": [self._on_response]}, verify=tls
-                ),
+                http_client=transport,
             )
-            for _ in range(-(-config.max_concurrency // CONNECTIONS_PER_CLIENT))
+            for transport in transports
         ]
         self.sent = 0
         self.cache = cache

@@ -9,7 +9,11 @@ injects latency, 429/500/503 errors, malformed verdicts and empty replies at con
 (`finish_reason: content_filter`). Usage is reported as 4 characters per token; a request with
 `reasoning_effort` also reports REASONING_TOKENS reasoning tokens.
 
-Run on its own: `python -m healthbench_exp.offline_server --port 8000 --latency-ms 200`.
+It is one asyncio process (aiohttp's server, on uvloop where installed), so hundreds of requests
+held for their injected latency cost it almost nothing and each is answered within about a
+millisecond of its latency: a thread per connection, as `http.server` has, added 40 ms to every
+request at 256 in flight. Run on its own:
+`python -m healthbench_exp.offline_server --port 8000 --latency-ms 200`.
 `GET /stats` returns request counters; `POST /stats/reset` zeroes them; `--require-key K` answers
 401 to requests without `Authorization: Bearer K`. It also speaks enough of the files and batches
 API for OpenAI's Batch API (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/{id}`,
@@ -19,17 +23,18 @@ API for OpenAI's Batch API (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batch
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import random
 import subprocess
 import sys
-import threading
 import time
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from aiohttp import web
 
 JUDGE_MARKER = "Your job is to look at a conversation and a rubric item"
 REFUSE_MARKER = "[[offline-server:refuse]]"
@@ -75,7 +80,7 @@ def judge_reply(grader_prompt: str, judge: str = "") -> str:
 
 
 class Faults:
-    """Seeded fault injection and request counters, shared by the handler threads."""
+    """Seeded fault injection and request counters (one event loop: no locks needed)."""
 
     def __init__(
         self,
@@ -95,26 +100,25 @@ class Faults:
         self.malformed_rate = malformed_rate
         self.empty_reply_rate = empty_reply_rate
         self.rng = random.Random(seed)
-        self.lock = threading.Lock()
         self.prefixes: dict[str, str] = {}
         self.reset()
 
     def reset(self) -> None:
-        with self.lock:
-            self.counts = {
-                "requests": 0,
-                "model_requests": 0,
-                "judge_requests": 0,
-                "errors_injected": 0,
-                "malformed_injected": 0,
-                "empty_injected": 0,
-                "in_flight": 0,
-                "peak_in_flight": 0,
-                "latency_ms_total": 0,  # the injected latency served, summed over requests
-                "first_request_at": 0.0,  # time.time() of the first request (for start-up time)
-                "batches_created": 0,
-                "batch_requests": 0,
-            }
+        self.counts: dict[str, Any] = {
+            "requests": 0,
+            "model_requests": 0,
+            "judge_requests": 0,
+            "errors_injected": 0,
+            "malformed_injected": 0,
+            "empty_injected": 0,
+            "in_flight": 0,
+            "peak_in_flight": 0,
+            "latency_ms_total": 0,  # the injected latency served, summed over requests
+            "held_ms_total": 0.0,  # from reading a request to sending its reply, summed
+            "first_request_at": 0.0,  # time.time() of the first request (for start-up time)
+            "batches_created": 0,
+            "batch_requests": 0,
+        }
 
     def prefix_cache_hit(self, key: str | None, messages: list[dict[str, Any]]) -> int:
         """Characters of the prompt shared with the previous one under the same
@@ -122,122 +126,110 @@ class Faults:
         if not key:
             return 0
         text = "".join(str(m.get("content", "")) for m in messages)
-        with self.lock:
-            previous = self.prefixes.get(key, "")
-            self.prefixes[key] = text
-            if len(self.prefixes) > 10_000:
-                self.prefixes.pop(next(iter(self.prefixes)))
+        previous = self.prefixes.get(key, "")
+        self.prefixes[key] = text
+        if len(self.prefixes) > 10_000:
+            self.prefixes.pop(next(iter(self.prefixes)))
         return len(os.path.commonprefix([previous, text]))  # noqa: RUF071 (characters, as a cache)
 
     def draw(self) -> tuple[float, float]:
         """(delay in seconds, a uniform draw for this request's fault)."""
-        with self.lock:
-            delay = max(0.0, self.latency_ms + self.rng.uniform(-self.jitter_ms, self.jitter_ms))
-            self.counts["latency_ms_total"] += round(delay)
-            if not self.counts["first_request_at"]:
-                self.counts["first_request_at"] = time.time()
-            return delay / 1000.0, self.rng.random()
+        delay = max(0.0, self.latency_ms + self.rng.uniform(-self.jitter_ms, self.jitter_ms))
+        self.counts["latency_ms_total"] += round(delay)
+        if not self.counts["first_request_at"]:
+            self.counts["first_request_at"] = time.time()
+        return delay / 1000.0, self.rng.random()
 
-    def count(self, key: str, delta: int = 1) -> None:
-        with self.lock:
-            self.counts[key] += delta
-            if key == "in_flight":
-                self.counts["peak_in_flight"] = max(
-                    self.counts["peak_in_flight"], self.counts["in_flight"]
-                )
+    def count(self, key: str, delta: float = 1) -> None:
+        self.counts[key] += delta
+        if key == "in_flight":
+            self.counts["peak_in_flight"] = max(
+                self.counts["peak_in_flight"], self.counts["in_flight"]
+            )
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: OfflineServer
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=json.dumps(body).encode("utf-8"),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
 
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
 
-    def _send(
-        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-    ) -> None:
-        data = json.dumps(body).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
+def _not_found(path: str) -> web.Response:
+    return _json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
-    def _send_bytes(self, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def do_GET(self) -> None:
-        store: BatchStore = self.server.batches
-        parts = self.path.strip("/").split("/")
+class OfflineServer:
+    """The routes, over one Faults and one BatchStore."""
+
+    def __init__(self, faults: Faults, batch_delay_s: float = 0.0) -> None:
+        self.faults = faults
+        self.batches = BatchStore(batch_delay_s)
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1 << 30)  # batch input files can be large
+        app.router.add_route("GET", "/{path:.*}", self.get)
+        app.router.add_route("POST", "/{path:.*}", self.post)
+        return app
+
+    async def get(self, request: web.Request) -> web.Response:
+        store = self.batches
+        path = request.path
+        parts = path.strip("/").split("/")
         if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in store.batches:
-            self._send(200, store.describe(parts[2]))
-        elif parts[:2] == ["v1", "files"] and parts[3:] == ["content"] and parts[2] in store.files:
-            self._send_bytes(store.files[parts[2]]["content"])
-        elif self.path.rstrip("/") == "/stats":
-            with self.server.faults.lock:
-                self._send(200, dict(self.server.faults.counts))
-        elif self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": []})
-        else:
-            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return _json(200, store.describe(parts[2]))
+        if parts[:2] == ["v1", "files"] and parts[3:] == ["content"] and parts[2] in store.files:
+            return web.Response(
+                body=store.files[parts[2]]["content"], content_type="application/octet-stream"
+            )
+        if path.rstrip("/") == "/stats":
+            return _json(200, dict(self.faults.counts))
+        if path.rstrip("/") == "/v1/models":
+            return _json(200, {"object": "list", "data": []})
+        return _not_found(path)
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
-        if self.path.rstrip("/") == "/stats/reset":
-            self.server.faults.reset()
-            self._send(200, {"ok": True})
-            return
-        if self.path.rstrip("/") == "/v1/files":
-            self._send(200, self.server.batches.upload(self.headers["Content-Type"], raw))
-            return
-        if self.path.rstrip("/") == "/v1/batches":
-            request = json.loads(raw)
-            if request.get("input_file_id") not in self.server.batches.files:
-                self._send(404, {"error": {"message": "no such file", "type": "not_found"}})
-                return
-            self._send(200, self.server.batches.create(request, self.server.faults))
-            return
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-            return
+    async def post(self, request: web.Request) -> web.Response:
+        path = request.path.rstrip("/")
+        raw = await request.read()
+        if path == "/stats/reset":
+            self.faults.reset()
+            return _json(200, {"ok": True})
+        if path == "/v1/files":
+            return _json(200, self.batches.upload(request.headers["Content-Type"], raw))
+        if path == "/v1/batches":
+            batch = json.loads(raw)
+            if batch.get("input_file_id") not in self.batches.files:
+                return _json(404, {"error": {"message": "no such file", "type": "not_found"}})
+            return _json(200, self.batches.create(batch, self.faults))
+        if path != "/v1/chat/completions":
+            return _not_found(request.path)
         try:
             body = json.loads(raw)
             messages = body["messages"]
             model = body["model"]
         except (ValueError, KeyError, TypeError):
-            self._send(
+            return _json(
                 400, {"error": {"message": "invalid request body", "type": "invalid_request"}}
             )
-            return
-        faults = self.server.faults
+        faults = self.faults
         if (
             faults.require_key
-            and self.headers.get("Authorization") != f"Bearer {faults.require_key}"
+            and request.headers.get("Authorization") != f"Bearer {faults.require_key}"
         ):
-            self._send(401, {"error": {"message": "invalid API key", "type": "invalid_api_key"}})
-            return
+            return _json(401, {"error": {"message": "invalid API key", "type": "invalid_api_key"}})
         faults.count("requests")
         faults.count("in_flight")
+        received = time.perf_counter()
         try:
-            self._complete(faults, model, body, messages)
+            delay, draw = faults.draw()
+            if delay:
+                await asyncio.sleep(delay)
+            return _json(*completion_response(faults, draw, model, body, messages))
         finally:
             faults.count("in_flight", -1)
-
-    def _complete(
-        self, faults: Faults, model: str, body: dict[str, Any], messages: list[dict[str, Any]]
-    ) -> None:
-        delay, draw = faults.draw()
-        if delay:
-            time.sleep(delay)
-        self._send(*completion_response(faults, draw, model, body, messages))
+            faults.count("held_ms_total", (time.perf_counter() - received) * 1000.0)
 
 
 def completion_response(
@@ -273,7 +265,7 @@ def completion_response(
     reasoning = REASONING_TOKENS if body.get("reasoning_effort") else 0
     cached_chars = faults.prefix_cache_hit(body.get("prompt_cache_key"), messages)
     return (
-        HTTPStatus.OK,
+        200,
         {
             "id": "offline-" + hashlib.sha256(text.encode()).hexdigest()[:12],
             "object": "chat.completion",
@@ -307,12 +299,10 @@ class BatchStore:
         self.delay_s = delay_s
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
-        self.lock = threading.Lock()
 
     def _add_file(self, name: str, purpose: str, content: bytes) -> dict[str, Any]:
-        with self.lock:
-            file_id = f"file-offline-{len(self.files) + 1}"
-            self.files[file_id] = {"filename": name, "purpose": purpose, "content": content}
+        file_id = f"file-offline-{len(self.files) + 1}"
+        self.files[file_id] = {"filename": name, "purpose": purpose, "content": content}
         return {
             "id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
             "filename": name, "purpose": purpose, "status": "processed",
@@ -356,14 +346,13 @@ class BatchStore:
             "output.jsonl", "batch_output", "".join(json.dumps(o) + "\n" for o in output).encode()
         )
         faults.count("batches_created")
-        with self.lock:
-            batch_id = f"batch_offline_{len(self.batches) + 1}"
-            self.batches[batch_id] = {
-                "request": request,
-                "output_file_id": out["id"],
-                "total": len(output),
-                "created_at": time.time(),
-            }
+        batch_id = f"batch_offline_{len(self.batches) + 1}"
+        self.batches[batch_id] = {
+            "request": request,
+            "output_file_id": out["id"],
+            "total": len(output),
+            "created_at": time.time(),
+        }
         return self.describe(batch_id)
 
     def describe(self, batch_id: str) -> dict[str, Any]:
@@ -385,20 +374,6 @@ class BatchStore:
                 "failed": 0,
             },
         }
-
-
-class OfflineServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-
-    def __init__(self, port: int, faults: Faults, batch_delay_s: float = 0.0) -> None:
-        super().__init__(("127.0.0.1", port), Handler)
-        self.faults = faults
-        self.batches = BatchStore(batch_delay_s)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
 
 def server_args(
@@ -485,14 +460,30 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
         require_key=args.require_key,
     )
-    server = OfflineServer(args.port, faults, args.batch_delay_s)
-    print(f"listening on {server.base_url}", flush=True)
+    server = OfflineServer(faults, args.batch_delay_s)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        import uvloop
+    except ImportError:
+        uvloop = None
+    with (
+        asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner,
+        contextlib.suppress(KeyboardInterrupt),
+    ):
+        runner.run(serve(server, args.port))
+
+
+async def serve(server: OfflineServer, port: int) -> None:
+    """Serve on 127.0.0.1:`port` (0: a free one), print "listening on <base URL>", run forever."""
+    runner = web.AppRunner(server.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+    await site.start()
+    bound = runner.addresses[0][1]
+    print(f"listening on http://127.0.0.1:{bound}/v1", flush=True)
+    try:
+        await asyncio.Event().wait()
     finally:
-        server.server_close()
+        await runner.cleanup()
 
 
 if __name__ == "__main__":

@@ -311,6 +311,7 @@ async def open_endpoints(
             shared_limit=shared,
             identity=endpoint_identity(config, role),
             budget=budget,
+            http_client=runner.http_client,
         )
         for role, url in urls.items()
     }

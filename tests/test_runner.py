@@ -17,6 +17,7 @@ from healthbench_exp.config import (
     DatasetConfig,
     DataSource,
     EndpointConfig,
+    HttpClient,
     JudgeConfig,
     RunnerConfig,
     SamplingConfig,
@@ -70,14 +71,21 @@ def test_scores_equal_the_reference_computed_from_the_verdicts(loopback_server, 
     assert on_disk["metrics"] == metrics
 
 
-def test_faults_are_retried_to_the_same_result(loopback_server, tmp_path) -> None:
+@pytest.mark.parametrize("http_client", list(HttpClient))
+def test_faults_are_retried_to_the_same_result(loopback_server, tmp_path, http_client) -> None:
     clean = loopback_server()
     faulty = loopback_server(error_rate=0.1, malformed_rate=0.1, latency_ms=5, jitter_ms=5, seed=3)
     everything = SamplingConfig()  # 24 examples, 106 judge calls: faults of both kinds occur
     a = run_eval(make_config(clean.base_url, sampling=everything), tmp_path / "clean", {})
-    b = run_eval(make_config(faulty.base_url, sampling=everything), tmp_path / "faulty", {})
+    config = make_config(faulty.base_url, sampling=everything)
+    config = replace(config, runner=replace(config.runner, http_client=http_client))
+    b = run_eval(config, tmp_path / "faulty", {})
     stats = faulty.stats()
     assert stats["errors_injected"] > 0 and stats["malformed_injected"] > 0
+    # every injected error was seen and retried through this transport, 429s counted apart
+    paid = b["counts"]["model_requests"] + b["counts"]["judge_requests"]
+    assert paid + stats["errors_injected"] == stats["requests"]
+    assert sum(b["counts"]["rate_limited"].values()) > 0
     assert b["counts"]["ungraded_criteria"] == 0 and b["counts"]["rows_failed"] == 0
     assert verdicts(tmp_path / "clean") == verdicts(tmp_path / "faulty")
     assert a["metrics"] == b["metrics"]
