@@ -2,6 +2,7 @@
 
     python bench/throughput.py --n 2000 --latency-ms 500 --jitter-ms 250 --concurrency 256
     python bench/throughput.py --n 2000 --zero-latency --concurrency 64     # CPU per request
+    python bench/throughput.py --n 2000 --runner reference     # the reference's execution model
 
 Generates N synthetic rows in the HealthBench schema (mean 11.5 criteria, 2 to 48; prompts of
 1 to 9 turns, about 800 characters; a third of the points negative), starts the built-in server
@@ -13,7 +14,15 @@ flight (model and judge together), and prints one line of figures per run:
 - efficiency: ideal / evaluation wall time (the time from the first request to the last reply);
 - CPU ms/req: user + sys time of the harness process / requests;
 - peak RSS MB of the harness process; peak in flight as the server saw it;
+- mean in flight: requests the server held, averaged over the evaluation time;
+- server extra ms: how long the server held a request beyond its injected latency (its own
+  overhead, which counts against the efficiency);
 - start s: from launching the command to the server receiving its first request.
+
+`--runner reference` runs bench/reference_style.py instead (the reference implementation's
+execution model: threads, criteria two at a time on 2 cores) on the same rows and server, with as
+many example threads as make C requests in flight at most; `--http-client` picks the harness's
+transport.
 
 It prints figures; it asserts nothing. Run it on an idle machine.
 """
@@ -114,42 +123,58 @@ def reset_server(base_url: str) -> None:
     urllib.request.urlopen(request).close()
 
 
+def harness_command(data: Path, args: argparse.Namespace, base_url: str, run_dir: Path) -> list:
+    endpoints = [
+        [
+            f"{role}=openai_compatible", f"{role}.name=bench-{role}",
+            f"{role}.base_url={base_url}", f"{role}.max_concurrency={args.concurrency}",
+        ]
+        for role in ("model", "judge")
+    ]  # fmt: skip
+    return [
+        sys.executable, "-m", "healthbench_exp", f"dataset.path={data}", "wandb=disabled",
+        *endpoints[0], *endpoints[1], f"runner.max_in_flight={args.concurrency}",
+        f"runner.max_concurrent={args.examples_in_flight}", "runner.progress=false",
+        f"runner.http_client={args.http_client}", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+
+
+def reference_command(data: Path, args: argparse.Namespace, base_url: str, run_dir: Path) -> list:
+    threads = max(1, args.concurrency // (os.cpu_count() or 10))  # x criteria threads = C
+    return [
+        sys.executable, str(Path(__file__).with_name("reference_style.py")), f"--data={data}",
+        f"--base-url={base_url}", f"--threads={threads}", f"--out={run_dir / 'result.json'}",
+    ]  # fmt: skip
+
+
 def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerProcess) -> dict:
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
     run_dir = work / f"run-{time.monotonic_ns()}"
+    run_dir.mkdir()
     cache = work / ("cache" if args.reuse_cache else f"cache-{time.monotonic_ns()}")
     reset_server(server.base_url)  # one server for all repeats: its URL is in the cache key
-    endpoints = [
-        [
-            f"{role}=openai_compatible", f"{role}.name=bench-{role}",
-            f"{role}.base_url={server.base_url}", f"{role}.max_concurrency={args.concurrency}",
-        ]
-        for role in ("model", "judge")
-    ]  # fmt: skip
-    command = [
-        sys.executable, "-m", "healthbench_exp", f"dataset.path={data}", "wandb=disabled",
-        *endpoints[0], *endpoints[1], f"runner.max_in_flight={args.concurrency}",
-        f"runner.max_concurrent={args.examples_in_flight}", "runner.progress=false",
-        f"hydra.run.dir={run_dir}",
-    ]  # fmt: skip
+    build = harness_command if args.runner == "harness" else reference_command
     started = time.time()
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(cache)},
+        build(data, args, server.base_url, run_dir), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(cache)},
     )  # fmt: skip
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.time() - started
     stderr = process.stderr.read() if process.stderr else ""
     if status != 0:
-        raise SystemExit(f"harness failed ({status}):\n{stderr[-2000:]}")
+        raise SystemExit(f"{args.runner} failed ({status}):\n{stderr[-2000:]}")
     stats = server_stats(server.base_url)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    counts = summary["counts"]
-    requests = counts["model_requests"] + counts["judge_requests"]
+    if args.runner == "harness":
+        counts = json.loads((run_dir / "summary.json").read_text())["counts"]
+        requests = counts["model_requests"] + counts["judge_requests"]
+        evaluation = counts.get("evaluation_s") or wall
+    else:
+        result = json.loads((run_dir / "result.json").read_text())
+        requests, evaluation = result["requests"], result["evaluation_s"]
     request_seconds = stats["latency_ms_total"] / 1000
     ideal = max(request_seconds / args.concurrency, 2 * (latency + jitter) / 1000)
-    evaluation = counts.get("evaluation_s") or wall
     return {
         "requests": requests,
         "wall_s": wall,
@@ -159,6 +184,11 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         "cpu_ms_per_request": 1000 * (usage.ru_utime + usage.ru_stime) / max(1, requests),
         "peak_rss_mb": usage.ru_maxrss / 1024,
         "peak_in_flight": stats["peak_in_flight"],
+        # requests the server held, on average over the evaluation: C x efficiency, less the
+        # server's own delay beyond the injected latency (server_extra_ms per request)
+        "mean_in_flight": stats["held_ms_total"] / 1000 / evaluation if evaluation else 0.0,
+        "server_extra_ms": (stats["held_ms_total"] - stats["latency_ms_total"])
+        / max(1, stats["requests"]),
         "start_s": (stats["first_request_at"] - started)
         if stats["first_request_at"]
         else float("nan"),
@@ -178,14 +208,23 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs; the median is printed last")
     parser.add_argument("--reuse-cache", action="store_true", help="share one cache across repeats")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--runner",
+        choices=["harness", "reference"],
+        default="harness",
+        help="reference: the reference implementation's execution model (reference_style.py)",
+    )
+    parser.add_argument("--http-client", choices=["aiohttp", "httpx"], default="aiohttp")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
     data = work / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(args.n, args.seed)))
     latency = "0" if args.zero_latency else f"{args.latency_ms:g}+-{args.jitter_ms:g}"
-    print(f"N={args.n} L={latency} ms C={args.concurrency}  (work dir {work})")
-    header = ["requests", "wall_s", "evaluation_s", "ideal_s", "efficiency", "cpu_ms_per_request",
-              "peak_rss_mb", "peak_in_flight", "start_s"]  # fmt: skip
+    runner = args.runner if args.runner == "reference" else f"harness, {args.http_client}"
+    print(f"N={args.n} L={latency} ms C={args.concurrency} {runner}  (work dir {work})")
+    header = ["requests", "wall_s", "evaluation_s", "ideal_s", "efficiency",
+              "cpu_ms_per_request", "peak_rss_mb", "peak_in_flight", "mean_in_flight",
+              "server_extra_ms", "start_s"]  # fmt: skip
     print("run  " + "  ".join(f"{h:>12}" for h in header))
     results = []
     latency = 0.0 if args.zero_latency else args.latency_ms

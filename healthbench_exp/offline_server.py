@@ -32,9 +32,10 @@ import random
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
+if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
+    from aiohttp import web
 
 JUDGE_MARKER = "Your job is to look at a conversation and a rubric item"
 REFUSE_MARKER = "[[offline-server:refuse]]"
@@ -149,6 +150,8 @@ class Faults:
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
+    from aiohttp import web
+
     return web.Response(
         body=json.dumps(body).encode("utf-8"),
         status=status,
@@ -169,6 +172,8 @@ class OfflineServer:
         self.batches = BatchStore(batch_delay_s)
 
     def app(self) -> web.Application:
+        from aiohttp import web
+
         app = web.Application(client_max_size=1 << 30)  # batch input files can be large
         app.router.add_route("GET", "/{path:.*}", self.get)
         app.router.add_route("POST", "/{path:.*}", self.post)
@@ -181,6 +186,8 @@ class OfflineServer:
         if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in store.batches:
             return _json(200, store.describe(parts[2]))
         if parts[:2] == ["v1", "files"] and parts[3:] == ["content"] and parts[2] in store.files:
+            from aiohttp import web
+
             return web.Response(
                 body=store.files[parts[2]]["content"], content_type="application/octet-stream"
             )
@@ -402,25 +409,39 @@ def server_args(
 
 
 class ServerProcess:
-    """Start the server in a child process on a free port; stop it on exit."""
+    """The server in a child process on a free port; stopped on exit.
+
+    `with ServerProcess(args) as server:` starts it and waits until it listens. `start()` alone
+    returns at once, so the caller can do other work while it starts; `wait_ready()` then waits.
+    """
 
     def __init__(self, args: list[str]) -> None:
         self.args = args
         self.process: subprocess.Popen[str] | None = None
         self.base_url = ""
 
+    def start(self) -> ServerProcess:
+        if self.process is None:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "healthbench_exp.offline_server", "--port=0", *self.args],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        return self
+
+    def wait_ready(self) -> str:
+        """The base URL, once the server listens."""
+        if not self.base_url:
+            assert self.process is not None and self.process.stdout is not None, "not started"
+            line = self.process.stdout.readline()
+            if not line.startswith("listening on "):
+                self.process.kill()
+                raise RuntimeError(f"built-in server did not start (said {line!r})")
+            self.base_url = line.split()[-1]
+        return self.base_url
+
     def __enter__(self) -> ServerProcess:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "healthbench_exp.offline_server", "--port=0", *self.args],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.startswith("listening on "):
-            self.process.kill()
-            raise RuntimeError(f"built-in server did not start (said {line!r})")
-        self.base_url = line.split()[-1]
+        self.start().wait_ready()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -474,6 +495,8 @@ def main(argv: list[str] | None = None) -> None:
 
 async def serve(server: OfflineServer, port: int) -> None:
     """Serve on 127.0.0.1:`port` (0: a free one), print "listening on <base URL>", run forever."""
+    from aiohttp import web
+
     runner = web.AppRunner(server.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import __version__
 from .cache import ResponseCache, cache_dir
@@ -52,6 +52,9 @@ from .scoring import (
     example_metrics,
 )
 from .tracking import JobContext
+
+if TYPE_CHECKING:
+    from .offline_server import ServerProcess
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -260,24 +263,41 @@ def endpoint_identity(config: Config, role: str) -> str:
 
 
 @contextlib.contextmanager
-def reachable_endpoints(config: Config) -> Iterator[dict[str, str | None]]:
-    """Start the built-in server if a needed endpoint uses it; yield each needed role's base URL
-    (None = OpenAI's), each checked reachable so an unreachable one fails fast."""
-    roles = needed_roles(config)
-    server_url = None
-    with contextlib.ExitStack() as stack:
-        if any(getattr(config, role).builtin for role in roles):
-            from .offline_server import ServerProcess, server_args
+def builtin_server(config: Config) -> Iterator[ServerProcess | None]:
+    """The built-in server if a needed endpoint uses it, else None; stopped on exit.
 
-            process = stack.enter_context(
-                ServerProcess(server_args(**asdict(config.offline_server)))
-            )
-            server_url = process.base_url
-            log.info("built-in offline endpoint at %s (its scores are meaningless)", server_url)
-        urls = {role: endpoint_url(getattr(config, role), server_url) for role in roles}
-        for role, url in urls.items():
-            check_reachable(role, url or OPENAI_DEFAULT_URL, config.runner.connect_timeout_s)
-        yield urls
+    It is started, not waited for: it gets ready while the caller loads the data.
+    """
+    if not any(getattr(config, role).builtin for role in needed_roles(config)):
+        yield None
+        return
+    from .offline_server import ServerProcess, server_args
+
+    process = ServerProcess(server_args(**asdict(config.offline_server))).start()
+    try:
+        yield process
+    finally:
+        process.__exit__(None, None, None)
+
+
+def reachable_urls(config: Config, server: ServerProcess | None) -> dict[str, str | None]:
+    """Each needed role's base URL (None = OpenAI's), each checked reachable so that an
+    unreachable one fails fast; waits for the built-in `server` to listen, if there is one."""
+    server_url = None
+    if server is not None:
+        server_url = server.wait_ready()
+        log.info("built-in offline endpoint at %s (its scores are meaningless)", server_url)
+    urls = {role: endpoint_url(getattr(config, role), server_url) for role in needed_roles(config)}
+    for role, url in urls.items():
+        check_reachable(role, url or OPENAI_DEFAULT_URL, config.runner.connect_timeout_s)
+    return urls
+
+
+@contextlib.contextmanager
+def reachable_endpoints(config: Config) -> Iterator[dict[str, str | None]]:
+    """Start the built-in server if needed; yield `reachable_urls`; stop the server on exit."""
+    with builtin_server(config) as server:
+        yield reachable_urls(config, server)
 
 
 @contextlib.asynccontextmanager
@@ -428,30 +448,29 @@ def run_eval(
     # W&B opens in the background while the data loads and the first requests go out
     tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
     try:
-        work, completions_info = work_items(
-            load_examples(config.dataset), config.completions, config.sampling
-        )
-        sampled = config.completions.source is CompletionSource.model
-        log.info(
-            "%d examples x %d rollouts (%s replies): %d model calls, %d criteria to grade",
-            len({item.example.prompt_id for item in work}),
-            config.sampling.rollouts_per_example,
-            config.completions.source.value,
-            len(work) if sampled else 0,
-            sum(len(item.example.rubrics) for item in work),
-        )
-        with (
-            reachable_endpoints(config) as urls,
-            reporting.ResultWriter(output_dir) as writer,
-        ):
-
-            def on_result(result: ExampleResult) -> None:
-                writer.write(result)
-                tracker.on_result(result)
-
-            results, stats = run_async(
-                _evaluate_with_clients(work, output_dir, config, urls, keys, on_result)
+        with builtin_server(config) as server:  # it gets ready while the data loads
+            work, completions_info = work_items(
+                load_examples(config.dataset), config.completions, config.sampling
             )
+            sampled = config.completions.source is CompletionSource.model
+            log.info(
+                "%d examples x %d rollouts (%s replies): %d model calls, %d criteria to grade",
+                len({item.example.prompt_id for item in work}),
+                config.sampling.rollouts_per_example,
+                config.completions.source.value,
+                len(work) if sampled else 0,
+                sum(len(item.example.rubrics) for item in work),
+            )
+            urls = reachable_urls(config, server)
+            with reporting.ResultWriter(output_dir) as writer:
+
+                def on_result(result: ExampleResult) -> None:
+                    writer.write(result)
+                    tracker.on_result(result)
+
+                results, stats = run_async(
+                    _evaluate_with_clients(work, output_dir, config, urls, keys, on_result)
+                )
         summary = build_summary(results, config, config_dict, stats, time.monotonic() - started)
         summary["completions"] = completions_info
         summary["wandb"] = tracker.describe()

@@ -109,32 +109,39 @@ def git_commit() -> str | None:
 class Tracker:
     """The job's W&B run; every method is a no-op when W&B is disabled.
 
-    The run is opened in a background thread (`wandb.init` takes about a second), so the first
-    requests go out meanwhile; progress is logged once it is open, and `finish`, `fail` and
-    `describe` wait for it.
+    The run is opened in a background thread (`wandb.init` takes about a second of CPU) started
+    when the first result arrives, so it does not compete with start-up for the interpreter: the
+    first requests go out first. Progress is logged once it is open; `finish`, `fail` and
+    `describe` wait for it (and open it, if no result ever arrived).
     """
 
     def __init__(self, open_run: Callable[[], Any] | None = None) -> None:
         self.run: Any | None = None
         self.error: BaseException | None = None
+        self.open_run = open_run
         self.opener: threading.Thread | None = None
-        if open_run is not None:
-
-            def target() -> None:
-                try:
-                    self.run = open_run()
-                except BaseException as exc:  # re-raised in the job's thread by wait()
-                    self.error = exc
-
-            self.opener = threading.Thread(target=target, name="wandb-init", daemon=True)
-            self.opener.start()
         self.done = self.failed = self.ungraded = self.requests = 0
         self.score_sum = 0.0
         self.scored = 0
         self.last_log = 0.0
 
+    def _start_opening(self) -> None:
+        if self.open_run is None:
+            return
+        open_run, self.open_run = self.open_run, None
+
+        def target() -> None:
+            try:
+                self.run = open_run()
+            except BaseException as exc:  # re-raised in the job's thread by wait()
+                self.error = exc
+
+        self.opener = threading.Thread(target=target, name="wandb-init", daemon=True)
+        self.opener.start()
+
     def wait(self) -> Any | None:
         """The open run (None when disabled), once `wandb.init` has returned."""
+        self._start_opening()
         if self.opener is not None:
             self.opener.join()
             self.opener = None
@@ -165,6 +172,7 @@ class Tracker:
         self._finished_one()
 
     def _finished_one(self) -> None:
+        self._start_opening()
         self.done += 1
         now = time.monotonic()
         if now - self.last_log >= PROGRESS_EVERY_S and self._ready():

@@ -189,3 +189,28 @@ def test_meta_eval_run_holds_its_metrics_tables_and_rows(tmp_path) -> None:
         c.path for c in artifact.manifest.contents
     }
     assert table_rows(artifact, "per_row") == 40
+
+
+class FakeRun:
+    """Stands in for wandb's run in the two tests of when it opens (nothing is logged there)."""
+
+    def log(self, data: dict) -> None:
+        pass
+
+
+def test_the_run_opens_after_the_first_result_not_during_start_up() -> None:
+    run = FakeRun()
+    opened: list[int] = []
+    tracker = tracking.Tracker(lambda: opened.append(1) or run)
+    assert tracker.opener is None and not opened  # start-up is left to the first requests
+    tracker.on_row(ungraded=False, judge_replies=1)
+    assert tracker.wait() is run and opened == [1]
+    tracker.on_row(ungraded=False, judge_replies=1)
+    assert opened == [1]  # opened once
+
+
+def test_a_job_with_no_result_still_opens_its_run_when_finishing() -> None:
+    run = FakeRun()
+    opened: list[int] = []
+    tracker = tracking.Tracker(lambda: opened.append(1) or run)
+    assert tracker.wait() is run and opened == [1]
