@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cache import CachedReply, request_key
+from .cache import CachedReply
 from .endpoints import ChatEndpoint, Reply, RequestFailed
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class BatchJudge:
         self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
     ) -> Reply:
         sent = self.endpoint.messages_for(messages)
-        key = request_key(self.endpoint.identity, self.endpoint.body, sent, tag)
+        key = self.endpoint.request_key(sent, tag)
         cache = self.endpoint.cache
         if cache is not None:
             cached = cache.get(key)

@@ -37,13 +37,31 @@ def request_key(
     The messages are hashed as length-prefixed bytes rather than JSON-encoded: the same
     uniqueness for a fraction of the CPU (a grader prompt is several KB).
     """
-    digest = hashlib.sha256(json.dumps([endpoint, params, tag], sort_keys=True).encode("utf-8"))
-    for message in messages:
-        for part in (message["role"], message["content"]):
-            data = part.encode("utf-8")
-            digest.update(b"%d:" % len(data))
-            digest.update(data)
-    return digest.hexdigest()
+    return RequestKeys(endpoint, params)(messages, tag)
+
+
+class RequestKeys:
+    """`request_key` for one endpoint's fixed identity and parameters: the JSON-encoded head
+    (endpoint, parameters, tag) is hashed once per tag, then copied for every request."""
+
+    def __init__(self, endpoint: str, params: dict[str, Any]) -> None:
+        self.endpoint = endpoint
+        self.params = params
+        self.heads: dict[str, Any] = {}
+
+    def __call__(self, messages: list[dict[str, str]], tag: str) -> str:
+        head = self.heads.get(tag)
+        if head is None:
+            head = self.heads[tag] = hashlib.sha256(
+                json.dumps([self.endpoint, self.params, tag], sort_keys=True).encode("utf-8")
+            )
+        digest = head.copy()
+        for message in messages:
+            for part in (message["role"], message["content"]):
+                data = part.encode("utf-8")
+                digest.update(b"%d:" % len(data))
+                digest.update(data)
+        return digest.hexdigest()
 
 
 @dataclass(frozen=True)

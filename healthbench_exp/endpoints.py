@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from .cache import CachedReply, ResponseCache, request_key
+from .cache import CachedReply, RequestKeys, ResponseCache
 from .config import ConfigError, EndpointConfig, HttpClient
 from .costs import Budget, BudgetExhausted, cost_usd, request_estimate_usd
 
@@ -196,35 +196,19 @@ class ChatEndpoint:
         budget: Budget | None = None,
         http_client: HttpClient = HttpClient.aiohttp,
     ) -> None:
-        import openai
-
         self.role = role
         self.config = config
         self.limit = AdaptiveLimit(config.max_concurrency)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
-        tls = shared_tls_context()
-        hooks = {"response": [self._on_response]}
-        if http_client is HttpClient.aiohttp:
-            # aiohttp's pool hands out connections in O(1): one client serves any concurrency
-            transports = [openai.DefaultAioHttpClient(event_hooks=hooks, verify=tls)]
-        else:
-            # httpx's pool scans all its connections for every request, so one pool of 256
-            # connections costs more CPU than the rest of the harness: several clients, used in
-            # turn, of about CONNECTIONS_PER_CLIENT connections each keep that scan short
-            transports = [
-                openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=tls)
-                for _ in range(-(-config.max_concurrency // CONNECTIONS_PER_CLIENT))
-            ]
-        self.clients = [
-            openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=max_retries,
-                timeout=timeout_s,
-                http_client=transport,
-            )
-            for transport in transports
-        ]
+        self.client_settings = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": max_retries,
+            "timeout": timeout_s,
+        }
+        self.http_client = http_client
+        self._clients: list[Any] = []  # made at the first request: a run answered from the
+        # response cache never imports openai (about half a second)
         self.sent = 0
         self.cache = cache
         self.shared_limit = shared_limit  # runner.max_in_flight, shared with the other endpoint
@@ -233,6 +217,32 @@ class ChatEndpoint:
         # so it is named by its settings instead)
         self.identity = identity or base_url or OPENAI_DEFAULT_URL
         self.body = request_body(config, temperature, max_tokens)
+        self.request_key = RequestKeys(self.identity, self.body)
+
+    @property
+    def clients(self) -> list[Any]:
+        """The `openai.AsyncOpenAI` clients, used in turn; made on first use, in the event loop."""
+        if not self._clients:
+            import openai
+
+            tls = shared_tls_context()
+            hooks = {"response": [self._on_response]}
+            if self.http_client is HttpClient.aiohttp:
+                # aiohttp's pool hands out connections in O(1): one client serves any concurrency
+                transports = [openai.DefaultAioHttpClient(event_hooks=hooks, verify=tls)]
+            else:
+                # httpx's pool scans all its connections for every request, so one pool of 256
+                # connections costs more CPU than the rest of the harness: several clients, used
+                # in turn, of about CONNECTIONS_PER_CLIENT connections each keep that scan short
+                transports = [
+                    openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=tls)
+                    for _ in range(-(-self.config.max_concurrency // CONNECTIONS_PER_CLIENT))
+                ]
+            self._clients = [
+                openai.AsyncOpenAI(**self.client_settings, http_client=transport)
+                for transport in transports
+            ]
+        return self._clients
 
     async def _on_response(self, response: Any) -> None:
         if response.status_code == 429:
@@ -256,7 +266,7 @@ class ChatEndpoint:
         Raises RequestFailed (this call failed for good) or FatalEndpointError (stop the run).
         """
         sent = self.messages_for(messages)
-        key = request_key(self.identity, self.body, sent, tag) if self.cache is not None else ""
+        key = self.request_key(sent, tag) if self.cache is not None else ""
         if self.cache is not None:
             cached = self.cache.get(key)
             if cached is not None:
@@ -350,7 +360,7 @@ class ChatEndpoint:
         self.stats.errors[kind] = self.stats.errors.get(kind, 0) + 1
 
     async def close(self) -> None:
-        for client in self.clients:
+        for client in self._clients:
             await client.close()
 
 
