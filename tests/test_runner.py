@@ -237,3 +237,18 @@ def test_judge_calls_share_a_prompt_cache_key_per_example(loopback_server, tmp_p
     # head and the conversation already cached under that example's key
     assert 0 < counts["judge_cached_prompt_tokens"] < counts["judge_prompt_tokens"]
     assert keyed["metrics"] != {} and counts["ungraded_criteria"] == 0
+
+
+@pytest.mark.parametrize("http_client", list(HttpClient))
+def test_a_request_past_its_timeout_fails_the_example_promptly(
+    loopback_server, tmp_path, http_client
+) -> None:
+    server = loopback_server(latency_ms=3000)
+    config = make_config(server.base_url, sampling=SamplingConfig(num_examples=2))
+    runner = replace(config.runner, http_client=http_client, max_retries=0, request_timeout_s=0.3)
+    started = time.monotonic()
+    summary = run_eval(replace(config, runner=runner), tmp_path, {})
+    assert time.monotonic() - started < 2.9  # neither transport waited for the 3 s reply
+    assert summary["counts"]["rows_failed"] == 2
+    assert summary["counts"]["request_errors"]["model"] == {"APITimeoutError": 2}
+    assert all("APITimeoutError" in f["error"] for f in summary["failures"])
