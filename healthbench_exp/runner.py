@@ -445,7 +445,7 @@ def run_eval(
     validate(config)
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
-    # W&B opens in the background while the data loads and the first requests go out
+    # W&B opens in a background thread once the first result arrives (see tracking.Tracker)
     tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
     try:
         with builtin_server(config) as server:  # it gets ready while the data loads
