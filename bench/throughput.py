@@ -135,7 +135,7 @@ def harness_command(data: Path, args: argparse.Namespace, base_url: str, run_dir
         sys.executable, "-m", "healthbench_exp", f"dataset.path={data}", "wandb=disabled",
         *endpoints[0], *endpoints[1], f"runner.max_in_flight={args.concurrency}",
         f"runner.max_concurrent={args.examples_in_flight}", "runner.progress=false",
-        f"runner.http_client={args.http_client}", f"hydra.run.dir={run_dir}",
+        f"runner.http_client={args.http_client}", f"hydra.run.dir={run_dir}", *args.set,
     ]  # fmt: skip
 
 
@@ -215,6 +215,10 @@ def main() -> None:
         help="reference: the reference implementation's execution model (reference_style.py)",
     )
     parser.add_argument("--http-client", choices=["aiohttp", "httpx"], default="aiohttp")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="another override for the harness (repeatable), e.g. --set cache.enabled=false",
+    )  # fmt: skip
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
     data = work / "rows.jsonl"
