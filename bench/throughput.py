@@ -144,6 +144,7 @@ def reference_command(data: Path, args: argparse.Namespace, base_url: str, run_d
     return [
         sys.executable, str(Path(__file__).with_name("reference_style.py")), f"--data={data}",
         f"--base-url={base_url}", f"--threads={threads}", f"--out={run_dir / 'result.json'}",
+        *(["--requests-only"] if args.requests_only else []),
     ]  # fmt: skip
 
 
@@ -214,6 +215,10 @@ def main() -> None:
         default="harness",
         help="reference: the reference implementation's execution model (reference_style.py)",
     )
+    parser.add_argument(
+        "--requests-only", action="store_true",
+        help="with --runner reference: leave out its per-example HTML and end-of-run work",
+    )  # fmt: skip
     parser.add_argument("--http-client", choices=["aiohttp", "httpx"], default="aiohttp")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
