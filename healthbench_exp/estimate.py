@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .cache import ResponseCache, cache_dir, request_key
+from .cache import RequestKeys, ResponseCache, cache_dir
 from .completions import work_items
 from .config import Config, TaskKind, needed_roles
 from .costs import BATCH_PRICE_FACTOR, cost_usd
@@ -95,9 +95,11 @@ class Estimator:
             "model": (config.sampling.temperature, config.sampling.max_tokens),
             "judge": (config.judge.temperature, config.judge.max_tokens),
         }
-        # the endpoint and body of each role's calls, as in their cache keys
+        # each role's cache keys, made as its endpoint makes them
         self.keys = {
-            role: (endpoint_identity(config, role), request_body(getattr(config, role), *params))
+            role: RequestKeys(
+                endpoint_identity(config, role), request_body(getattr(config, role), *params)
+            )
             for role, params in sampling.items()
         }
         self.usage = {role: CallEstimate() for role in ("model", "judge")}
@@ -109,8 +111,7 @@ class Estimator:
         """The cached reply to this call, if the response cache holds it."""
         if self.cache is None:
             return None
-        identity, body = self.keys[role]
-        reply = self.cache.get(request_key(identity, body, messages, tag))
+        reply = self.cache.get(self.keys[role](messages, tag))
         return None if reply is None else reply.text
 
     def message_tokens(self, messages: list[dict[str, str]]) -> int:
