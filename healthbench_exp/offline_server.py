@@ -445,6 +445,9 @@ class ServerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()
             try:

@@ -310,7 +310,7 @@ def builtin_server(config: Config) -> Iterator[ServerProcess | None]:
     try:
         yield process
     finally:
-        process.__exit__(None, None, None)
+        process.stop()
 
 
 def reachable_urls(config: Config, server: ServerProcess | None) -> dict[str, str | None]:
