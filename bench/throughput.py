@@ -2,7 +2,7 @@
 
     python bench/throughput.py --n 2000 --latency-ms 500 --jitter-ms 250 --concurrency 256
     python bench/throughput.py --n 2000 --zero-latency --concurrency 64     # CPU per request
-    python bench/throughput.py --n 2000 --runner reference     # the reference's execution model
+    python bench/throughput.py --n 2000 --runner reference     # the reference, re-created
 
 Generates N synthetic rows in the HealthBench schema (mean 11.5 criteria, 2 to 48; prompts of
 1 to 9 turns, about 800 characters; a third of the points negative), starts the built-in server
@@ -19,10 +19,11 @@ flight (model and judge together), and prints one line of figures per run:
   overhead, which counts against the efficiency);
 - start s: from launching the command to the server receiving its first request.
 
-`--runner reference` runs bench/reference_style.py instead (the reference implementation's
-execution model: threads, criteria two at a time on 2 cores) on the same rows and server, with as
-many example threads as make C requests in flight at most; `--http-client` picks the harness's
-transport.
+`--runner reference` runs bench/reference_style.py instead (our re-creation of the reference
+implementation: threads, criteria two at a time on 2 cores, its per-example HTML and end-of-run
+work unless `--requests-only`) on the same rows and server, with as many example threads as make
+C requests in flight at most. `--http-client` picks the harness's transport; `--set KEY=VALUE`
+passes any other override to the harness.
 
 It prints figures; it asserts nothing. Run it on an idle machine.
 """
