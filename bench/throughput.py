@@ -149,6 +149,25 @@ def reference_command(data: Path, args: argparse.Namespace, base_url: str, run_d
     ]  # fmt: skip
 
 
+def simple_evals_command(
+    data: Path, args: argparse.Namespace, base_url: str, run_dir: Path
+) -> list:
+    threads = max(1, args.concurrency // (os.cpu_count() or 10))  # x criteria threads = C
+    return [
+        sys.executable, str(Path(__file__).with_name("simple_evals_run.py")),
+        f"--simple-evals={args.simple_evals}", f"--data={data}", f"--base-url={base_url}",
+        f"--threads={threads}", f"--out={run_dir / 'result.json'}",
+        "--model=bench-model", "--grader-model=bench-judge",  # the harness's requests, exactly
+    ]  # fmt: skip
+
+
+COMMANDS = {
+    "harness": harness_command,
+    "reference": reference_command,
+    "simple-evals": simple_evals_command,
+}
+
+
 def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerProcess) -> dict:
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
@@ -156,25 +175,30 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
     run_dir.mkdir()
     cache = work / ("cache" if args.reuse_cache else f"cache-{time.monotonic_ns()}")
     reset_server(server.base_url)  # one server for all repeats: its URL is in the cache key
-    build = harness_command if args.runner == "harness" else reference_command
+    build = COMMANDS[args.runner]
     started = time.time()
-    process = subprocess.Popen(
-        build(data, args, server.base_url, run_dir), stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(cache)},
-    )  # fmt: skip
-    _, status, usage = os.wait4(process.pid, 0)
+    # stderr to a file, not a pipe: a progress bar could fill the pipe and stall the run
+    with (run_dir / "stderr.txt").open("w") as stderr:
+        process = subprocess.Popen(
+            build(data, args, server.base_url, run_dir), stdout=subprocess.DEVNULL,
+            stderr=stderr, env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(cache)},
+        )  # fmt: skip
+        _, status, usage = os.wait4(process.pid, 0)
     wall = time.time() - started
-    stderr = process.stderr.read() if process.stderr else ""
     if status != 0:
-        raise SystemExit(f"{args.runner} failed ({status}):\n{stderr[-2000:]}")
+        tail = (run_dir / "stderr.txt").read_text(errors="replace")[-2000:]
+        raise SystemExit(f"{args.runner} failed ({status}):\n{tail}")
     stats = server_stats(server.base_url)
     if args.runner == "harness":
         counts = json.loads((run_dir / "summary.json").read_text())["counts"]
         requests = counts["model_requests"] + counts["judge_requests"]
         evaluation = counts.get("evaluation_s") or wall
-    else:
+    elif args.runner == "reference":
         result = json.loads((run_dir / "result.json").read_text())
         requests, evaluation = result["requests"], result["evaluation_s"]
+    else:  # simple-evals counts nothing: the server's count, its first request to last reply
+        requests = stats["requests"]
+        evaluation = stats["last_reply_at"] - stats["first_request_at"]
     request_seconds = stats["latency_ms_total"] / 1000
     ideal = max(request_seconds / args.concurrency, 2 * (latency + jitter) / 1000)
     return {
@@ -212,10 +236,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--runner",
-        choices=["harness", "reference"],
+        choices=sorted(COMMANDS),
         default="harness",
-        help="reference: the reference implementation's execution model (reference_style.py)",
+        help="reference: our re-creation of the reference implementation (reference_style.py);"
+        " simple-evals: the reference itself, from --simple-evals (simple_evals_run.py)",
     )
+    parser.add_argument(
+        "--simple-evals", type=Path, metavar="DIR",
+        help="with --runner simple-evals: a checkout of github.com/openai/simple-evals",
+    )  # fmt: skip
     parser.add_argument(
         "--requests-only", action="store_true",
         help="with --runner reference: leave out its per-example HTML and end-of-run work",
@@ -226,11 +255,13 @@ def main() -> None:
         help="another override for the harness (repeatable), e.g. --set cache.enabled=false",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.runner == "simple-evals" and not args.simple_evals:
+        parser.error("--runner simple-evals needs --simple-evals DIR (a simple-evals checkout)")
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
     data = work / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(args.n, args.seed)))
     latency = "0" if args.zero_latency else f"{args.latency_ms:g}+-{args.jitter_ms:g}"
-    runner = args.runner if args.runner == "reference" else f"harness, {args.http_client}"
+    runner = f"harness, {args.http_client}" if args.runner == "harness" else args.runner
     print(f"N={args.n} L={latency} ms C={args.concurrency} {runner}  (work dir {work})")
     header = ["requests", "wall_s", "evaluation_s", "ideal_s", "efficiency",
               "cpu_ms_per_request", "peak_rss_mb", "peak_in_flight", "mean_in_flight",

@@ -117,6 +117,7 @@ class Faults:
             "latency_ms_total": 0,  # the injected latency served, summed over requests
             "held_ms_total": 0.0,  # from reading a request to sending its reply, summed
             "first_request_at": 0.0,  # time.time() of the first request (for start-up time)
+            "last_reply_at": 0.0,  # time.time() of the latest reply (with the first: busy time)
             "batches_created": 0,
             "batch_requests": 0,
         }
@@ -237,6 +238,7 @@ class OfflineServer:
         finally:
             faults.count("in_flight", -1)
             faults.count("held_ms_total", (time.perf_counter() - received) * 1000.0)
+            faults.counts["last_reply_at"] = time.time()
 
 
 def completion_response(
