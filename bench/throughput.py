@@ -178,7 +178,8 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
     build = COMMANDS[args.runner]
     started = time.time()
     # stderr to a file, not a pipe: a progress bar could fill the pipe and stall the run
-    with (run_dir / "stderr.txt").open("w") as stderr:
+    log = work / f"{run_dir.name}.stderr.txt"  # beside the run folder, which the harness owns
+    with log.open("w") as stderr:
         process = subprocess.Popen(
             build(data, args, server.base_url, run_dir), stdout=subprocess.DEVNULL,
             stderr=stderr, env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(cache)},
@@ -186,7 +187,7 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         _, status, usage = os.wait4(process.pid, 0)
     wall = time.time() - started
     if status != 0:
-        tail = (run_dir / "stderr.txt").read_text(errors="replace")[-2000:]
+        tail = log.read_text(errors="replace")[-2000:]
         raise SystemExit(f"{args.runner} failed ({status}):\n{tail}")
     stats = server_stats(server.base_url)
     if args.runner == "harness":
