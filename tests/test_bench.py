@@ -7,6 +7,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from healthbench_exp.offline_server import ServerProcess, server_args
@@ -52,3 +53,28 @@ def test_reference_re_creation_scores_like_the_harness(tmp_path: Path) -> None:
     assert len(everything["htmls"]) == len(rows)
     graded = [m["rubric_items"] for m in everything["metadata"]["example_level_metadata"]]
     assert [len(g) for g in graded] == [len(r["rubrics"]) for r in rows]
+
+
+def test_throughput_times_harness_and_reference_on_one_server(tmp_path: Path) -> None:
+    throughput = bench_module("throughput")
+    data = tmp_path / "rows.jsonl"
+    rows = throughput.synthetic_rows(10, seed=5)
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls = len(rows) + sum(len(r["rubrics"]) for r in rows)
+    args = argparse.Namespace(
+        zero_latency=False, latency_ms=20.0, jitter_ms=0.0, reuse_cache=False, concurrency=16,
+        examples_in_flight=8, http_client="aiohttp", set=[], requests_only=True,
+    )  # fmt: skip
+    with ServerProcess(server_args(latency_ms=20)) as server:
+        for runner in ("harness", "reference"):
+            args.runner = runner
+            started = time.time()
+            figures = throughput.run_once(data, args, tmp_path, server)
+            stats = throughput.server_stats(server.base_url)
+            assert figures["requests"] == calls == stats["requests"], runner
+            # the server's busy time (what simple-evals' evaluation time is taken from)
+            assert started < stats["first_request_at"] < stats["last_reply_at"] < time.time()
+            assert stats["last_reply_at"] - stats["first_request_at"] >= 2 * 0.020
+            assert 1 <= figures["peak_in_flight"] <= args.concurrency, runner
+            assert 0 < figures["evaluation_s"] <= figures["wall_s"], runner
+            assert figures["ideal_s"] == max(stats["latency_ms_total"] / 1000 / 16, 0.040)
