@@ -2,6 +2,7 @@
 
     python bench/throughput.py --n 2000 --latency-ms 500 --jitter-ms 250 --concurrency 256
     python bench/throughput.py --n 2000 --zero-latency --concurrency 64     # CPU per request
+    python bench/throughput.py --n 2000 --runner simple-evals --simple-evals ~/src/simple-evals
     python bench/throughput.py --n 2000 --runner reference     # the reference, re-created
 
 Generates N synthetic rows in the HealthBench schema (mean 11.5 criteria, 2 to 48; prompts of
@@ -19,11 +20,13 @@ flight (model and judge together), and prints one line of figures per run:
   overhead, which counts against the efficiency);
 - start s: from launching the command to the server receiving its first request.
 
-`--runner reference` runs bench/reference_style.py instead (our re-creation of the reference
-implementation: threads, criteria two at a time on 2 cores, its per-example HTML and end-of-run
-work unless `--requests-only`) on the same rows and server, with as many example threads as make
-C requests in flight at most. `--http-client` picks the harness's transport; `--set KEY=VALUE`
-passes any other override to the harness.
+`--runner simple-evals --simple-evals DIR` runs OpenAI's simple-evals itself from a checkout
+(bench/simple_evals_run.py), and `--runner reference` our re-creation of it (reference_style.py:
+threads, criteria two at a time on 2 cores, its per-example HTML and end-of-run work unless
+`--requests-only`), on the same rows and server, with as many example threads as make C requests
+in flight at most. simple-evals counts nothing, so its requests are the server's count and its
+evaluation time the server's first request to last reply. `--http-client` picks the harness's
+transport; `--set KEY=VALUE` passes any other override to the harness.
 
 It prints figures; it asserts nothing. Run it on an idle machine.
 """
