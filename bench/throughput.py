@@ -143,8 +143,14 @@ def harness_command(data: Path, args: argparse.Namespace, base_url: str, run_dir
     ]  # fmt: skip
 
 
+def example_threads(args: argparse.Namespace) -> int:
+    """The reference's example threads for at most C requests in flight: each example grades its
+    criteria on `os.cpu_count()` threads (simple-evals' `map_with_progress` default)."""
+    return max(1, args.concurrency // (os.cpu_count() or 10))
+
+
 def reference_command(data: Path, args: argparse.Namespace, base_url: str, run_dir: Path) -> list:
-    threads = max(1, args.concurrency // (os.cpu_count() or 10))  # x criteria threads = C
+    threads = example_threads(args)
     return [
         sys.executable, str(Path(__file__).with_name("reference_style.py")), f"--data={data}",
         f"--base-url={base_url}", f"--threads={threads}", f"--out={run_dir / 'result.json'}",
@@ -155,7 +161,7 @@ def reference_command(data: Path, args: argparse.Namespace, base_url: str, run_d
 def simple_evals_command(
     data: Path, args: argparse.Namespace, base_url: str, run_dir: Path
 ) -> list:
-    threads = max(1, args.concurrency // (os.cpu_count() or 10))  # x criteria threads = C
+    threads = example_threads(args)
     return [
         sys.executable, str(Path(__file__).with_name("simple_evals_run.py")),
         f"--simple-evals={args.simple_evals}", f"--data={data}", f"--base-url={base_url}",
