@@ -32,6 +32,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
@@ -487,15 +488,21 @@ def main(argv: list[str] | None = None) -> None:
         require_key=args.require_key,
     )
     server = OfflineServer(faults, args.batch_delay_s)
-    try:
-        import uvloop
-    except ImportError:
-        uvloop = None
     with (
-        asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner,
+        asyncio.Runner(loop_factory=event_loop_factory()) as runner,
         contextlib.suppress(KeyboardInterrupt),
     ):
         runner.run(serve(server, args.port))
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop where it is installed (Linux, macOS), else None (asyncio's default): the
+    loop of both the harness and this server, whose CPU per request it roughly halves."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def serve(server: OfflineServer, port: int) -> None:

@@ -266,15 +266,10 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run on uvloop where it is installed (Linux, macOS), with a `steady_collector`: the event
     loop's own CPU per request roughly halves, which is what keeps hundreds of requests in
     flight on one core."""
-    try:
-        import uvloop
-    except ImportError:
-        uvloop = None
-    with steady_collector():
-        if uvloop is None:
-            return asyncio.run(coroutine)
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(coroutine)
+    from .offline_server import event_loop_factory
+
+    with steady_collector(), asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(coroutine)
 
 
 def builtin_identity(config: Config) -> str:
