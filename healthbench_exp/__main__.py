@@ -20,6 +20,8 @@ from omegaconf.errors import MissingMandatoryValue
 from .config import Config, ConfigError, register_configs, unknown_option
 from .data import DataError
 from .endpoints import FatalEndpointError
+from .outcome import EXIT_UNGRADED, Tally, run_outcome
+from .verdict_watch import UnparseableJudge
 
 log = logging.getLogger("healthbench_exp")
 
@@ -124,6 +126,13 @@ def app(cfg: DictConfig) -> float | None:
             reporting.write_status(output_dir, "dry_run")
             return None
         summary = runner.run_eval(config, output_dir, plain, job)
+    except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
+        reporting.write_status(output_dir, "ungraded", str(exc))
+        log.error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr)
+        if in_sweep:
+            return None
+        raise SystemExit(EXIT_UNGRADED) from None
     except (ConfigError, DataError, FatalEndpointError) as exc:
         reporting.write_status(output_dir, "failed", str(exc))
         log.error("%s", exc)
@@ -140,7 +149,6 @@ def app(cfg: DictConfig) -> float | None:
     print(reporting.format_report(summary))
     print(f"\noutputs: {output_dir}")
     counts = summary["counts"]
-    failed_share = counts["rows_failed"] / counts["rows"] if counts["rows"] else 0.0
     if summary.get("budget") and summary["budget"]["stopped"]:
         status, code = "partial", 4
         message = (
@@ -148,16 +156,12 @@ def app(cfg: DictConfig) -> float | None:
             f"{counts['rows']} rows not run; finish with: python -m healthbench_exp "
             f"resume={output_dir} [budget.max_usd=...]"
         )
-    elif failed_share > config.runner.max_failure_fraction:
-        status, code = "failed", 3
-        message = (
-            f"{counts['rows_failed']} of {counts['rows']} rows failed ({failed_share:.1%}), "
-            f"more than runner.max_failure_fraction={config.runner.max_failure_fraction}; the "
-            f"others are scored in {output_dir}"
-        )
     else:
-        reporting.write_status(output_dir, "completed")
-        return summary["metrics"].get("score")
+        outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
+        if outcome.status == "completed":
+            reporting.write_status(output_dir, "completed")
+            return summary["metrics"].get("score")
+        status, code, message = outcome.status, outcome.exit_code, outcome.message
     reporting.write_status(output_dir, status, message)
     print(f"error: {message}", file=sys.stderr)
     if in_sweep:

@@ -38,7 +38,7 @@ SEED = 0
 class Job:
     name: str
     path: Path
-    status: str  # completed | partial (budget reached) | dry_run | failed | unfinished
+    status: str  # completed | partial (budget reached) | dry_run | failed | ungraded | unfinished
     error: str | None
     overrides: list[str]
     summary: dict[str, Any] | None
@@ -59,8 +59,8 @@ def load_job(path: Path) -> Job:
     status = _read_json(path / "status.json") or {}
     summary = _read_json(path / "summary.json")
     state = status.get("status")
-    if state == "failed":
-        kind = "failed"
+    if state in ("failed", "ungraded"):  # ungraded: see `outcome`
+        kind = state
     elif summary is not None and state in (None, "completed", "partial"):
         kind = state or "completed"
     elif state == "dry_run" and (path / "estimate.json").exists():

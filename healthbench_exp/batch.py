@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import CachedReply
-from .endpoints import ChatEndpoint, Reply, RequestFailed
+from .endpoints import ChatEndpoint, EmptyReply, Reply, RequestFailed
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class BatchJudge:
             if text:
                 future.set_result(Reply(text, prompt, completion))
             else:
-                future.set_exception(RequestFailed("empty reply in batch output"))
+                future.set_exception(EmptyReply("empty reply in batch output"))
         return key
 
     def _recorded(self) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from .config_ranges import out_of_range
+
 REFERENCE_SYSTEM_MESSAGE = "You are a helpful assistant."
 
 
@@ -95,7 +97,9 @@ class EndpointConfig:
 class JudgeConfig(EndpointConfig):
     temperature: float | None = 0.5
     max_tokens: int | None = 2048
-    max_parse_retries: int = 3  # resamples after an unparseable verdict; then "ungraded"
+    max_parse_retries: int = 3  # resamples after an unparseable or empty verdict; then "ungraded"
+    # stop the run when its first this many judge replies are all unparseable (0: never)
+    early_stop_unparseable: int = 20
     max_concurrency: int = 256
     expected_completion_tokens: int = 80  # a verdict: a short explanation and the boolean
     prompt_order: PromptOrder = PromptOrder.reference
@@ -188,6 +192,9 @@ class OfflineServerConfig:
     error_rate: float = 0.0  # share of requests answered 429 / 500 / 503
     malformed_rate: float = 0.0  # share of judge replies that are not a valid verdict
     empty_reply_rate: float = 0.0  # share of model replies with empty content
+    fenced_rate: float = 0.0  # share of verdicts fenced as ``` without `json` (unparseable)
+    judge_empty_rate: float = 0.0  # share of judge replies with empty content
+    judge_error_rate: float = 0.0  # share of judge requests answered 500
     seed: int = 0
     batch_delay_s: float = 0.0  # Batch API batches are reported in_progress this long
 
@@ -252,39 +259,14 @@ def register_configs() -> None:
 
 
 def validate(config: Config) -> None:
-    """Checks the schema cannot express (ranges, combinations); raises ConfigError."""
-    positive = {
-        "runner.max_concurrent": config.runner.max_concurrent,
-        "runner.max_parallel_judges": config.runner.max_parallel_judges,
-        "runner.bootstrap_samples": config.runner.bootstrap_samples,
-        "model.max_concurrency": config.model.max_concurrency,
-        "judge.max_concurrency": config.judge.max_concurrency,
-        "sampling.rollouts_per_example": config.sampling.rollouts_per_example,
-    }
-    for key, value in positive.items():
-        if value < 1:
-            raise ConfigError(f"{key} must be >= 1, got {value}")
-    if config.runner.max_in_flight is not None and config.runner.max_in_flight < 1:
-        raise ConfigError(
-            f"runner.max_in_flight must be >= 1 or null, got {config.runner.max_in_flight}"
-        )
-    if config.sampling.num_examples is not None and config.sampling.num_examples < 1:
-        raise ConfigError(
-            f"sampling.num_examples must be >= 1 or null, got {config.sampling.num_examples}"
-        )
-    if config.judge.max_parse_retries < 0:
-        raise ConfigError(
-            f"judge.max_parse_retries must be >= 0, got {config.judge.max_parse_retries}"
-        )
-    if config.runner.max_retries < 0:
-        raise ConfigError(f"runner.max_retries must be >= 0, got {config.runner.max_retries}")
-    fraction = config.runner.max_failure_fraction
-    if not 0.0 <= fraction <= 1.0:
-        raise ConfigError(f"runner.max_failure_fraction must be in [0, 1], got {fraction}")
-    for key in ("error_rate", "malformed_rate", "empty_reply_rate"):
-        rate = getattr(config.offline_server, key)
-        if not 0.0 <= rate <= 1.0:
-            raise ConfigError(f"offline_server.{key} must be in [0, 1], got {rate}")
+    """Checks the schema cannot express (ranges, combinations); raises ConfigError.
+
+    Every numeric option out of its range (`config_ranges.NUMERIC_RANGES`: nan and inf never
+    valid) is named in one error, with its valid range.
+    """
+    bad = out_of_range(config)
+    if bad:
+        raise ConfigError("; ".join(bad))
     completions = config.completions
     physician_modes = (CompletionSource.physician, CompletionSource.physician_references)
     if completions.source in physician_modes:
@@ -309,11 +291,7 @@ def validate(config: Config) -> None:
             "budget.max_usd cannot cap judge.batch=true (a batch is paid as a whole); "
             "use dry_run=true to see the cost first"
         )
-    if config.judge.batch_poll_s <= 0:
-        raise ConfigError(f"judge.batch_poll_s must be > 0, got {config.judge.batch_poll_s}")
     if config.budget.max_usd is not None:
-        if config.budget.max_usd <= 0:
-            raise ConfigError(f"budget.max_usd must be > 0 or null, got {config.budget.max_usd}")
         unpriced = [
             role
             for role in needed_roles(config)

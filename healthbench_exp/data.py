@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import random
 import urllib.request
 from collections.abc import Iterable, Iterator
@@ -142,6 +143,8 @@ def parse_example(row: Any, where: str) -> Example:
             raise fail(f"rubrics[{i}] has no 'criterion' text")
         if isinstance(points, bool) or not isinstance(points, int | float):
             raise fail(f"rubrics[{i}] 'points' must be a number, got {points!r}")
+        if not math.isfinite(points):  # Python's json reads NaN and Infinity
+            raise fail(f"rubrics[{i}] 'points' must be a finite number, got {points!r}")
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise fail(f"rubrics[{i}] 'tags' must be a list of strings")
         if len(set(tags)) != len(tags):
@@ -191,9 +194,27 @@ def parse_examples(rows: Iterable[tuple[str, Any]]) -> list[Example]:
     return examples
 
 
+def check_jsonl_file(path: Path) -> None:
+    """DataError for a file `datasets` cannot read as text lines: empty, or not UTF-8 (naming the
+    first line that is not)."""
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(f"dataset file {path} is empty; expected one JSON object per line")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{path.name} line {line} is not UTF-8 (byte {exc.object[exc.start]:#04x}); "
+            "save the file as UTF-8"
+        ) from None
+
+
 def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line."""
     import datasets
+
+    check_jsonl_file(path)
 
     datasets.disable_progress_bars()
     lines = datasets.load_dataset("text", data_files=str(path), split="train", keep_in_memory=True)

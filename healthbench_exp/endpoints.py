@@ -29,6 +29,11 @@ class RequestFailed(Exception):
     """A request that failed for good (after the client's retries) or returned no usable text."""
 
 
+class EmptyReply(RequestFailed):
+    """The endpoint answered with no text; a judge call resamples it like an unparseable verdict
+    (the reference retries both), a model call fails."""
+
+
 class FatalEndpointError(Exception):
     """An error no retry can fix (bad key, unknown model, unreachable endpoint): stop the run."""
 
@@ -352,7 +357,7 @@ class ChatEndpoint:
             raise RequestFailed(f"refused reply (finish_reason={reason})")
         if not text:
             self._failed("EmptyReply")
-            raise RequestFailed(f"empty reply (finish_reason={reason})")
+            raise EmptyReply(f"empty reply (finish_reason={reason})")
         return Reply(text, prompt_tokens, completion_tokens)
 
     def _failed(self, kind: str) -> None:

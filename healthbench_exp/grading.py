@@ -1,7 +1,8 @@
 """The grader call exactly as simple-evals makes it (SPEC section 2), with bounded retries.
 
 A verdict counts only when the judge returns a JSON object whose `criteria_met` is a real JSON
-boolean. After `1 + max_parse_retries` unusable replies (or a request that fails for good) the
+boolean. An empty reply is resampled like any other unparseable one, as the reference does.
+After `1 + max_parse_retries` unusable replies (or a request that fails for good) the
 criterion is *ungraded*: it carries `criteria_met=None` and is left out of the score, never
 counted as "not met".
 """
@@ -19,6 +20,7 @@ from .data import Criterion
 
 if TYPE_CHECKING:
     from .endpoints import Completer
+    from .verdict_watch import UnparseableWatch
 
 GRADER_TEMPLATE_SHA256 = "2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c"
 _FENCES = re.compile(r"^```json\s*|\s*```$")
@@ -118,16 +120,18 @@ async def grade_criterion(
     max_parse_retries: int,
     rollout: int = 0,
     prefix_key: str | None = None,
+    watch: UnparseableWatch | None = None,
 ) -> CriterionGrade:
     """Ask the judge until a valid verdict arrives, at most `1 + max_parse_retries` times.
 
     Each attempt is a fresh sample (its own cache entry), so a resumed run replays the same
-    attempts and verdicts.
+    attempts and verdicts. An empty reply counts as an unparseable attempt (it is not cached, so
+    a resumed run asks again). `watch` sees every reply (see `verdict_watch`).
 
     Raises only for errors that should stop the whole run (see `endpoints.FatalEndpointError`).
     """
     from .costs import BudgetExhausted
-    from .endpoints import RequestFailed
+    from .endpoints import EmptyReply, RequestFailed
 
     order = getattr(judge.config, "prompt_order", None)
     prompt = grader_prompt(conversation, rubric_item, order.value if order else "reference")
@@ -136,16 +140,22 @@ async def grade_criterion(
     last_reply = ""
     for attempt in range(1 + max_parse_retries):
         try:
-            reply = await judge.complete(
-                messages, tag=f"rollout={rollout};attempt={attempt}", prefix_key=prefix_key
-            )
+            text = (
+                await judge.complete(
+                    messages, tag=f"rollout={rollout};attempt={attempt}", prefix_key=prefix_key
+                )
+            ).text
+        except EmptyReply:
+            text = ""
         except RequestFailed as exc:
             return CriterionGrade(None, "", attempts, error=f"judge request failed: {exc}")
         except BudgetExhausted as exc:
             return CriterionGrade(None, "", attempts, error=f"not run: {exc}", not_run=True)
         attempts += 1
-        last_reply = reply.text
-        verdict = parse_verdict(reply.text)
+        last_reply = text
+        verdict = parse_verdict(text) if text else None
+        if watch is not None:
+            watch.record(text, verdict is not None)
         if verdict is not None:
             return CriterionGrade(verdict.criteria_met, verdict.explanation, attempts)
     snippet = last_reply[:200].replace("\n", " ")

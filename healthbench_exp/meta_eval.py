@@ -39,6 +39,7 @@ from .endpoints import Completer, FatalEndpointError
 from .grading import CriterionGrade, grade_criterion, render_conversation
 from .scoring import bootstrap_std
 from .tracking import JobContext
+from .verdict_watch import UnparseableWatch
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,7 @@ async def grade_rows(
     slots = asyncio.Semaphore(max(config.judge.max_concurrency, config.runner.max_concurrent))
     endpoint = getattr(judge, "endpoint", judge)  # a BatchJudge wraps the endpoint
     progress = Progress(len(work), config.runner.progress, [endpoint], unit="row")
+    watch = UnparseableWatch(config.judge.early_stop_unparseable)
 
     async def one(row: MetaEvalRow, repeat: int) -> MetaEvalResult:
         async with slots:
@@ -164,6 +166,7 @@ async def grade_rows(
                 config.judge.max_parse_retries,
                 repeat,
                 prefix_key=f"{row.prompt_id}:{row.completion_id}",
+                watch=watch,
             )
         result = MetaEvalResult(row, repeat, grade)
         on_result(result)

@@ -5,9 +5,11 @@ outputs) runs without a network or a key. Replies are deterministic: a model rep
 the model name, temperature and messages; a judge verdict is derived from the judge's name and the
 grader prompt, so the same judge always gives the same prompt the same verdict. For tests it
 injects latency, 429/500/503 errors, malformed verdicts and empty replies at configurable rates
-(seeded); a model request whose last message contains `REFUSE_MARKER` is answered as refused
-(`finish_reason: content_filter`). Usage is reported as 4 characters per token; a request with
-`reasoning_effort` also reports REASONING_TOKENS reasoning tokens.
+(seeded), and judge-only faults: verdicts fenced without the `json` label (which the reference
+parse rejects), empty verdicts and 500s; a model request whose last message contains
+`REFUSE_MARKER` is answered as refused (`finish_reason: content_filter`). Usage is reported as
+4 characters per token; a request with `reasoning_effort` also reports REASONING_TOKENS
+reasoning tokens.
 
 It is one asyncio process (aiohttp's server, on uvloop where installed), so hundreds of requests
 held for their injected latency cost it almost nothing and each is answered within about a
@@ -92,6 +94,9 @@ class Faults:
         error_rate: float = 0.0,
         malformed_rate: float = 0.0,
         empty_reply_rate: float = 0.0,
+        fenced_rate: float = 0.0,
+        judge_empty_rate: float = 0.0,
+        judge_error_rate: float = 0.0,
         seed: int = 0,
         require_key: str | None = None,
     ) -> None:
@@ -101,6 +106,10 @@ class Faults:
         self.error_rate = error_rate
         self.malformed_rate = malformed_rate
         self.empty_reply_rate = empty_reply_rate
+        # judge replies only, drawn after malformed_rate in this order
+        self.fenced_rate = fenced_rate
+        self.judge_empty_rate = judge_empty_rate
+        self.judge_error_rate = judge_error_rate
         self.rng = random.Random(seed)
         self.prefixes: dict[str, str] = {}
         self.reset()
@@ -113,6 +122,9 @@ class Faults:
             "errors_injected": 0,
             "malformed_injected": 0,
             "empty_injected": 0,
+            "fenced_injected": 0,
+            "judge_empty_injected": 0,
+            "judge_errors_injected": 0,
             "in_flight": 0,
             "peak_in_flight": 0,
             "latency_ms_total": 0,  # the injected latency served, summed over requests
@@ -259,9 +271,20 @@ def completion_response(
     is_judge = JUDGE_MARKER in last
     faults.count("judge_requests" if is_judge else "model_requests")
     if is_judge:
+        fenced = faults.malformed_rate + faults.fenced_rate
+        empty = fenced + faults.judge_empty_rate
         if draw < faults.malformed_rate:
             faults.count("malformed_injected")
             text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
+        elif draw < fenced:  # ``` without `json`: the reference parse cannot read it
+            faults.count("fenced_injected")
+            text = judge_reply(last, model).replace("```json\n", "```\n", 1)
+        elif draw < empty:
+            faults.count("judge_empty_injected")
+            text = ""
+        elif draw < empty + faults.judge_error_rate:
+            faults.count("judge_errors_injected")
+            return 500, {"error": {"message": "injected judge 500", "type": "injected"}}, None
         else:
             text = judge_reply(last, model)
     elif draw < faults.empty_reply_rate:
@@ -395,12 +418,22 @@ def server_args(
     seed: int = 0,
     require_key: str | None = None,
     batch_delay_s: float = 0.0,
+    fenced_rate: float = 0.0,
+    judge_empty_rate: float = 0.0,
+    judge_error_rate: float = 0.0,
 ) -> list[str]:
     """Command-line flags for `python -m healthbench_exp.offline_server`."""
+    judge_faults = {
+        "fenced-rate": fenced_rate,
+        "judge-empty-rate": judge_empty_rate,
+        "judge-error-rate": judge_error_rate,
+    }
     return (
         ([f"--require-key={require_key}"] if require_key else [])
         # only when set: it changes no reply, and the flags name the server in cache keys
         + ([f"--batch-delay-s={batch_delay_s}"] if batch_delay_s else [])
+        # only when set: a server without them keeps its flags (and so its cache keys)
+        + [f"--{flag}={rate}" for flag, rate in judge_faults.items() if rate]
     ) + [
         f"--latency-ms={latency_ms}",
         f"--jitter-ms={jitter_ms}",
@@ -469,6 +502,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--error-rate", type=float, default=0.0, help="share answered 429/500/503")
     parser.add_argument("--malformed-rate", type=float, default=0.0, help="share of bad verdicts")
     parser.add_argument("--empty-reply-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--fenced-rate", type=float, default=0.0, help="share of verdicts fenced without `json`"
+    )
+    parser.add_argument("--judge-empty-rate", type=float, default=0.0)
+    parser.add_argument("--judge-error-rate", type=float, default=0.0, help="judge 500s")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--require-key", default=None, help="answer 401 to any other API key")
     parser.add_argument(
@@ -484,6 +522,9 @@ def main(argv: list[str] | None = None) -> None:
         error_rate=args.error_rate,
         malformed_rate=args.malformed_rate,
         empty_reply_rate=args.empty_reply_rate,
+        fenced_rate=args.fenced_rate,
+        judge_empty_rate=args.judge_empty_rate,
+        judge_error_rate=args.judge_error_rate,
         seed=args.seed,
         require_key=args.require_key,
     )

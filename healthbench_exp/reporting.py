@@ -8,11 +8,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .scoring import ci95, consensus_criteria, reward, tag_metric_names
+from .strict_json import dumps
 
 if TYPE_CHECKING:
     from .runner import ExampleResult
@@ -79,7 +79,7 @@ class JsonlWriter:
 
     def write(self, row: dict[str, Any]) -> None:
         assert self.file is not None
-        self.file.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.file.write(dumps(row, ensure_ascii=False) + "\n")
         self.file.flush()
 
     def __exit__(self, *exc: object) -> None:
@@ -100,11 +100,9 @@ class ResultWriter:
         return self
 
     def write(self, result: ExampleResult) -> None:
-        lines = "".join(
-            json.dumps(row, ensure_ascii=False) + "\n" for row in criterion_rows(result)
-        )
+        lines = "".join(dumps(row, ensure_ascii=False) + "\n" for row in criterion_rows(result))
         self.files["per_criterion"].write(lines)
-        self.files["examples"].write(json.dumps(example_row(result), ensure_ascii=False) + "\n")
+        self.files["examples"].write(dumps(example_row(result), ensure_ascii=False) + "\n")
         for f in self.files.values():
             f.flush()
 
@@ -114,10 +112,10 @@ class ResultWriter:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (a reader never sees half a file)."""
+    """Write strict JSON (no NaN/Infinity: null) atomically (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    partial.write_text(dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
     partial.replace(path)
 
 

@@ -53,6 +53,7 @@ from .scoring import (
     example_metrics,
 )
 from .tracking import JobContext
+from .verdict_watch import UnparseableWatch
 
 if TYPE_CHECKING:
     from .offline_server import ServerProcess
@@ -134,6 +135,7 @@ async def run_example(
     judge: Completer,
     max_parallel_judges: int,
     max_parse_retries: int,
+    watch: UnparseableWatch | None = None,
 ) -> ExampleResult:
     """Get the reply (sampled, or given by the item) and grade every criterion concurrently."""
     example, rollout = item.example, item.rollout
@@ -169,6 +171,7 @@ async def run_example(
                 max_parse_retries,
                 rollout,
                 prefix_key=f"{example.prompt_id}:{rollout}",  # the criteria share the conversation
+                watch=watch,
             )
 
     grades = list(await asyncio.gather(*(grade(c) for c in example.rubrics)))
@@ -211,6 +214,8 @@ async def evaluate(
         [e for e in (model, getattr(judge, "endpoint", judge)) if e],
     )
 
+    watch = UnparseableWatch(config.judge.early_stop_unparseable)
+
     async def one(item: WorkItem) -> ExampleResult:
         async with slots:
             result = await run_example(
@@ -219,6 +224,7 @@ async def evaluate(
                 judge,
                 config.runner.max_parallel_judges,
                 config.judge.max_parse_retries,
+                watch,
             )
         on_result(result)
         progress.update(result)

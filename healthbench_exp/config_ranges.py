@@ -1,0 +1,119 @@
+"""The valid range of every numeric option, checked before any request.
+
+The schema types each option (an int stays an int), but it accepts `nan`, `inf` and numbers no
+endpoint or loop can use (`sampling.max_tokens=-5`, `runner.connect_timeout_s=-1`). `out_of_range`
+lists every option outside its range, each with the range, so one error names them all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Range:
+    """`low`..`high` (None: unbounded), each end inclusive unless said; `nullable`: null valid."""
+
+    low: float | None = None
+    high: float | None = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+    nullable: bool = False
+
+    def allows(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (
+            value < self.low or (value == self.low and not self.low_inclusive)
+        ):
+            return False
+        return (
+            self.high is None or value < self.high or (value == self.high and self.high_inclusive)
+        )
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            left = "[" if self.low_inclusive else "("
+            right = "]" if self.high_inclusive else ")"
+            text = f"in {left}{self.low:g}, {self.high:g}{right}"
+        elif self.low is not None:
+            text = f"{'>=' if self.low_inclusive else '>'} {self.low:g}"
+        elif self.high is not None:
+            text = f"{'<=' if self.high_inclusive else '<'} {self.high:g}"
+        else:
+            text = "a finite number"
+        return text + (" or null" if self.nullable else "")
+
+
+AT_LEAST_1 = Range(1)
+AT_LEAST_0 = Range(0)
+POSITIVE = Range(0, low_inclusive=False)
+SHARE = Range(0, 1)
+TEMPERATURE = Range(0, 2, nullable=True)  # OpenAI's chat-completions range; null: not sent
+PRICE = Range(0, nullable=True)  # US dollars per million tokens; null: unknown
+
+_ENDPOINT = {
+    "max_concurrency": AT_LEAST_1,
+    "expected_completion_tokens": AT_LEAST_0,
+    "price.input_per_mtok": PRICE,
+    "price.cached_input_per_mtok": PRICE,
+    "price.output_per_mtok": PRICE,
+}
+
+NUMERIC_RANGES: dict[str, Range] = {
+    **{f"model.{key}": valid for key, valid in _ENDPOINT.items()},
+    **{f"judge.{key}": valid for key, valid in _ENDPOINT.items()},
+    "judge.temperature": TEMPERATURE,
+    "judge.max_tokens": Range(1, nullable=True),
+    "judge.max_parse_retries": AT_LEAST_0,
+    "judge.early_stop_unparseable": AT_LEAST_0,
+    "judge.batch_poll_s": POSITIVE,
+    "sampling.temperature": TEMPERATURE,
+    "sampling.max_tokens": Range(1, nullable=True),
+    "sampling.num_examples": Range(1, nullable=True),
+    "sampling.rollouts_per_example": AT_LEAST_1,
+    "runner.max_concurrent": AT_LEAST_1,
+    "runner.max_parallel_judges": AT_LEAST_1,
+    "runner.max_in_flight": Range(1, nullable=True),
+    "runner.max_retries": AT_LEAST_0,
+    "runner.request_timeout_s": POSITIVE,
+    "runner.connect_timeout_s": POSITIVE,
+    "runner.bootstrap_samples": AT_LEAST_1,
+    "runner.max_failure_fraction": SHARE,
+    "budget.max_usd": Range(0, low_inclusive=False, nullable=True),
+    "scoring.length_penalty_per_500_chars": Range(nullable=True),
+    "scoring.length_center_chars": AT_LEAST_0,
+    "offline_server.latency_ms": AT_LEAST_0,
+    "offline_server.jitter_ms": AT_LEAST_0,
+    "offline_server.error_rate": SHARE,
+    "offline_server.malformed_rate": SHARE,
+    "offline_server.empty_reply_rate": SHARE,
+    "offline_server.fenced_rate": SHARE,
+    "offline_server.judge_empty_rate": SHARE,
+    "offline_server.judge_error_rate": SHARE,
+    "offline_server.batch_delay_s": AT_LEAST_0,
+}
+
+
+def _value(config: object, key: str) -> Any:
+    for part in key.split("."):
+        config = getattr(config, part)
+    return config
+
+
+def out_of_range(config: object) -> list[str]:
+    """`key must be <range>, got <value>` for every option of `NUMERIC_RANGES` outside it."""
+    problems = []
+    for key, valid in NUMERIC_RANGES.items():
+        value = _value(config, key)
+        if not valid.allows(value):
+            finite = isinstance(value, float) and not math.isfinite(value)
+            kind = "a finite number " if finite else ""
+            problems.append(f"{key} must be {kind}{valid.describe()}, got {value}")
+    return problems

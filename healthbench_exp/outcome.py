@@ -1,0 +1,102 @@
+"""How a finished run ends: its `status.json` status, exit code and the line that says why.
+
+A run is `completed` (exit 0) only when it scored something and neither its failed rows nor its
+ungraded criteria pass `runner.max_failure_fraction`. Otherwise:
+
+- `failed`, exit 3: more than that share of the rows failed (no usable reply), or nothing was
+  scored and rows failed;
+- `ungraded`, exit 5: more than that share of the criteria sent to the judge got no valid
+  verdict, or nothing was scored for that reason (a run stopped early by
+  `judge.early_stop_unparseable` also ends `ungraded`, see `verdict_watch`).
+
+Exit 2 (configuration or data error) and 4 (`budget.max_usd` reached) are decided elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+EXIT_FAILED = 3
+EXIT_UNGRADED = 5
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a finished run's outcome depends on, the same for both tasks."""
+
+    rows: int  # rows (example x rollout, or meta-eval row x repeat) to run
+    rows_scored: int  # rows that got a score (meta-eval: a judge verdict)
+    rows_failed: int  # rows with no usable reply, so nothing to grade (eval only)
+    criteria_judged: int  # criteria sent to the judge that finished, graded or not
+    criteria_ungraded: int  # of those, the ones with no valid verdict
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> Tally:
+        """From a run's summary: `counts` of an eval, or of a meta-eval (one criterion a row)."""
+        counts = summary["counts"]
+        if summary.get("task") == "meta_eval":
+            ungraded = counts["rows_failed"]  # a meta-eval row fails only for want of a verdict
+            return cls(
+                rows=counts["rows"],
+                rows_scored=counts["rows_graded"],
+                rows_failed=0,
+                criteria_judged=counts["rows_graded"] + ungraded,
+                criteria_ungraded=ungraded,
+            )
+        return cls(
+            rows=counts["rows"],
+            rows_scored=counts["rows_scored"],
+            rows_failed=counts["rows_failed"],
+            criteria_judged=counts["criteria_graded"] + counts["ungraded_criteria"],
+            criteria_ungraded=counts["ungraded_criteria"],
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # completed | failed | ungraded
+    exit_code: int
+    message: str | None  # why it is not `completed`: one line
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -> Outcome:
+    """The status, exit code and reason of a run that finished (not stopped by its budget).
+
+    Failed rows and ungraded criteria are each held against `max_failure_fraction` (failed rows
+    as a share of rows, ungraded criteria as a share of the criteria sent to the judge); a run
+    that scored nothing never counts as completed, whatever the threshold.
+    """
+    failed_share = _share(tally.rows_failed, tally.rows)
+    ungraded_share = _share(tally.criteria_ungraded, tally.criteria_judged)
+    nothing_scored = not tally.rows_scored
+    rows_over = tally.rows_failed > 0 and (failed_share > max_failure_fraction or nothing_scored)
+    criteria_over = tally.criteria_ungraded > 0 and (
+        ungraded_share > max_failure_fraction or nothing_scored
+    )
+    if not (rows_over or criteria_over or nothing_scored):
+        return Outcome("completed", 0, None)
+    reasons = []
+    if rows_over:
+        reasons.append(f"{tally.rows_failed} of {tally.rows} rows failed ({failed_share:.1%})")
+    if criteria_over:
+        reasons.append(
+            f"{tally.criteria_ungraded} of {tally.criteria_judged} criteria got no valid verdict "
+            f"from the judge ({ungraded_share:.1%})"
+        )
+    why = "; ".join(reasons) or "nothing was graded"
+    if nothing_scored:
+        message = f"no example could be scored: {why}; details in {output_dir}"
+    else:
+        message = (
+            f"{why}, more than runner.max_failure_fraction={max_failure_fraction}; the "
+            f"others are scored in {output_dir}"
+        )
+    if rows_over or not criteria_over:  # rows that failed outright weigh more than ungraded
+        return Outcome("failed", EXIT_FAILED, message)
+    return Outcome("ungraded", EXIT_UNGRADED, message)
