@@ -199,7 +199,7 @@ def check_jsonl_file(path: Path) -> None:
     first line that is not)."""
     raw = path.read_bytes()
     if not raw.strip():
-        raise DataError(f"dataset file {path} is empty; expected one JSON object per line")
+        raise DataError(f"JSONL file {path} is empty; expected one JSON object per line")
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -105,7 +105,7 @@ class AdaptiveLimit:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release(success=False)  # woken, then cancelled: give the slot back
-            else:
+            elif waiter in self.waiters:  # not when _wake already dropped it as cancelled
                 self.waiters.remove(waiter)
             raise
 

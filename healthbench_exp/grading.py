@@ -139,6 +139,8 @@ async def grade_criterion(
     attempts = 0
     last_reply = ""
     for attempt in range(1 + max_parse_retries):
+        if watch is not None and watch.armed:
+            await watch.admit()
         try:
             text = (
                 await judge.complete(
@@ -148,8 +150,12 @@ async def grade_criterion(
         except EmptyReply:
             text = ""
         except RequestFailed as exc:
+            if watch is not None:
+                watch.record(None, False)
             return CriterionGrade(None, "", attempts, error=f"judge request failed: {exc}")
         except BudgetExhausted as exc:
+            if watch is not None:
+                watch.record(None, False)
             return CriterionGrade(None, "", attempts, error=f"not run: {exc}", not_run=True)
         attempts += 1
         last_reply = text

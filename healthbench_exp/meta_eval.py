@@ -155,7 +155,7 @@ async def grade_rows(
     slots = asyncio.Semaphore(max(config.judge.max_concurrency, config.runner.max_concurrent))
     endpoint = getattr(judge, "endpoint", judge)  # a BatchJudge wraps the endpoint
     progress = Progress(len(work), config.runner.progress, [endpoint], unit="row")
-    watch = UnparseableWatch(config.judge.early_stop_unparseable)
+    watch = UnparseableWatch(config.judge.early_stop_unparseable, gate=not config.judge.batch)
 
     async def one(row: MetaEvalRow, repeat: int) -> MetaEvalResult:
         async with slots:

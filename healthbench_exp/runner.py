@@ -214,7 +214,7 @@ async def evaluate(
         [e for e in (model, getattr(judge, "endpoint", judge)) if e],
     )
 
-    watch = UnparseableWatch(config.judge.early_stop_unparseable)
+    watch = UnparseableWatch(config.judge.early_stop_unparseable, gate=not config.judge.batch)
 
     async def one(item: WorkItem) -> ExampleResult:
         async with slots:
