@@ -113,7 +113,9 @@ def out_of_range(config: object) -> list[str]:
     for key, valid in NUMERIC_RANGES.items():
         value = _value(config, key)
         if not valid.allows(value):
-            finite = isinstance(value, float) and not math.isfinite(value)
-            kind = "a finite number " if finite else ""
-            problems.append(f"{key} must be {kind}{valid.describe()}, got {value}")
+            described = valid.describe()
+            non_finite = isinstance(value, float) and not math.isfinite(value)
+            if non_finite and not described.startswith("a finite number"):
+                described = "a finite number " + described  # nan or inf: say why it is refused
+            problems.append(f"{key} must be {described}, got {value}")
     return problems

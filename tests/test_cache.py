@@ -276,9 +276,10 @@ def test_too_many_failed_rows_exit_non_zero_after_writing_everything(tmp_path: P
 def test_an_unparseable_judge_is_reported_as_ungraded(tmp_path: Path) -> None:
     result = run_cli(
         "experiment=demo", "wandb=disabled", "offline_server.malformed_rate=1.0",
-        "judge.max_parse_retries=1", f"hydra.run.dir={tmp_path}",
+        "judge.max_parse_retries=1", "judge.early_stop_unparseable=0", f"hydra.run.dir={tmp_path}",
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 5, result.stderr  # ungraded is not completed
+    assert json.loads((tmp_path / "status.json").read_text())["status"] == "ungraded"
     assert "ungraded criteria 106/106" in result.stdout
     assert "no example could be scored" in result.stdout
     assert "ungraded criteria are left out of the scores" in result.stdout

@@ -72,8 +72,10 @@ def test_a_judge_that_fences_without_json_is_stopped_early(tmp_path: Path) -> No
         paid = judge_requests(server.base_url)
     assert result.returncode == 5, result.stderr
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: stopped early: the judge's first 20 replies were all unparseable")
-    assert "'```\\n{\\n  \"explanation\"" in line  # one raw reply, quoted
+    assert line.startswith(
+        "error: stopped early: the judge's first 20 replies were all unparseable"
+    )
+    assert '\'```\\n{\\n  "explanation"' in line  # one raw reply, quoted
     assert "judge.early_stop_unparseable=0" in line
     assert status_of(tmp_path)["status"] == "ungraded"
     # until a verdict parses at most 20 calls are sent: 20, not 4 for each of the 106 criteria
