@@ -97,7 +97,9 @@ def test_faults_are_retried_to_the_same_result(loopback_server, tmp_path, http_c
 def test_unparseable_judge_leaves_every_criterion_ungraded(loopback_server, tmp_path) -> None:
     server = loopback_server(malformed_rate=1.0)
     config = make_config(server.base_url, sampling=SamplingConfig(num_examples=3))
-    config = replace(config, judge=replace(config.judge, max_parse_retries=1))
+    # no early stop (see test_verdicts): every criterion is tried and left ungraded
+    judge = replace(config.judge, max_parse_retries=1, early_stop_unparseable=0)
+    config = replace(config, judge=judge)
     summary = run_eval(config, tmp_path, {})
     counts = summary["counts"]
     assert counts["ungraded_criteria"] == counts["criteria"] > 0
