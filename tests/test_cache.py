@@ -318,6 +318,7 @@ def test_builtin_replies_under_injected_faults_are_not_replayed_without_them(tmp
         model=replace(base.model, builtin=True, base_url=None),
         judge=replace(base.judge, builtin=True, base_url=None, max_parse_retries=1),
     )
+    builtin = replace(builtin, judge=replace(builtin.judge, early_stop_unparseable=0))
     faulty = run_eval(
         replace(builtin, offline_server=OfflineServerConfig(malformed_rate=1.0)), tmp_path / "a", {}
     )
