@@ -72,6 +72,15 @@ class PriceConfig:
 
 
 @dataclass
+class RateLimitConfig:
+    """An account's known limits for one endpoint (null = unknown). A run starts at this pace
+    instead of finding it by 429s; `dry_run` turns them into an expected duration."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None  # prompt + completion tokens
+
+
+@dataclass
 class EndpointConfig:
     """One chat-completions endpoint: the policy model or the judge."""
 
@@ -89,6 +98,7 @@ class EndpointConfig:
     price: PriceConfig = field(default_factory=PriceConfig)
     # the reply length cost estimates assume (dry_run, budget): tokens, reasoning included
     expected_completion_tokens: int = 600
+    rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
 
 
 @dataclass
@@ -151,8 +161,11 @@ class RunnerConfig:
     max_in_flight: int | None = None  # model and judge requests in flight together; null: no cap
     max_retries: int = 4  # HTTP retries per request (429, 5xx, timeouts), by the openai client
     http_client: HttpClient = HttpClient.aiohttp  # the openai client's transport: aiohttp | httpx
-    request_timeout_s: float = 600.0
-    connect_timeout_s: float = 10.0  # start-up reachability check; fails fast
+    # per attempt: no byte of a reply for so long and the request is retried (runner.max_retries)
+    request_timeout_s: float = 180.0
+    reasoning_request_timeout_s: float = 600.0  # the same for endpoints with `reasoning: true`
+    connect_timeout_s: float = 10.0  # start-up reachability check and each connection; fails fast
+    stall_notice_s: float = 30.0  # log a notice when an endpoint has not answered for so long
     bootstrap_samples: int = 1000
     progress: bool = True
     max_failure_fraction: float = 0.01  # exit non-zero when more rows than this share fail
@@ -190,6 +203,13 @@ class OfflineServerConfig:
     empty_reply_rate: float = 0.0  # share of model replies with empty content
     seed: int = 0
     batch_delay_s: float = 0.0  # Batch API batches are reported in_progress this long
+    # account faults (see offline_limits), applied to the requests of `limited_role`
+    rate_limit_requests: int = 0  # requests per rate_limit_window_s, as OpenAI limits; 0: none
+    rate_limit_tokens: int = 0  # tokens (prompt + max_tokens) per rate_limit_window_s; 0: none
+    rate_limit_window_s: float = 60.0
+    quota_exhausted: bool = False  # answer 429 insufficient_quota
+    silent: bool = False  # accept requests and never answer
+    limited_role: str = "all"  # all | model | judge
 
 
 @dataclass
@@ -285,6 +305,7 @@ def validate(config: Config) -> None:
         rate = getattr(config.offline_server, key)
         if not 0.0 <= rate <= 1.0:
             raise ConfigError(f"offline_server.{key} must be in [0, 1], got {rate}")
+    validate_timeouts_and_limits(config)
     completions = config.completions
     physician_modes = (CompletionSource.physician, CompletionSource.physician_references)
     if completions.source in physician_modes:
@@ -333,6 +354,38 @@ def validate(config: Config) -> None:
         endpoint: EndpointConfig = getattr(config, role)
         if not endpoint.builtin and endpoint.base_url == "":
             raise ConfigError(f"{role}.base_url is empty; use null for OpenAI's API")
+
+
+def validate_timeouts_and_limits(config: Config) -> None:
+    """Timeouts > 0 (0 would mean none, a negative one dooms every request) and rate limits
+    that can be paced; raises ConfigError naming the valid range."""
+    runner = config.runner
+    for key in (
+        "request_timeout_s",
+        "reasoning_request_timeout_s",
+        "connect_timeout_s",
+        "stall_notice_s",
+    ):
+        value = getattr(runner, key)
+        if not value > 0 or value == float("inf"):
+            raise ConfigError(f"runner.{key} must be a number of seconds > 0, got {value}")
+    for role in ("model", "judge"):
+        limits = getattr(config, role).rate_limit
+        for key in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(limits, key)
+            if value is not None and not value > 0:
+                raise ConfigError(f"{role}.rate_limit.{key} must be > 0 or null, got {value}")
+    server = config.offline_server
+    if server.rate_limit_requests < 0 or server.rate_limit_tokens < 0:
+        raise ConfigError("offline_server.rate_limit_requests/rate_limit_tokens must be >= 0")
+    if not server.rate_limit_window_s > 0:
+        raise ConfigError(
+            f"offline_server.rate_limit_window_s must be > 0, got {server.rate_limit_window_s}"
+        )
+    if server.limited_role not in ("all", "model", "judge"):
+        raise ConfigError(
+            f"offline_server.limited_role must be all, model or judge, got {server.limited_role!r}"
+        )
 
 
 def needed_roles(config: Config) -> tuple[str, ...]:

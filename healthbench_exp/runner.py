@@ -52,6 +52,7 @@ from .scoring import (
     consensus_breakdown,
     example_metrics,
 )
+from .stall import watch_endpoints
 from .tracking import JobContext
 
 if TYPE_CHECKING:
@@ -114,14 +115,23 @@ class Progress:
         self.ungraded += ungraded
         self.failed += failed
         if self.bar is not None:
-            self.bar.set_postfix(
-                criteria=self.criteria,
-                in_flight=sum(e.stats.in_flight for e in self.endpoints),
-                failed=self.failed,
-                ungraded=self.ungraded,
-                refresh=False,
-            )
+            self.bar.set_postfix_str(self.postfix(), refresh=False)
             self.bar.update(1)
+
+    def postfix(self) -> str:
+        """Counters, and each rate-limited endpoint's wait and pace."""
+        in_flight = sum(e.stats.in_flight for e in self.endpoints)
+        parts = [
+            f"criteria={self.criteria}, in_flight={in_flight}, failed={self.failed}, "
+            f"ungraded={self.ungraded}",
+            *filter(None, (e.pacer.describe() for e in self.endpoints)),
+        ]
+        return ", ".join(parts)
+
+    def refresh(self) -> None:
+        """Show the current postfix though no example finished (a rate-limit wait, a stall)."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(self.postfix())
 
     def close(self) -> None:
         if self.bar is not None:
@@ -225,7 +235,10 @@ async def evaluate(
         return result
 
     try:
-        async with asyncio.TaskGroup() as group:
+        async with (
+            watch_endpoints(progress.endpoints, config.runner.stall_notice_s, progress.refresh),
+            asyncio.TaskGroup() as group,
+        ):
             tasks = [group.create_task(one(item)) for item in work]
     except* FatalEndpointError as errors:
         raise errors.exceptions[0] from None
@@ -277,7 +290,15 @@ def builtin_identity(config: Config) -> str:
     verdicts) change its replies and must not be replayed to a run without them."""
     from .offline_server import server_args
 
-    settings = {**asdict(config.offline_server), "batch_delay_s": 0.0}  # changes no reply
+    # what changes no reply: the batch delay and the account faults (rate limits, quota, silence)
+    settings = {
+        **asdict(config.offline_server),
+        "batch_delay_s": 0.0,
+        "rate_limit_requests": 0,
+        "rate_limit_tokens": 0,
+        "quota_exhausted": False,
+        "silent": False,
+    }
     return "builtin " + " ".join(server_args(**settings))
 
 
@@ -354,7 +375,10 @@ async def open_endpoints(
             temperature=sampling[role][0],
             max_tokens=sampling[role][1],
             max_retries=runner.max_retries,
-            timeout_s=runner.request_timeout_s,
+            timeout_s=runner.reasoning_request_timeout_s
+            if getattr(config, role).reasoning
+            else runner.request_timeout_s,
+            connect_timeout_s=runner.connect_timeout_s,
             cache=cache,
             shared_limit=shared,
             identity=endpoint_identity(config, role),
