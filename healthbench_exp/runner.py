@@ -94,17 +94,19 @@ class Progress:
         self.endpoints = endpoints
         self.criteria = self.failed = self.ungraded = 0
         self.bar = None
+        self.interactive = False
         if enabled:
             import sys
 
             from tqdm import tqdm
 
+            self.interactive = sys.stderr.isatty()
             self.bar = tqdm(
                 total=total,
                 unit=unit,
                 desc="examples" if unit == "ex" else "rows",
                 dynamic_ncols=True,
-                mininterval=0.5 if sys.stderr.isatty() else 10.0,
+                mininterval=0.5 if self.interactive else 10.0,
             )
 
     def update(self, result: ExampleResult) -> None:
@@ -129,9 +131,10 @@ class Progress:
         return ", ".join(parts)
 
     def refresh(self) -> None:
-        """Show the current postfix though no example finished (a rate-limit wait, a stall)."""
+        """Show the current postfix though no example finished (a rate-limit wait, a stall);
+        redrawn at once on a terminal only (a log file gets it with the next update)."""
         if self.bar is not None:
-            self.bar.set_postfix_str(self.postfix())
+            self.bar.set_postfix_str(self.postfix(), refresh=self.interactive)
 
     def close(self) -> None:
         if self.bar is not None:
