@@ -271,9 +271,10 @@ class ChatEndpoint:
     async def _on_response(self, response: Any) -> None:
         self.last_reply_at = time.monotonic()
         if response.status_code == 429:
-            # not retried by the client's bounded retries: `_request` waits as the server says
-            # and sends it again (or stops the run on insufficient_quota)
-            response.headers["x-should-retry"] = "false"
+            if response.request.url.path.endswith("/chat/completions"):
+                # not retried by the client's bounded retries: `_request` waits as the server
+                # says and sends it again (or stops the run on insufficient_quota)
+                response.headers["x-should-retry"] = "false"
             self.stats.rate_limited += 1
             self.limit.rate_limited()
             self.stats.lowest_limit = self.limit.lowest

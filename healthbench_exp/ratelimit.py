@@ -208,7 +208,7 @@ class EndpointPacer:
         if now - self._last_notice >= NOTICE_EVERY_S:
             self._last_notice = now
             log.warning(
-                "%s endpoint rate-limited (HTTP 429): waiting %.1f s, then %.2f req/s, rising; "
+                "%s endpoint rate-limited (HTTP 429): waiting %.3g s, then %.3g req/s, rising; "
                 "refused requests are sent again",
                 self.role,
                 wait_s,
