@@ -78,6 +78,9 @@ class RateLimitConfig:
 
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None  # prompt + completion tokens
+    # dry_run only: send one minimal request and read the limits not set here from its
+    # x-ratelimit-limit-* headers (else a dry run sends nothing)
+    probe: bool = False
 
 
 @dataclass

@@ -294,7 +294,13 @@ def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
     def dollars(value: float | None) -> str:
         return "unknown (no price configured)" if value is None else f"${value:.4f}"
 
-    lines = ["", f"Dry run: nothing was sent ({estimate['rows']} rows)"]
+    probed = estimate.get("rate_limits_probed")
+    sent = (
+        f"one request to the {' and '.join(probed)} endpoint to read its rate limits"
+        if probed
+        else "nothing"
+    )
+    lines = ["", f"Dry run: {sent} was sent ({estimate['rows']} rows)"]
     for role in ("model", "judge"):
         e = estimate[role]
         if not e["calls"]:
@@ -311,10 +317,10 @@ def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
             if role in durations:
                 d = durations[role]
                 limits = [
-                    f"{d['requests']} requests at {d['requests_per_minute']:g}/min"
+                    f"{d['requests']} requests at {d['requests_per_minute']:,.0f}/min"
                     if d["requests_per_minute"]
                     else "",
-                    f"~{d['tokens']} tokens at {d['tokens_per_minute']:g}/min"
+                    f"~{d['tokens']:,} tokens at {d['tokens_per_minute']:,.0f}/min"
                     if d["tokens_per_minute"]
                     else "",
                 ]
@@ -323,7 +329,7 @@ def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
                     f"({'; '.join(filter(None, limits))})"
                 )
         lines.append(
-            f"  expected duration at the configured rate limits: at least "
+            f"  expected duration at the known rate limits: at least "
             f"{minutes(durations['seconds'])}"
         )
     assumptions = estimate["assumptions"]

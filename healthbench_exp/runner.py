@@ -461,13 +461,20 @@ async def judge_transport(
 def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> dict[str, Any]:
     """Estimate the run's calls, tokens and cost into `estimate.json`; send nothing.
 
-    No API key is needed and no endpoint is contacted (not even the built-in server).
+    No API key is needed and no endpoint is contacted (not even the built-in server), unless a
+    role's `rate_limit.probe` asks to read its limits from one request (see `probe`).
     """
     from .estimate import estimate_run
     from .reporting import write_json
 
     validate(config)
-    estimate = estimate_run(config)
+    probed = [role for role in needed_roles(config) if getattr(config, role).rate_limit.probe]
+    if probed:
+        from .probe import with_probed_limits
+
+        with reachable_endpoints(config) as urls:
+            config = with_probed_limits(config, urls)
+    estimate = {**estimate_run(config), "rate_limits_probed": probed}
     output_dir.mkdir(parents=True, exist_ok=True)
     write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
     return estimate

@@ -117,24 +117,30 @@ def test_timeouts_must_be_positive(override: str, tmp_path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_dry_run_turns_configured_limits_into_an_expected_duration(tmp_path) -> None:
+def test_dry_run_turns_configured_and_probed_limits_into_an_expected_duration(tmp_path) -> None:
     result = run_cli(
         *DEMO,
         "dry_run=true",
-        "judge.rate_limit.requests_per_minute=53",
-        "judge.rate_limit.tokens_per_minute=1000000",
+        "judge.rate_limit.requests_per_minute=53",  # configured: it wins over the headers
+        "judge.rate_limit.probe=true",  # the tokens limit is read from one request's headers
+        "offline_server.rate_limit_requests=1000",  # per minute, as the headers report it
+        "offline_server.rate_limit_tokens=1000000",
         f"hydra.run.dir={tmp_path}",
     )
     assert result.returncode == 0, result.stderr
+    assert "Dry run: one request to the judge endpoint to read its rate limits" in result.stdout
     estimate = json.loads((tmp_path / "estimate.json").read_text())
     duration = estimate["rate_limited_duration"]
     calls = estimate["judge"]["calls"] - estimate["judge"]["cached_calls"]
     assert calls == 106 and "model" not in duration
+    assert duration["judge"]["requests_per_minute"] == 53
+    assert duration["judge"]["tokens_per_minute"] == 1_000_000
     # 106 calls at 53 a minute: 2 minutes; their tokens (~3,000 each) at 1M a minute: ~20 s
     assert duration["judge"]["seconds"] == duration["seconds"] == pytest.approx(120.0)
     tokens = estimate["judge"]["prompt_tokens"] + calls * 2048  # judge.max_tokens is reserved
     assert duration["judge"]["tokens"] == tokens
-    assert "expected duration at the configured rate limits: at least 2.0 min" in result.stdout
+    assert "judge rate limits: at least 2.0 min (106 requests at 53/min;" in result.stdout
+    assert "expected duration at the known rate limits: at least 2.0 min" in result.stdout
 
 
 def test_the_server_limits_as_openai_does() -> None:
