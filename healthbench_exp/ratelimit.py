@@ -147,7 +147,6 @@ class EndpointPacer:
         self._gate = asyncio.Lock()  # the queue of held-back requests (FIFO)
         self.waiting = 0  # requests held back right now
         self.requeued = 0  # rate-limited requests sent again
-        self.paused_s = 0.0  # summed pauses (overlapping ones counted once)
         self._last_notice = float("-inf")
 
     def rate(self, now: float) -> float | None:
@@ -192,10 +191,7 @@ class EndpointPacer:
         """A request started at `started_at` was refused for `wait_s` seconds: pause, re-pace."""
         now = time.monotonic()
         self.requeued += 1
-        resume = now + wait_s
-        if resume > self.resume_at:
-            self.paused_s += resume - max(now, self.resume_at)
-            self.resume_at = resume
+        self.resume_at = max(self.resume_at, now + wait_s)
         self.next_start = max(self.next_start, self.resume_at)
         if started_at >= self.last_cut:
             refused_at = self.rate(now)
@@ -225,14 +221,16 @@ class EndpointPacer:
         return PACE_MARGIN * len(self.successes) / max(span, 1.0)
 
     def describe(self) -> str:
-        """For the progress line: "rate-limited judge: waiting 4s, pace 2.0 req/s", or ""."""
+        """For the progress line: "rate-limited judge: waiting 4s (37 queued), pace 2.0 req/s"
+        ("paced judge: ..." at a configured pace, never refused yet), or "" (unpaced)."""
         if self.base_rate is None and not self.requeued:
             return ""
         parts = []
         now = time.monotonic()
         if self.resume_at > now:
-            parts.append(f"waiting {math.ceil(self.resume_at - now)}s")
+            parts.append(f"waiting {math.ceil(self.resume_at - now)}s ({self.waiting} queued)")
         rate = self.rate(now)
         if rate is not None:
             parts.append(f"pace {rate:.1f} req/s")
-        return f"rate-limited {self.role}: " + ", ".join(parts or ["recovered"])
+        state = "rate-limited" if self.requeued else "paced"
+        return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])

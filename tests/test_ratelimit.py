@@ -3,6 +3,7 @@ and the parts that read a 429 and format OpenAI's headers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import urllib.error
@@ -13,7 +14,13 @@ import pytest
 
 from healthbench_exp.offline_limits import AccountLimits, format_duration
 from healthbench_exp.offline_server import JUDGE_MARKER
-from healthbench_exp.ratelimit import classify_429, parse_duration, wait_from_429
+from healthbench_exp.ratelimit import (
+    MIN_RATE,
+    EndpointPacer,
+    classify_429,
+    parse_duration,
+    wait_from_429,
+)
 from healthbench_exp.stall import stall_notices
 
 from .test_e2e import run_cli
@@ -235,3 +242,27 @@ def test_the_server_answers_429_over_http(loopback_server) -> None:
     assert status == 429 and payload["error"]["type"] == "requests"
     assert 59 <= float(headers["retry-after"]) <= 60 and headers["x-ratelimit-reset-requests"]
     assert server.stats()["rate_limited"] == 1 and server.stats()["requests"] == 1
+
+
+def test_the_pacer_pauses_every_request_and_a_burst_cuts_the_pace_once() -> None:
+    async def scenario() -> None:
+        pacer = EndpointPacer("judge")
+        started = [await pacer.wait_turn() for _ in range(5)]  # unpaced: at once
+        assert started[-1] - started[0] < 0.05 and pacer.describe() == ""
+        for _ in range(4):
+            pacer.succeeded()
+        pacer.rate_limited(0.2, started[0])  # the first refusal of a burst sets the pace
+        pace = pacer.base_rate
+        assert pace is not None and pace >= MIN_RATE
+        pacer.rate_limited(0.3, started[1])  # same burst: the pause grows, the pace stays
+        assert pacer.base_rate == pace
+        assert "rate-limited judge: waiting 1s (0 queued), pace" in pacer.describe()
+        before = time.monotonic()
+        turns = await asyncio.gather(*(pacer.wait_turn() for _ in range(3)))
+        assert min(turns) - before >= 0.29  # nobody started during the pause
+        assert sorted(turns) == turns  # in the order they came, spaced by the pace
+        assert turns[2] - turns[1] >= 1 / pacer.rate(turns[1]) - 0.01
+        pacer.rate_limited(0.0, turns[0])  # sent after the cut and refused: cut again
+        assert pacer.base_rate < pace
+
+    asyncio.run(scenario())
