@@ -19,7 +19,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from .config import Config, ConfigError, register_configs, unknown_option
 from .data import DataError
-from .endpoints import FatalEndpointError
+from .endpoints import FatalEndpointError, QuotaExhausted
 from .outcome import EXIT_UNGRADED, Tally, run_outcome
 from .verdict_watch import UnparseableJudge
 
@@ -134,6 +134,8 @@ def app(cfg: DictConfig) -> float | None:
             return None
         raise SystemExit(EXIT_UNGRADED) from None
     except (ConfigError, DataError, FatalEndpointError) as exc:
+        if isinstance(exc, QuotaExhausted):  # what finished is kept: the run can be finished
+            exc = QuotaExhausted(f"{exc}; then finish with: {resume_command(output_dir)}")
         reporting.write_status(output_dir, "failed", str(exc))
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
@@ -167,6 +169,11 @@ def app(cfg: DictConfig) -> float | None:
     if in_sweep:
         return None
     raise SystemExit(code)
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that finishes the run in `run_dir`."""
+    return f"python -m healthbench_exp resume={run_dir}"
 
 
 def resume_arguments(argv: list[str]) -> list[str]:

@@ -74,6 +74,18 @@ class PriceConfig:
 
 
 @dataclass
+class RateLimitConfig:
+    """An account's known limits for one endpoint (null = unknown). A run starts at this pace
+    instead of finding it by 429s; `dry_run` turns them into an expected duration."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None  # prompt + completion tokens
+    # dry_run only: send one minimal request and read the limits not set here from its
+    # x-ratelimit-limit-* headers (else a dry run sends nothing)
+    probe: bool = False
+
+
+@dataclass
 class EndpointConfig:
     """One chat-completions endpoint: the policy model or the judge."""
 
@@ -91,6 +103,7 @@ class EndpointConfig:
     price: PriceConfig = field(default_factory=PriceConfig)
     # the reply length cost estimates assume (dry_run, budget): tokens, reasoning included
     expected_completion_tokens: int = 600
+    rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
 
 
 @dataclass
@@ -155,8 +168,11 @@ class RunnerConfig:
     max_in_flight: int | None = None  # model and judge requests in flight together; null: no cap
     max_retries: int = 4  # HTTP retries per request (429, 5xx, timeouts), by the openai client
     http_client: HttpClient = HttpClient.aiohttp  # the openai client's transport: aiohttp | httpx
-    request_timeout_s: float = 600.0
-    connect_timeout_s: float = 10.0  # start-up reachability check; fails fast
+    # per attempt: no byte of a reply for so long and the request is retried (runner.max_retries)
+    request_timeout_s: float = 180.0
+    reasoning_request_timeout_s: float = 600.0  # the same for endpoints with `reasoning: true`
+    connect_timeout_s: float = 10.0  # start-up reachability check and each connection; fails fast
+    stall_notice_s: float = 30.0  # log a notice when an endpoint has not answered for so long
     bootstrap_samples: int = 1000
     progress: bool = True
     max_failure_fraction: float = 0.01  # exit non-zero when more rows than this share fail
@@ -197,6 +213,13 @@ class OfflineServerConfig:
     judge_error_rate: float = 0.0  # share of judge requests answered 500
     seed: int = 0
     batch_delay_s: float = 0.0  # Batch API batches are reported in_progress this long
+    # account faults (see offline_limits), applied to the requests of `limited_role`
+    rate_limit_requests: int = 0  # requests per rate_limit_window_s, as OpenAI limits; 0: none
+    rate_limit_tokens: int = 0  # tokens (prompt + max_tokens) per rate_limit_window_s; 0: none
+    rate_limit_window_s: float = 60.0
+    quota_exhausted: bool = False  # answer 429 insufficient_quota
+    silent: bool = False  # accept requests and never answer
+    limited_role: str = "all"  # all | model | judge
 
 
 @dataclass
@@ -265,6 +288,11 @@ def validate(config: Config) -> None:
     valid) is named in one error, with its valid range.
     """
     bad = out_of_range(config)
+    if config.offline_server.limited_role not in ("all", "model", "judge"):
+        bad.append(
+            "offline_server.limited_role must be all, model or judge, "
+            f"got {config.offline_server.limited_role!r}"
+        )
     if bad:
         raise ConfigError("; ".join(bad))
     completions = config.completions

@@ -56,6 +56,7 @@ AT_LEAST_0 = Range(0)
 POSITIVE = Range(0, low_inclusive=False)
 SHARE = Range(0, 1)
 TEMPERATURE = Range(0, 2, nullable=True)  # OpenAI's chat-completions range; null: not sent
+SECONDS = Range(0, low_inclusive=False)  # 0 would mean no timeout, a negative one dooms requests
 PRICE = Range(0, nullable=True)  # US dollars per million tokens; null: unknown
 
 _ENDPOINT = {
@@ -64,6 +65,8 @@ _ENDPOINT = {
     "price.input_per_mtok": PRICE,
     "price.cached_input_per_mtok": PRICE,
     "price.output_per_mtok": PRICE,
+    "rate_limit.requests_per_minute": Range(0, low_inclusive=False, nullable=True),
+    "rate_limit.tokens_per_minute": Range(0, low_inclusive=False, nullable=True),
 }
 
 NUMERIC_RANGES: dict[str, Range] = {
@@ -82,8 +85,10 @@ NUMERIC_RANGES: dict[str, Range] = {
     "runner.max_parallel_judges": AT_LEAST_1,
     "runner.max_in_flight": Range(1, nullable=True),
     "runner.max_retries": AT_LEAST_0,
-    "runner.request_timeout_s": POSITIVE,
-    "runner.connect_timeout_s": POSITIVE,
+    "runner.request_timeout_s": SECONDS,
+    "runner.reasoning_request_timeout_s": SECONDS,
+    "runner.connect_timeout_s": SECONDS,
+    "runner.stall_notice_s": SECONDS,
     "runner.bootstrap_samples": AT_LEAST_1,
     "runner.max_failure_fraction": SHARE,
     "budget.max_usd": Range(0, low_inclusive=False, nullable=True),
@@ -98,6 +103,9 @@ NUMERIC_RANGES: dict[str, Range] = {
     "offline_server.judge_empty_rate": SHARE,
     "offline_server.judge_error_rate": SHARE,
     "offline_server.batch_delay_s": AT_LEAST_0,
+    "offline_server.rate_limit_requests": AT_LEAST_0,
+    "offline_server.rate_limit_tokens": AT_LEAST_0,
+    "offline_server.rate_limit_window_s": POSITIVE,
 }
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from .cache import CachedReply, RequestKeys, ResponseCache
 from .config import ConfigError, EndpointConfig, HttpClient
 from .costs import Budget, BudgetExhausted, cost_usd, request_estimate_usd
+from .ratelimit import EndpointPacer, classify_429
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 CONNECTIONS_PER_CLIENT = 16
@@ -36,6 +37,18 @@ class EmptyReply(RequestFailed):
 
 class FatalEndpointError(Exception):
     """An error no retry can fix (bad key, unknown model, unreachable endpoint): stop the run."""
+
+
+class QuotaExhausted(FatalEndpointError):
+    """429 `insufficient_quota` (billing, credit): stop the run; once fixed, resume it."""
+
+
+class RateLimited(Exception):
+    """A rate-limit 429: the request is sent again after `wait_s` (not a failure)."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"rate limited; wait {wait_s:.3f} s")
+        self.wait_s = wait_s
 
 
 @dataclass
@@ -195,6 +208,7 @@ class ChatEndpoint:
         max_tokens: int | None,
         max_retries: int,
         timeout_s: float,
+        connect_timeout_s: float | None = None,
         cache: ResponseCache | None = None,
         shared_limit: asyncio.Semaphore | None = None,
         identity: str | None = None,
@@ -205,11 +219,19 @@ class ChatEndpoint:
         self.config = config
         self.limit = AdaptiveLimit(config.max_concurrency)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
+        # every request starts through it: a rate-limit 429 pauses and paces them all
+        self.pacer = EndpointPacer(role, config.rate_limit.requests_per_minute)
+        self.url = base_url or OPENAI_DEFAULT_URL
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        # when a reply (any HTTP answer) last came, and since when requests have been in flight:
+        # the later of the two is how long the endpoint has been silent (see `silent_for`)
+        self.last_reply_at = self.busy_since = time.monotonic()
+        # 429s are not retried by the client (see _on_response) but here, without a bound
         self.client_settings = {
             "api_key": api_key,
             "base_url": base_url,
             "max_retries": max_retries,
-            "timeout": timeout_s,
         }
         self.http_client = http_client
         self._clients: list[Any] = []  # made at the first request: a run answered from the
@@ -243,17 +265,30 @@ class ChatEndpoint:
                     openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=tls)
                     for _ in range(-(-self.config.max_concurrency // CONNECTIONS_PER_CLIENT))
                 ]
+            connect = self.connect_timeout_s or self.timeout_s
+            timeout = openai.Timeout(self.timeout_s, connect=connect)
             self._clients = [
-                openai.AsyncOpenAI(**self.client_settings, http_client=transport)
+                openai.AsyncOpenAI(**self.client_settings, timeout=timeout, http_client=transport)
                 for transport in transports
             ]
         return self._clients
 
     async def _on_response(self, response: Any) -> None:
+        self.last_reply_at = time.monotonic()
         if response.status_code == 429:
+            if response.request.url.path.endswith("/chat/completions"):
+                # not retried by the client's bounded retries: `_request` waits as the server
+                # says and sends it again (or stops the run on insufficient_quota)
+                response.headers["x-should-retry"] = "false"
             self.stats.rate_limited += 1
             self.limit.rate_limited()
             self.stats.lowest_limit = self.limit.lowest
+
+    def silent_for(self, now: float) -> float | None:
+        """Seconds since the endpoint last answered while requests wait on it (None: none do)."""
+        if self.stats.in_flight <= 0:
+            return None
+        return now - max(self.last_reply_at, self.busy_since)
 
     def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         """The messages actually sent: the configured system message first, if any."""
@@ -287,6 +322,18 @@ class ChatEndpoint:
         return reply
 
     async def _request(self, sent: list[dict[str, str]], prefix_key: str | None) -> Reply:
+        """Send when the pacer allows; a rate-limited request waits and is sent again."""
+        while True:
+            started = await self.pacer.wait_turn()
+            try:
+                reply = await self._send(sent, prefix_key)
+            except RateLimited as refused:
+                self.pacer.rate_limited(refused.wait_s, started)
+                continue
+            self.pacer.succeeded()
+            return reply
+
+    async def _send(self, sent: list[dict[str, str]], prefix_key: str | None) -> Reply:
         import openai
 
         stats = self.stats
@@ -308,6 +355,8 @@ class ChatEndpoint:
                 self.limit.release(success=False)
                 raise
         cost = 0.0
+        if stats.in_flight == 0:
+            self.busy_since = time.monotonic()
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False
@@ -334,6 +383,17 @@ class ChatEndpoint:
                 f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
                 f"path ({exc.status_code}); check {self.role}.name and {self.role}.base_url"
             ) from exc
+        except openai.RateLimitError as exc:
+            refusal = classify_429(exc.response.headers, exc.body and {"error": exc.body})
+            if refusal.quota:
+                raise QuotaExhausted(
+                    f"{self.role} endpoint {self.url}: insufficient_quota (429): "
+                    f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
+                ) from exc
+            if not refusal.too_large:
+                raise RateLimited(refusal.wait_s) from None
+            self._failed("RequestTooLarge")
+            raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
         except openai.APIError as exc:
             self._failed(type(exc).__name__)
             raise RequestFailed(f"{type(exc).__name__}: {exc}") from exc

@@ -9,6 +9,12 @@ Calls the response cache already holds are counted apart and cost nothing: every
 be looked up, and a judge call whenever its reply is known (cached, or given by physicians or a
 file). One judge attempt per criterion is assumed, and the provider's own prompt caching, which
 makes judge prompts cheaper, is not counted: the estimate errs high.
+
+Where an endpoint's account limits are configured (`model.rate_limit.requests_per_minute` /
+`tokens_per_minute`, the same under `judge`), they become the least time its calls can take:
+the calls to pay over requests per minute, and their tokens over tokens per minute, counting
+each call's prompt plus the completion it reserves (its `max_tokens` when one is sent, as
+OpenAI counts it, else its expected length). The run takes at least the longest of these.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 
 from .cache import RequestKeys, ResponseCache, cache_dir
 from .completions import work_items
-from .config import Config, TaskKind, needed_roles
+from .config import Config, RateLimitConfig, TaskKind, needed_roles
 from .costs import BATCH_PRICE_FACTOR, cost_usd
 from .data import load_examples
 from .endpoints import messages_sent, request_body
@@ -197,6 +203,48 @@ def estimate_meta_eval(estimator: Estimator) -> dict[str, Any]:
     return {"rows": len(rows) * config.sampling.rollouts_per_example}
 
 
+def limited_duration(
+    usage: CallEstimate, reserved_tokens: int, limits: RateLimitConfig
+) -> dict[str, Any] | None:
+    """The least seconds `usage`'s paid calls take under `limits`, and why (None: no limits);
+    each call counts its prompt plus `reserved_tokens` against a tokens limit."""
+    paid = usage.calls - usage.cached_calls
+    tokens = usage.prompt_tokens + paid * reserved_tokens
+    bounds = {}
+    if limits.requests_per_minute:
+        bounds["requests"] = 60.0 * paid / limits.requests_per_minute
+    if limits.tokens_per_minute:
+        bounds["tokens"] = 60.0 * tokens / limits.tokens_per_minute
+    if not bounds:
+        return None
+    return {
+        "seconds": max(bounds.values()),
+        "requests": paid,
+        "tokens": tokens,
+        "requests_per_minute": limits.requests_per_minute,
+        "tokens_per_minute": limits.tokens_per_minute,
+    }
+
+
+def expected_durations(config: Config, usage: dict[str, CallEstimate]) -> dict[str, Any] | None:
+    """Per role with configured limits, `limited_duration`; `seconds`: the longest of them."""
+    sampling = {
+        "model": (config.sampling.temperature, config.sampling.max_tokens),
+        "judge": (config.judge.temperature, config.judge.max_tokens),
+    }
+    durations: dict[str, Any] = {}
+    for role in needed_roles(config):
+        endpoint = getattr(config, role)
+        sent_max = request_body(endpoint, *sampling[role]).get("max_tokens")
+        reserved = sent_max or endpoint.expected_completion_tokens
+        duration = limited_duration(usage[role], reserved, endpoint.rate_limit)
+        if duration is not None:
+            durations[role] = duration
+    if not durations:
+        return None
+    return {**durations, "seconds": max(d["seconds"] for d in durations.values())}
+
+
 def estimate_run(config: Config) -> dict[str, Any]:
     """The estimate of one job: calls, cached calls, tokens and dollars per endpoint."""
     estimator = Estimator(config)
@@ -222,6 +270,7 @@ def estimate_run(config: Config) -> dict[str, Any]:
         "model": asdict(estimator.usage["model"]),
         "judge": asdict(estimator.usage["judge"]),
         "total_cost_usd": total,
+        "rate_limited_duration": expected_durations(config, estimator.usage),
         "assumptions": {
             "tokenizer": estimator.tokenizer,
             "model_expected_completion_tokens": config.model.expected_completion_tokens,
@@ -232,11 +281,26 @@ def estimate_run(config: Config) -> dict[str, Any]:
     }
 
 
+def minutes(seconds: float) -> str:
+    """ "42 s", "5.3 min" or "2.1 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
     def dollars(value: float | None) -> str:
         return "unknown (no price configured)" if value is None else f"${value:.4f}"
 
-    lines = ["", f"Dry run: nothing was sent ({estimate['rows']} rows)"]
+    probed = estimate.get("rate_limits_probed")
+    sent = (
+        f"one request to the {' and '.join(probed)} endpoint to read its rate limits"
+        if probed
+        else "nothing"
+    )
+    lines = ["", f"Dry run: {sent} was sent ({estimate['rows']} rows)"]
     for role in ("model", "judge"):
         e = estimate[role]
         if not e["calls"]:
@@ -247,6 +311,27 @@ def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
             f"{dollars(e['cost_usd'])}"
         )
     lines.append(f"  estimated cost {dollars(estimate['total_cost_usd'])}")
+    durations = estimate.get("rate_limited_duration")
+    if durations:
+        for role in ("model", "judge"):
+            if role in durations:
+                d = durations[role]
+                limits = [
+                    f"{d['requests']} requests at {d['requests_per_minute']:,.0f}/min"
+                    if d["requests_per_minute"]
+                    else "",
+                    f"~{d['tokens']:,} tokens at {d['tokens_per_minute']:,.0f}/min"
+                    if d["tokens_per_minute"]
+                    else "",
+                ]
+                lines.append(
+                    f"  {role:<5} rate limits: at least {minutes(d['seconds'])} "
+                    f"({'; '.join(filter(None, limits))})"
+                )
+        lines.append(
+            f"  expected duration at the known rate limits: at least "
+            f"{minutes(durations['seconds'])}"
+        )
     assumptions = estimate["assumptions"]
     lines.append(
         f"  ({assumptions['tokenizer']}; replies assumed "

@@ -38,6 +38,7 @@ from .data import (
 from .endpoints import Completer, FatalEndpointError
 from .grading import CriterionGrade, grade_criterion, render_conversation
 from .scoring import bootstrap_std
+from .stall import watch_endpoints
 from .tracking import JobContext
 from .verdict_watch import UnparseableWatch
 
@@ -174,7 +175,10 @@ async def grade_rows(
         return result
 
     try:
-        async with asyncio.TaskGroup() as group:
+        async with (
+            watch_endpoints([endpoint], config.runner.stall_notice_s, progress.refresh),
+            asyncio.TaskGroup() as group,
+        ):
             tasks = [group.create_task(one(row, repeat)) for row, repeat in work]
     except* FatalEndpointError as errors:
         raise errors.exceptions[0] from None

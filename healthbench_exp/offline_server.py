@@ -20,6 +20,10 @@ request at 256 in flight. Run on its own:
 401 to requests without `Authorization: Bearer K`. It also speaks enough of the files and batches
 API for OpenAI's Batch API (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/{id}`,
 `GET /v1/files/{id}/content`); `--batch-delay-s` keeps a batch `in_progress` that long.
+Account faults (see `offline_limits`): `--rate-limit-requests N` / `--rate-limit-tokens N` per
+`--rate-limit-window-s` answer 429 as OpenAI's rate limiter does, `--quota-exhausted` answers
+429 `insufficient_quota`, `--silent` accepts requests and never answers; `--limited-role`
+(all, model, judge) says whose requests they apply to.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from .offline_limits import AccountLimits, request_tokens
 
 if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
     from aiohttp import web
@@ -133,6 +139,9 @@ class Faults:
             "last_reply_at": 0.0,  # time.time() of the latest reply (with the first: busy time)
             "batches_created": 0,
             "batch_requests": 0,
+            "rate_limited": 0,  # answered 429 by the rate limiter (not counted in `requests`)
+            "quota_refused": 0,
+            "silent_held": 0,  # requests accepted and never answered
         }
 
     def prefix_cache_hit(self, key: str | None, messages: list[dict[str, Any]]) -> int:
@@ -179,11 +188,14 @@ def _not_found(path: str) -> web.Response:
 
 
 class OfflineServer:
-    """The routes, over one Faults and one BatchStore."""
+    """The routes, over one Faults, one BatchStore and the account's limits."""
 
-    def __init__(self, faults: Faults, batch_delay_s: float = 0.0) -> None:
+    def __init__(
+        self, faults: Faults, batch_delay_s: float = 0.0, limits: AccountLimits | None = None
+    ) -> None:
         self.faults = faults
         self.batches = BatchStore(batch_delay_s)
+        self.limits = limits or AccountLimits()
 
     def app(self) -> web.Application:
         from aiohttp import web
@@ -240,6 +252,20 @@ class OfflineServer:
             and request.headers.get("Authorization") != f"Bearer {faults.require_key}"
         ):
             return _json(401, {"error": {"message": "invalid API key", "type": "invalid_api_key"}})
+        limits = self.limits
+        headers: dict[str, str] = {}
+        last = str(messages[-1].get("content", "")) if messages else ""
+        if limits.applies(JUDGE_MARKER in last):
+            if limits.silent:
+                faults.count("silent_held")
+                await asyncio.Event().wait()  # accepted, never answered
+            if limits.quota_exhausted:
+                faults.count("quota_refused")
+                return _json(*limits.quota_error())
+            headers, refusal = limits.admit(model, request_tokens(body, messages))
+            if refusal is not None:
+                faults.count("rate_limited")
+                return _json(*refusal)
         faults.count("requests")
         faults.count("in_flight")
         received = time.perf_counter()
@@ -247,7 +273,8 @@ class OfflineServer:
             delay, draw = faults.draw()
             if delay:
                 await asyncio.sleep(delay)
-            return _json(*completion_response(faults, draw, model, body, messages))
+            status, payload, extra = completion_response(faults, draw, model, body, messages)
+            return _json(status, payload, {**headers, **(extra or {})} or None)
         finally:
             faults.count("in_flight", -1)
             faults.count("held_ms_total", (time.perf_counter() - received) * 1000.0)
@@ -421,6 +448,12 @@ def server_args(
     fenced_rate: float = 0.0,
     judge_empty_rate: float = 0.0,
     judge_error_rate: float = 0.0,
+    rate_limit_requests: int = 0,
+    rate_limit_tokens: int = 0,
+    rate_limit_window_s: float = 60.0,
+    quota_exhausted: bool = False,
+    silent: bool = False,
+    limited_role: str = "all",
 ) -> list[str]:
     """Command-line flags for `python -m healthbench_exp.offline_server`."""
     judge_faults = {
@@ -428,12 +461,28 @@ def server_args(
         "judge-empty-rate": judge_empty_rate,
         "judge-error-rate": judge_error_rate,
     }
+    # the account faults change no reply: named only when set, so the default flags (which name
+    # the server in cache keys) stay as they were
+    account = (
+        ([f"--rate-limit-requests={rate_limit_requests}"] if rate_limit_requests else [])
+        + ([f"--rate-limit-tokens={rate_limit_tokens}"] if rate_limit_tokens else [])
+        + (
+            [f"--rate-limit-window-s={rate_limit_window_s}"]
+            if rate_limit_requests or rate_limit_tokens
+            else []
+        )
+        + (["--quota-exhausted"] if quota_exhausted else [])
+        + (["--silent"] if silent else [])
+    )
+    if account:
+        account.append(f"--limited-role={limited_role}")
     return (
         ([f"--require-key={require_key}"] if require_key else [])
         # only when set: it changes no reply, and the flags name the server in cache keys
         + ([f"--batch-delay-s={batch_delay_s}"] if batch_delay_s else [])
         # only when set: a server without them keeps its flags (and so its cache keys)
         + [f"--{flag}={rate}" for flag, rate in judge_faults.items() if rate]
+        + account
     ) + [
         f"--latency-ms={latency_ms}",
         f"--jitter-ms={jitter_ms}",
@@ -515,6 +564,17 @@ def main(argv: list[str] | None = None) -> None:
         default=0.0,
         help="Batch API batches stay in_progress so long",
     )
+    parser.add_argument("--rate-limit-requests", type=int, default=0, help="per window; 0: none")
+    parser.add_argument("--rate-limit-tokens", type=int, default=0, help="per window; 0: none")
+    parser.add_argument("--rate-limit-window-s", type=float, default=60.0)
+    parser.add_argument("--quota-exhausted", action="store_true", help="429 insufficient_quota")
+    parser.add_argument("--silent", action="store_true", help="accept requests, never answer")
+    parser.add_argument(
+        "--limited-role",
+        choices=("all", "model", "judge"),
+        default="all",
+        help="whose requests the rate limits, quota and silence apply to",
+    )
     args = parser.parse_args(argv)
     faults = Faults(
         latency_ms=args.latency_ms,
@@ -528,7 +588,15 @@ def main(argv: list[str] | None = None) -> None:
         seed=args.seed,
         require_key=args.require_key,
     )
-    server = OfflineServer(faults, args.batch_delay_s)
+    limits = AccountLimits(
+        args.rate_limit_requests,
+        args.rate_limit_tokens,
+        args.rate_limit_window_s,
+        args.quota_exhausted,
+        args.silent,
+        args.limited_role,
+    )
+    server = OfflineServer(faults, args.batch_delay_s, limits)
     with (
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,
         contextlib.suppress(KeyboardInterrupt),

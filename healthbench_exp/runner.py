@@ -52,6 +52,7 @@ from .scoring import (
     consensus_breakdown,
     example_metrics,
 )
+from .stall import watch_endpoints
 from .tracking import JobContext
 from .verdict_watch import UnparseableWatch
 
@@ -94,17 +95,19 @@ class Progress:
         self.endpoints = endpoints
         self.criteria = self.failed = self.ungraded = 0
         self.bar = None
+        self.interactive = False
         if enabled:
             import sys
 
             from tqdm import tqdm
 
+            self.interactive = sys.stderr.isatty()
             self.bar = tqdm(
                 total=total,
                 unit=unit,
                 desc="examples" if unit == "ex" else "rows",
                 dynamic_ncols=True,
-                mininterval=0.5 if sys.stderr.isatty() else 10.0,
+                mininterval=0.5 if self.interactive else 10.0,
             )
 
     def update(self, result: ExampleResult) -> None:
@@ -115,14 +118,24 @@ class Progress:
         self.ungraded += ungraded
         self.failed += failed
         if self.bar is not None:
-            self.bar.set_postfix(
-                criteria=self.criteria,
-                in_flight=sum(e.stats.in_flight for e in self.endpoints),
-                failed=self.failed,
-                ungraded=self.ungraded,
-                refresh=False,
-            )
+            self.bar.set_postfix_str(self.postfix(), refresh=False)
             self.bar.update(1)
+
+    def postfix(self) -> str:
+        """Counters, and each rate-limited endpoint's wait and pace."""
+        in_flight = sum(e.stats.in_flight for e in self.endpoints)
+        parts = [
+            f"criteria={self.criteria}, in_flight={in_flight}, failed={self.failed}, "
+            f"ungraded={self.ungraded}",
+            *filter(None, (e.pacer.describe() for e in self.endpoints)),
+        ]
+        return ", ".join(parts)
+
+    def refresh(self) -> None:
+        """Show the current postfix though no example finished (a rate-limit wait, a stall);
+        redrawn at once on a terminal only (a log file gets it with the next update)."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(self.postfix(), refresh=self.interactive)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -231,7 +244,10 @@ async def evaluate(
         return result
 
     try:
-        async with asyncio.TaskGroup() as group:
+        async with (
+            watch_endpoints(progress.endpoints, config.runner.stall_notice_s, progress.refresh),
+            asyncio.TaskGroup() as group,
+        ):
             tasks = [group.create_task(one(item)) for item in work]
     except* FatalEndpointError as errors:
         raise errors.exceptions[0] from None
@@ -283,7 +299,15 @@ def builtin_identity(config: Config) -> str:
     verdicts) change its replies and must not be replayed to a run without them."""
     from .offline_server import server_args
 
-    settings = {**asdict(config.offline_server), "batch_delay_s": 0.0}  # changes no reply
+    # what changes no reply: the batch delay and the account faults (rate limits, quota, silence)
+    settings = {
+        **asdict(config.offline_server),
+        "batch_delay_s": 0.0,
+        "rate_limit_requests": 0,
+        "rate_limit_tokens": 0,
+        "quota_exhausted": False,
+        "silent": False,
+    }
     return "builtin " + " ".join(server_args(**settings))
 
 
@@ -360,7 +384,10 @@ async def open_endpoints(
             temperature=sampling[role][0],
             max_tokens=sampling[role][1],
             max_retries=runner.max_retries,
-            timeout_s=runner.request_timeout_s,
+            timeout_s=runner.reasoning_request_timeout_s
+            if getattr(config, role).reasoning
+            else runner.request_timeout_s,
+            connect_timeout_s=runner.connect_timeout_s,
             cache=cache,
             shared_limit=shared,
             identity=endpoint_identity(config, role),
@@ -440,13 +467,20 @@ async def judge_transport(
 def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> dict[str, Any]:
     """Estimate the run's calls, tokens and cost into `estimate.json`; send nothing.
 
-    No API key is needed and no endpoint is contacted (not even the built-in server).
+    No API key is needed and no endpoint is contacted (not even the built-in server), unless a
+    role's `rate_limit.probe` asks to read its limits from one request (see `probe`).
     """
     from .estimate import estimate_run
     from .reporting import write_json
 
     validate(config)
-    estimate = estimate_run(config)
+    probed = [role for role in needed_roles(config) if getattr(config, role).rate_limit.probe]
+    if probed:
+        from .probe import with_probed_limits
+
+        with reachable_endpoints(config) as urls:
+            config = with_probed_limits(config, urls)
+    estimate = {**estimate_run(config), "rate_limits_probed": probed}
     output_dir.mkdir(parents=True, exist_ok=True)
     write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
     return estimate

@@ -1,0 +1,140 @@
+"""The built-in server's account faults: rate limits, an exhausted quota, a silent endpoint.
+
+They apply to the requests of one role (`limited_role`: judge, model or all; the server tells a
+judge request by the grader prompt). The rate limiter answers as OpenAI does: two token buckets
+(requests and tokens, each refilled evenly over `window_s`, full at the start), every reply to a
+limited role carrying `x-ratelimit-limit-*` (per minute, as OpenAI reports them),
+`x-ratelimit-remaining-*` and `x-ratelimit-reset-*` ("20ms", "6s", "1m0s"); a refused request
+gets 429 with `retry-after`, `retry-after-ms` and the body
+`{"error": {"message": "Rate limit reached ... Please try again in 1.2s. ...", "type":
+"requests"|"tokens", "code": "rate_limit_exceeded"}}`. A request counts its prompt (4
+characters per token) plus its `max_tokens` against the token limit, as OpenAI counts it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+ROLES = ("all", "model", "judge")
+QUOTA_MESSAGE = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, read the docs: "
+    "https://platform.openai.com/docs/guides/error-codes/api-errors."
+)
+
+
+def format_duration(seconds: float) -> str:
+    """OpenAI's reset format: "20ms", "6s", "1.2s", "1m0s"."""
+    if seconds < 1.0:
+        return f"{max(1, math.ceil(seconds * 1000))}ms"
+    if seconds < 60.0:
+        return f"{math.ceil(seconds * 1000) / 1000:g}s"
+    minutes, rest = divmod(seconds, 60.0)
+    return f"{int(minutes)}m{math.ceil(rest * 1000) / 1000:g}s"
+
+
+class Bucket:
+    """`capacity` units, refilled evenly over `window_s`; full at the start."""
+
+    def __init__(self, capacity: int, window_s: float) -> None:
+        self.capacity = capacity
+        self.per_s = capacity / window_s
+        self.level = float(capacity)
+        self.updated = time.monotonic()
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.per_s)
+        self.updated = now
+
+    def wait_s(self, amount: float) -> float:
+        """Seconds until `amount` is available (0: now)."""
+        return max(0.0, amount - self.level) / self.per_s
+
+    def reset_s(self) -> float:
+        """Seconds until full again."""
+        return (self.capacity - self.level) / self.per_s
+
+
+class AccountLimits:
+    """Rate limits (0 = none), quota and silence for the requests of `limited_role`."""
+
+    def __init__(
+        self,
+        requests: int = 0,
+        tokens: int = 0,
+        window_s: float = 60.0,
+        quota_exhausted: bool = False,
+        silent: bool = False,
+        limited_role: str = "all",
+    ) -> None:
+        if limited_role not in ROLES:
+            raise ValueError(f"limited_role must be one of {', '.join(ROLES)}")
+        self.buckets = {
+            kind: Bucket(capacity, window_s)
+            for kind, capacity in (("requests", requests), ("tokens", tokens))
+            if capacity > 0
+        }
+        self.per_minute = 60.0 / window_s
+        self.quota_exhausted = quota_exhausted
+        self.silent = silent
+        self.limited_role = limited_role
+
+    def applies(self, is_judge: bool) -> bool:
+        return self.limited_role == "all" or self.limited_role == ("judge" if is_judge else "model")
+
+    def quota_error(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+        error = {"message": QUOTA_MESSAGE, "type": "insufficient_quota"}
+        return 429, {"error": {**error, "param": None, "code": "insufficient_quota"}}, {}
+
+    def admit(
+        self, model: str, tokens: int
+    ) -> tuple[dict[str, str], tuple[int, dict[str, Any], dict[str, str]] | None]:
+        """(rate-limit headers for the reply, None to admit it or the 429 to send instead).
+
+        An admitted request takes its request and tokens from the buckets; a refused one takes
+        nothing."""
+        if not self.buckets:
+            return {}, None
+        now = time.monotonic()
+        amounts = {"requests": 1, "tokens": tokens}
+        for bucket in self.buckets.values():
+            bucket.refill(now)
+        short = {kind: b.wait_s(amounts[kind]) for kind, b in self.buckets.items()}
+        refused = max(short, key=lambda kind: short[kind])
+        wait = short[refused]
+        if wait <= 0:
+            for kind, bucket in self.buckets.items():
+                bucket.level -= amounts[kind]
+        headers = self._headers()
+        if wait <= 0:
+            return headers, None
+        bucket = self.buckets[refused]
+        unit = "requests per min (RPM)" if refused == "requests" else "tokens per min (TPM)"
+        message = (
+            f"Rate limit reached for {model} in organization org-offline on {unit}: Limit "
+            f"{round(bucket.capacity * self.per_minute)}, Used "
+            f"{round((bucket.capacity - bucket.level) * self.per_minute)}, Requested "
+            f"{amounts[refused]}. Please try again in {format_duration(wait)}. Visit "
+            "https://platform.openai.com/account/rate-limits to learn more."
+        )
+        headers["retry-after"] = str(math.ceil(wait))
+        headers["retry-after-ms"] = str(math.ceil(wait * 1000))
+        error = {"message": message, "type": refused, "param": None, "code": "rate_limit_exceeded"}
+        return headers, (429, {"error": error}, headers)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {}
+        for kind, bucket in self.buckets.items():
+            headers[f"x-ratelimit-limit-{kind}"] = str(round(bucket.capacity * self.per_minute))
+            headers[f"x-ratelimit-remaining-{kind}"] = str(max(0, math.floor(bucket.level)))
+            headers[f"x-ratelimit-reset-{kind}"] = format_duration(bucket.reset_s())
+        return headers
+
+
+def request_tokens(body: dict[str, Any], messages: list[dict[str, Any]]) -> int:
+    """What a request counts against a tokens limit: its prompt (4 characters per token) plus the
+    completion it may ask for (`max_tokens` / `max_completion_tokens`)."""
+    prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4
+    return prompt + int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
