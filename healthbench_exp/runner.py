@@ -478,7 +478,10 @@ def run_eval(
     try:
         with builtin_server(config) as server:  # it gets ready while the data loads
             work, completions_info = work_items(
-                load_examples(config.dataset), config.completions, config.sampling
+                load_examples(config.dataset),
+                config.completions,
+                config.sampling,
+                system_message=config.model.system_message,
             )
             sampled = config.completions.source is CompletionSource.model
             log.info(
