@@ -20,6 +20,7 @@ from omegaconf.errors import MissingMandatoryValue
 from .config import Config, ConfigError, register_configs, unknown_option
 from .data import DataError
 from .endpoints import FatalEndpointError
+from .resume import plan_resume
 
 log = logging.getLogger("healthbench_exp")
 
@@ -165,40 +166,19 @@ def app(cfg: DictConfig) -> float | None:
     raise SystemExit(code)
 
 
-def resume_arguments(argv: list[str]) -> list[str]:
-    """`resume=<run dir>` becomes that run's own overrides plus `hydra.run.dir=<run dir>`.
-
-    The run then recomposes the same config, and the response cache answers every call that
-    finished before it stopped; only the rest are sent. Other `key=value` arguments replace the
-    run's own value of that key (say, a larger `budget.max_usd`).
-    """
-    resume = [a for a in argv if a.startswith("resume=")]
-    if not resume:
-        return argv
-    extra = [a for a in argv if not a.startswith("resume=")]
-    if len(resume) > 1 or any("=" not in a or a.startswith("-") for a in extra):
-        raise ConfigError(
-            "resume=<run dir> reruns that run's config; it takes only key=value overrides besides"
-        )
-    run_dir = Path(resume[0].split("=", 1)[1]).expanduser()
-    overrides_file = run_dir / ".hydra" / "overrides.yaml"
-    if not overrides_file.is_file() or not (run_dir / "status.json").is_file():
-        raise ConfigError(
-            f"{run_dir} is not a healthbench-exp run directory (no .hydra/overrides.yaml and "
-            "status.json there)"
-        )
-    replaced = {a.split("=", 1)[0].lstrip("+~") for a in extra} | {"hydra.run.dir"}
-    overrides = [str(o) for o in OmegaConf.load(overrides_file)]
-    return [
-        *(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in replaced),
-        *extra,
-        f"hydra.run.dir={run_dir}",
-    ]
-
-
 def main() -> None:
+    """Check the arguments (a `resume=` against its run's saved config), then run the job.
+
+    Both checks come before Hydra starts the job, so a refused resume, and the resume of a
+    completed run, leave the run directory exactly as it was.
+    """
     try:
-        sys.argv[1:] = resume_arguments(sys.argv[1:])
+        plan = plan_resume(sys.argv[1:], str(Path(__file__).resolve().parent / CONFIG_PATH))
+        if plan is not None:
+            if plan.completed:
+                print(plan.completed_message())
+                raise SystemExit(0)
+            sys.argv[1:] = plan.arguments
         check_overrides(sys.argv[1:])
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
