@@ -20,7 +20,7 @@ from omegaconf.errors import MissingMandatoryValue
 from .config import Config, ConfigError, register_configs, unknown_option
 from .data import DataError
 from .endpoints import FatalEndpointError
-from .resume import plan_resume
+from .resume import finish_command, plan_resume
 
 log = logging.getLogger("healthbench_exp")
 
@@ -144,11 +144,7 @@ def app(cfg: DictConfig) -> float | None:
     failed_share = counts["rows_failed"] / counts["rows"] if counts["rows"] else 0.0
     if summary.get("budget") and summary["budget"]["stopped"]:
         status, code = "partial", 4
-        message = (
-            f"budget.max_usd={config.budget.max_usd:g} reached: {counts['rows_not_run']} of "
-            f"{counts['rows']} rows not run; finish with: python -m healthbench_exp "
-            f"resume={output_dir} [budget.max_usd=...]"
-        )
+        message = finish_command(output_dir, summary)
     elif failed_share > config.runner.max_failure_fraction:
         status, code = "failed", 3
         message = (

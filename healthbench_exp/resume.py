@@ -27,6 +27,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from .config import Config, ConfigError
+from .costs import budget_to_finish
 
 # Keys that change how a run runs, never what it measures: a resume may override them. A key is
 # listed exactly, or by a prefix ending in "."; every other key is part of what is measured.
@@ -236,3 +237,28 @@ def _status(run_dir: Path) -> str | None:
         return json.loads((run_dir / "status.json").read_text(encoding="utf-8")).get("status")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def finish_command(run_dir: Path, summary: dict[str, Any]) -> str:
+    """What a run stopped by its budget says: how many rows are left and the command that
+    finishes them, with the `budget.max_usd` to raise to (never the one that stopped it)."""
+    counts, budget = summary["counts"], summary["budget"]
+    left, rows = counts["rows_not_run"], counts["rows"]
+    per_row = ""
+    cap = budget_to_finish(summary["usage"], rows - left, left)
+    if cap is None:  # no row finished: nothing to extrapolate from
+        cap = 10 * budget["max_usd"]
+        per_row = "no row finished to estimate their cost from"
+    else:
+        spent = summary["usage"]["total_cost_usd"]
+        per_row = (
+            f"the {left} rows left should cost about ${spent / (rows - left) * left:.4f} at "
+            f"this run's ${spent / (rows - left):.4f} per finished row"
+        )
+    cap = max(cap, budget["max_usd"])
+    return (
+        f"budget.max_usd={budget['max_usd']:g} reached: {left} of {rows} rows not run; finish "
+        f"with: python -m healthbench_exp resume={run_dir} budget.max_usd={cap:g} "
+        f"(budget.max_usd caps each invocation's new spend; {per_row}; "
+        "budget.max_usd=null removes the cap; finished calls are not paid again)"
+    )
