@@ -175,21 +175,33 @@ def read_invocations(output_dir: Path) -> list[dict[str, Any]]:
 
 
 def record_invocation(
-    output_dir: Path, usage: dict[str, Any], budget: dict[str, Any] | None, started: datetime
+    output_dir: Path,
+    usage: dict[str, Any],
+    budget: dict[str, Any] | None,
+    started: datetime,
+    measured: str,
 ) -> list[dict[str, Any]]:
-    """Append this invocation's `usage` (and `budget`) to `invocations.jsonl`; return every
-    invocation of the run, this one last."""
+    """Append this invocation's `usage` (and `budget`) to `invocations.jsonl`; return the
+    invocations of this run, this one last: the latest ones that measured the same thing
+    (`measured`: a fingerprint of the config), so a directory reused for another config starts
+    its sum afresh (the older lines stay in the file)."""
     previous = read_invocations(output_dir)
     entry = {
         "invocation": len(previous) + 1,
         "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "measured_config_sha256": measured,
         "usage": usage,
         "budget": budget,
     }
     with open(output_dir / INVOCATIONS_FILE, "a", encoding="utf-8") as out:
         out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    return [*previous, entry]
+    same = [entry]
+    for earlier in reversed(previous):
+        if earlier.get("measured_config_sha256") != measured:
+            break
+        same.insert(0, earlier)
+    return same
 
 
 def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ before the job), the config those arguments compose is compared with the run's s
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,14 @@ def measured_changes(
         if old != new:
             changes.append(Change(key, old, new))
     return changes
+
+
+def measured_fingerprint(config_dict: dict[str, Any]) -> str:
+    """sha256 of what a config measures (its keys outside `HOW_IT_RUNS`): two invocations
+    with the same fingerprint measure the same thing."""
+    measured = {k: v for k, v in _flat(config_dict).items() if not how_it_runs(k)}
+    text = json.dumps(measured, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def compose(config_dir: str, arguments: list[str]) -> dict[str, Any]:

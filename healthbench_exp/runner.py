@@ -47,6 +47,7 @@ from .grading import (
     rubric_item_text,
     template_sha256,
 )
+from .resume import measured_fingerprint
 from .scoring import (
     aggregate_metrics,
     bootstrap_std,
@@ -530,7 +531,13 @@ def account_invocation(
     the run's whole (every invocation, with the breakdown), and state what kind of result it
     is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in endpoint: the
     scores mean nothing)."""
-    invocations = record_invocation(output_dir, summary["usage"], summary.get("budget"), began)
+    invocations = record_invocation(
+        output_dir,
+        summary["usage"],
+        summary.get("budget"),
+        began,
+        measured_fingerprint(summary["config"]),
+    )
     summary["usage"] = cumulative_usage(invocations)
     budget = summary.get("budget")
     summary["partial"] = bool(summary["counts"].get("rows_not_run")) or bool(

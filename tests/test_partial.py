@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
+from healthbench_exp.costs import USAGE_FIELDS, cumulative_usage, record_invocation
 
 from .test_e2e import run_cli
 from .test_tracking import offline_runs, wandb_env
@@ -94,3 +97,20 @@ def test_a_budget_stop_tells_one_story_and_its_printed_command_finishes_it(
     assert usage["total_cost_usd"] == pytest.approx(reference["total_cost_usd"])
     assert usage["total_cost_usd"] == pytest.approx(sum(i["total_cost_usd"] for i in invocations))
     assert "over 2 invocations of this run" in resumed.stdout
+
+
+def test_usage_sums_only_the_invocations_that_measured_the_same_thing(tmp_path: Path) -> None:
+    def usage(cost: float) -> dict:
+        role = {name: 1 for name in USAGE_FIELDS} | {"cost_usd": cost / 2, "price": {}}
+        return {"model": role, "judge": role, "total_cost_usd": cost}
+
+    now = datetime.now(UTC)
+    assert len(record_invocation(tmp_path, usage(1.0), None, now, "a")) == 1
+    assert len(record_invocation(tmp_path, usage(2.0), None, now, "a")) == 2
+    # the directory reused for another config: its sum starts afresh, the lines stay
+    (only,) = record_invocation(tmp_path, usage(4.0), None, now, "b")
+    assert only["invocation"] == 3
+    total = cumulative_usage(record_invocation(tmp_path, usage(8.0), None, now, "b"))
+    assert total["total_cost_usd"] == 12.0 and total["judge"]["requests"] == 2
+    assert [i["invocation"] for i in total["invocations"]] == [3, 4]
+    assert len((tmp_path / "invocations.jsonl").read_text().splitlines()) == 4
