@@ -11,7 +11,7 @@ before the job), the config those arguments compose is compared with the run's s
 - a change to what is measured (model, judge, sampling, dataset, completions, task, scoring,
   anything that reaches a prompt or a metric) is refused, naming each key as `old -> new`, with
   the command that measures it in a new run directory instead;
-- a change to how the run runs (`HOW_IT_RUNS`: budget, concurrency, timeouts, retries,
+- a change to how the run runs (`measured.HOW_IT_RUNS`: budget, concurrency, timeouts, retries,
   progress, HTTP client, cache, W&B, prices) is allowed;
 - a completed run has nothing to resume: nothing is sent or written, and it says where the
   results are.
@@ -19,7 +19,6 @@ before the job), the config those arguments compose is compared with the run's s
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,63 +28,7 @@ from omegaconf import OmegaConf
 
 from .config import Config, ConfigError
 from .costs import budget_to_finish
-
-# Keys that change how a run runs, never what it measures: a resume may override them. A key is
-# listed exactly, or by a prefix ending in "."; every other key is part of what is measured.
-HOW_IT_RUNS: tuple[str, ...] = (
-    "budget.",
-    "cache.",
-    "wandb.",
-    "dry_run",
-    "runner.max_concurrent",
-    "runner.max_parallel_judges",
-    "runner.max_in_flight",
-    "runner.max_retries",
-    "runner.http_client",
-    "runner.request_timeout_s",
-    "runner.connect_timeout_s",
-    "runner.progress",
-    "runner.max_failure_fraction",
-    "model.max_concurrency",
-    "judge.max_concurrency",
-    "model.api_key_env",
-    "judge.api_key_env",
-    "model.prompt_cache_key",  # a hint to the provider's prompt cache; the reply is the same
-    "judge.prompt_cache_key",
-    "model.price.",
-    "judge.price.",
-    "model.expected_completion_tokens",  # cost estimates only
-    "judge.expected_completion_tokens",
-    "judge.batch_poll_s",
-    "dataset.cache_dir",
-    "offline_server.latency_ms",
-    "offline_server.jitter_ms",
-    "offline_server.batch_delay_s",
-)
-_ABSENT = object()
-
-
-def how_it_runs(key: str) -> bool:
-    """Whether dotted `key` only changes how a run runs (a resume may change it)."""
-    return any(key == p or (p.endswith(".") and key.startswith(p)) for p in HOW_IT_RUNS)
-
-
-@dataclass(frozen=True)
-class Change:
-    """One config key whose value differs between the saved run and the resume."""
-
-    key: str
-    old: Any
-    new: Any
-
-    def __str__(self) -> str:
-        return f"{self.key}: {_shown(self.old)} -> {_shown(self.new)}"
-
-
-def _shown(value: Any) -> str:
-    if value is _ABSENT:
-        return "(unset)"
-    return value if isinstance(value, str) else json.dumps(value)
+from .measured import flat_keys, measured_changes
 
 
 @dataclass(frozen=True)
@@ -163,9 +106,9 @@ def plan_resume(argv: list[str], config_dir: str) -> ResumePlan | None:
         return None
     arguments = resume_arguments(argv)
     run_dir = _run_dir(next(a for a in argv if a.startswith("resume=")))
-    saved = _flat(_plain(OmegaConf.load(run_dir / ".hydra" / "config.yaml")))
-    composed = _flat(compose(config_dir, arguments))
-    changes = measured_changes(saved, composed, _flat(_plain(OmegaConf.structured(Config))))
+    saved = flat_keys(_plain(OmegaConf.load(run_dir / ".hydra" / "config.yaml")))
+    composed = flat_keys(compose(config_dir, arguments))
+    changes = measured_changes(saved, composed, flat_keys(_plain(OmegaConf.structured(Config))))
     if changes:
         fresh = " ".join(a for a in arguments if not a.startswith("hydra.run.dir="))
         raise ConfigError(
@@ -177,32 +120,6 @@ def plan_resume(argv: list[str], config_dir: str) -> ResumePlan | None:
         )
     status = _status(run_dir)
     return ResumePlan(run_dir, arguments, completed=status == "completed")
-
-
-def measured_changes(
-    saved: dict[str, Any], composed: dict[str, Any], defaults: dict[str, Any]
-) -> list[Change]:
-    """Keys of what is measured whose composed value differs from the saved run's.
-
-    A key the saved config lacks (an option added since the run) counts as its schema default.
-    """
-    changes = []
-    for key in sorted(saved.keys() | composed.keys()):
-        if how_it_runs(key):
-            continue
-        old = saved.get(key, defaults.get(key, _ABSENT))
-        new = composed.get(key, _ABSENT)
-        if old != new:
-            changes.append(Change(key, old, new))
-    return changes
-
-
-def measured_fingerprint(config_dict: dict[str, Any]) -> str:
-    """sha256 of what a config measures (its keys outside `HOW_IT_RUNS`): two invocations
-    with the same fingerprint measure the same thing."""
-    measured = {k: v for k, v in _flat(config_dict).items() if not how_it_runs(k)}
-    text = json.dumps(measured, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def compose(config_dir: str, arguments: list[str]) -> dict[str, Any]:
@@ -227,18 +144,6 @@ def _plain(cfg: Any) -> dict[str, Any]:
     assert isinstance(data, dict)
     data.pop("hydra", None)
     return data  # type: ignore[return-value]
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Dotted key -> value; an empty mapping is a value of its own (`extra_body: {}`)."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            flat.update(_flat(value, dotted + "."))
-        else:
-            flat[dotted] = value
-    return flat
 
 
 def _status(run_dir: Path) -> str | None:

@@ -47,7 +47,7 @@ from .grading import (
     rubric_item_text,
     template_sha256,
 )
-from .resume import measured_fingerprint
+from .measured import measured_fingerprint
 from .scoring import (
     aggregate_metrics,
     bootstrap_std,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.config import unknown_option
-from healthbench_exp.resume import HOW_IT_RUNS, how_it_runs
+from healthbench_exp.measured import HOW_IT_RUNS, how_it_runs
 
 from .test_e2e import REPO, run_cli
 
