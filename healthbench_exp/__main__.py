@@ -21,6 +21,7 @@ from .config import Config, ConfigError, register_configs, unknown_option
 from .data import DataError
 from .endpoints import FatalEndpointError, QuotaExhausted
 from .outcome import EXIT_UNGRADED, Tally, run_outcome
+from .resume import finish_command, plan_resume
 from .verdict_watch import UnparseableJudge
 
 log = logging.getLogger("healthbench_exp")
@@ -150,14 +151,9 @@ def app(cfg: DictConfig) -> float | None:
         raise
     print(reporting.format_report(summary))
     print(f"\noutputs: {output_dir}")
-    counts = summary["counts"]
     if summary.get("budget") and summary["budget"]["stopped"]:
         status, code = "partial", 4
-        message = (
-            f"budget.max_usd={config.budget.max_usd:g} reached: {counts['rows_not_run']} of "
-            f"{counts['rows']} rows not run; finish with: python -m healthbench_exp "
-            f"resume={output_dir} [budget.max_usd=...]"
-        )
+        message = finish_command(output_dir, summary)
     else:
         outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
         if outcome.status == "completed":
@@ -176,40 +172,19 @@ def resume_command(run_dir: Path) -> str:
     return f"python -m healthbench_exp resume={run_dir}"
 
 
-def resume_arguments(argv: list[str]) -> list[str]:
-    """`resume=<run dir>` becomes that run's own overrides plus `hydra.run.dir=<run dir>`.
-
-    The run then recomposes the same config, and the response cache answers every call that
-    finished before it stopped; only the rest are sent. Other `key=value` arguments replace the
-    run's own value of that key (say, a larger `budget.max_usd`).
-    """
-    resume = [a for a in argv if a.startswith("resume=")]
-    if not resume:
-        return argv
-    extra = [a for a in argv if not a.startswith("resume=")]
-    if len(resume) > 1 or any("=" not in a or a.startswith("-") for a in extra):
-        raise ConfigError(
-            "resume=<run dir> reruns that run's config; it takes only key=value overrides besides"
-        )
-    run_dir = Path(resume[0].split("=", 1)[1]).expanduser()
-    overrides_file = run_dir / ".hydra" / "overrides.yaml"
-    if not overrides_file.is_file() or not (run_dir / "status.json").is_file():
-        raise ConfigError(
-            f"{run_dir} is not a healthbench-exp run directory (no .hydra/overrides.yaml and "
-            "status.json there)"
-        )
-    replaced = {a.split("=", 1)[0].lstrip("+~") for a in extra} | {"hydra.run.dir"}
-    overrides = [str(o) for o in OmegaConf.load(overrides_file)]
-    return [
-        *(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in replaced),
-        *extra,
-        f"hydra.run.dir={run_dir}",
-    ]
-
-
 def main() -> None:
+    """Check the arguments (a `resume=` against its run's saved config), then run the job.
+
+    Both checks come before Hydra starts the job, so a refused resume, and the resume of a
+    completed run, leave the run directory exactly as it was.
+    """
     try:
-        sys.argv[1:] = resume_arguments(sys.argv[1:])
+        plan = plan_resume(sys.argv[1:], str(Path(__file__).resolve().parent / CONFIG_PATH))
+        if plan is not None:
+            if plan.completed:
+                print(plan.completed_message())
+                raise SystemExit(0)
+            sys.argv[1:] = plan.arguments
         check_overrides(sys.argv[1:])
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

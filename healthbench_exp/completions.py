@@ -11,17 +11,23 @@ runner grades, choosing rows exactly as simple-evals does:
 - `file`: the user's JSONL, one line per reply: `prompt_id`, `completion` (a string, or the
   verifiers form `[{"role": "assistant", "content": ...}]`), optionally `rollout` (default: the
   line's count for that prompt_id) and `messages` (what the model was sent, system message
-  included; default: the dataset prompt). A run's own `examples.jsonl` is such a file.
+  included). A run's own `examples.jsonl` is such a file; so is a run's `results/` dataset
+  (`completions.path=<run>/results`: `prompt`, `completion`, `rollout`, `info.prompt_id`).
 
-Given replies are graded on the conversation they answered: the recorded `messages` if the file
-has them, otherwise the dataset prompt without a system message (as the reference's physician
-modes).
+The graded conversation (SPEC 2) is every message the model was sent, its system message
+included, then the reply. Given replies are graded on the conversation they answered: a file's
+recorded `messages` (the dataset prompt, optionally preceded by one system message), else the
+dataset prompt preceded by `model.system_message` (null: none), the reference's sampler's;
+physician replies on the dataset prompt alone, as the reference's physician modes. So a run's
+own replies regrade to exactly its verdicts (the same grader prompts: the cache answers them),
+and, regraded with the run's `sampling.*`, in its order, to exactly its metrics.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,14 +43,23 @@ class WorkItem:
     example: Example
     rollout: int
     completion: str | None = None  # the reply to grade; None: sample it from the model
-    messages: tuple[dict[str, str], ...] | None = None  # what that reply answered, if recorded
+    # the conversation the given reply answered (file replies); None: the dataset prompt
+    messages: tuple[dict[str, str], ...] | None = None
     error: str | None = None  # the item cannot be graded (the file has no reply for it)
 
 
 def work_items(
-    examples: list[Example], completions: CompletionsConfig, sampling: SamplingConfig
+    examples: list[Example],
+    completions: CompletionsConfig,
+    sampling: SamplingConfig,
+    *,
+    system_message: str | None,
 ) -> tuple[list[WorkItem], dict[str, Any]]:
-    """The items to grade, in grading order, and a description of the choice for summary.json."""
+    """The items to grade, in grading order, and a description of the choice for summary.json.
+
+    `system_message` is `model.system_message`: file replies without recorded `messages` were
+    answers to it and the dataset prompt.
+    """
     source = completions.source
     n, seed, repeats = sampling.num_examples, sampling.seed, sampling.rollouts_per_example
     info: dict[str, Any] = {"source": source.value}
@@ -83,7 +98,9 @@ def work_items(
                 "set sampling.rollouts_per_example=1 (put repeats in the file as rollouts)"
             )
         assert completions.path is not None  # validated
-        items, skipped = file_items(Path(completions.path).expanduser(), examples, n, seed)
+        items, skipped = file_items(
+            Path(completions.path).expanduser(), examples, n, seed, system_message
+        )
         info.update(path=completions.path, examples_without_completion=skipped)
     return items, info
 
@@ -134,28 +151,73 @@ def _reply_text(value: Any, where: str) -> str | None:
     )
 
 
-def _messages(value: Any, example: Example, where: str) -> tuple[dict[str, str], ...] | None:
+def _messages(
+    value: Any, example: Example, system_message: str | None, where: str
+) -> tuple[dict[str, str], ...]:
+    """The conversation a file's reply answered: its recorded `messages` (the dataset prompt,
+    optionally after one system message the model was sent), else `system_message` and the
+    dataset prompt."""
+    prompt = tuple(example.prompt)
     if value is None:
-        return None
+        system = ({"role": "system", "content": system_message},) if system_message else ()
+        return (*system, *prompt)
     messages = parse_messages(value, where, "messages")
-    if [m for m in messages if m["role"] != "system"] != list(example.prompt):
+    if messages == prompt or (messages[0]["role"] == "system" and messages[1:] == prompt):
+        return messages
+    raise DataError(
+        f"{where}: 'messages' differ from the dataset's prompt for {example.prompt_id} (one "
+        "system message before it aside); the reply would be graded on the wrong conversation"
+    )
+
+
+def results_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A run's `results/` dataset (`datasets.save_to_disk`) as completion-file rows."""
+    import datasets
+
+    try:
+        records = datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as exc:
         raise DataError(
-            f"{where}: 'messages' (system messages aside) differ from the dataset's prompt for "
-            f"{example.prompt_id}; the reply would be graded on the wrong conversation"
+            f"completions.path={path}: a directory, but not a saved results dataset ({exc})"
+        ) from None
+    for index, record in enumerate(records):
+        where = f"{path.name} row {index}"
+        info = record.get("info") or {}
+        yield (
+            where,
+            {
+                "prompt_id": info.get("prompt_id"),
+                "rollout": record.get("rollout"),
+                "messages": record.get("prompt"),
+                "completion": record.get("completion"),
+            },
         )
-    return messages
 
 
 def file_items(
-    path: Path, examples: list[Example], num_examples: int | None, seed: int
+    path: Path,
+    examples: list[Example],
+    num_examples: int | None,
+    seed: int,
+    system_message: str | None,
 ) -> tuple[list[WorkItem], int]:
-    """Items from a completions file, and how many dataset examples it has no reply for."""
-    if not path.is_file():
-        raise ConfigError(f"completions.path={path}: no such file")
+    """Items from a completions file (or a run's results dataset), and how many dataset
+    examples it has no reply for.
+
+    The examples are taken in the order `sampling` would draw them from the dataset when the
+    file covers only such examples (a run's own file: its order, so even bootstrap stds
+    repeat), otherwise sampled from the examples the file covers.
+    """
+    if path.is_dir():
+        rows = results_rows(path)
+    elif path.is_file():
+        rows = jsonl_rows(path)
+    else:
+        raise ConfigError(f"completions.path={path}: no such file or directory")
     by_id = {e.prompt_id: e for e in examples}
     found: dict[str, list[WorkItem]] = {}
     seen: dict[tuple[str, int], str] = {}
-    for where, row in jsonl_rows(path):
+    for where, row in rows:
         prompt_id, where = row_label(row, where)
         example = by_id.get(prompt_id)
         if example is None:
@@ -175,7 +237,7 @@ def file_items(
                 example,
                 rollout,
                 completion=text,
-                messages=_messages(row.get("messages"), example, where),
+                messages=_messages(row.get("messages"), example, system_message, where),
                 error=None if text is not None else f"{where}: the file has no reply",
             )
         )
@@ -191,6 +253,10 @@ def file_items(
             len(examples),
             skipped,
         )
-    chosen = sample_examples(covered, num_examples, seed)
+    drawn = sample_examples(examples, num_examples, seed)
+    if found.keys() <= {e.prompt_id for e in drawn}:
+        chosen = [e for e in drawn if e.prompt_id in found]
+    else:
+        chosen = sample_examples(covered, num_examples, seed)
     items = [item for e in chosen for item in found[e.prompt_id]]
     return sorted(items, key=lambda item: item.rollout), skipped

@@ -3,10 +3,19 @@
 Usage is what the endpoints reported for the calls this run paid for. Calls answered by the
 response cache are counted apart (`replayed_*`): they were paid for once, by an earlier run, and
 cost nothing now.
+
+A run may take several invocations (a budget stop, then `resume=`). Each appends its own usage
+to `<run dir>/invocations.jsonl` when it ends; `summary.json`'s `usage` is the sum over all of
+them, with the per-invocation breakdown under `usage.invocations`. `budget.max_usd` caps what
+one invocation spends.
 """
 
 from __future__ import annotations
 
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from .config import Config, PriceConfig, needed_roles
@@ -146,3 +155,99 @@ def format_usage(usage: dict[str, Any]) -> str:
             )
     lines.append(f"  total cost {dollars(usage['total_cost_usd'])}")
     return "\n".join(lines)
+
+
+INVOCATIONS_FILE = "invocations.jsonl"
+
+
+def read_invocations(output_dir: Path) -> list[dict[str, Any]]:
+    """The invocations of the run in `output_dir` recorded so far, oldest first."""
+    path = output_dir / INVOCATIONS_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut short by a kill: that invocation is lost
+            continue
+    return entries
+
+
+def record_invocation(
+    output_dir: Path,
+    usage: dict[str, Any],
+    budget: dict[str, Any] | None,
+    started: datetime,
+    measured: str,
+) -> list[dict[str, Any]]:
+    """Append this invocation's `usage` (and `budget`) to `invocations.jsonl`; return the
+    invocations of this run, this one last: the latest ones that measured the same thing
+    (`measured`: a fingerprint of the config), so a directory reused for another config starts
+    its sum afresh (the older lines stay in the file)."""
+    previous = read_invocations(output_dir)
+    entry = {
+        "invocation": len(previous) + 1,
+        "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "measured_config_sha256": measured,
+        "usage": usage,
+        "budget": budget,
+    }
+    with open(output_dir / INVOCATIONS_FILE, "a", encoding="utf-8") as out:
+        out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    same = [entry]
+    for earlier in reversed(previous):
+        if earlier.get("measured_config_sha256") != measured:
+            break
+        same.insert(0, earlier)
+    return same
+
+
+def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The usage of every invocation of a run, summed per role (prices: the last one's), with
+    `invocations`: each one's counters and cost. A cost is None when any invocation's is."""
+    last = invocations[-1]["usage"]
+    usage: dict[str, Any] = {}
+    for role in ("model", "judge"):
+        entries = [i["usage"][role] for i in invocations]
+        usage[role] = {name: sum(e.get(name, 0) for e in entries) for name in USAGE_FIELDS}
+        usage[role]["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
+        usage[role]["price"] = last[role]["price"]
+    usage["total_cost_usd"] = _sum_or_none(i["usage"]["total_cost_usd"] for i in invocations)
+    usage["invocations"] = [
+        {
+            "invocation": i["invocation"],
+            "started_at": i["started_at"],
+            "finished_at": i["finished_at"],
+            **{
+                role: {k: v for k, v in i["usage"][role].items() if k != "price"}
+                for role in ("model", "judge")
+            },
+            "total_cost_usd": i["usage"]["total_cost_usd"],
+            "budget": i["budget"],
+        }
+        for i in invocations
+    ]
+    return usage
+
+
+def _sum_or_none(values: Any) -> float | None:
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def budget_to_finish(usage: dict[str, Any], rows_done: int, rows_left: int) -> float | None:
+    """A `budget.max_usd` that should let one more invocation finish `rows_left` rows: 1.5x
+    their cost at this run's cost per finished row so far, rounded up to two significant
+    digits. None when no row finished or no cost is known (then nothing can be extrapolated)."""
+    spent = usage.get("total_cost_usd")
+    if not rows_done or not rows_left or not spent:
+        return None
+    needed = 1.5 * spent / rows_done * rows_left
+    step = 10.0 ** (math.floor(math.log10(needed)) - 1)
+    return round(math.ceil(needed / step) * step, 12)

@@ -161,7 +161,12 @@ class Estimator:
 
 def estimate_eval(estimator: Estimator) -> dict[str, Any]:
     config = estimator.config
-    items, _ = work_items(load_examples(config.dataset), config.completions, config.sampling)
+    items, _ = work_items(
+        load_examples(config.dataset),
+        config.completions,
+        config.sampling,
+        system_message=config.model.system_message,
+    )
     for item in items:
         if item.error is not None:
             continue

@@ -20,6 +20,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,12 @@ async def grade_rows(
             )
         result = MetaEvalResult(row, repeat, grade)
         on_result(result)
-        progress.count(grade.criteria_met is not None, grade.criteria_met is None, grade.not_run)
+        progress.count(
+            grade.criteria_met is not None,
+            grade.criteria_met is None and not grade.not_run,
+            False,
+            not_run=grade.not_run,
+        )
         return result
 
     try:
@@ -346,6 +352,7 @@ def run_meta_eval(
     """Grade the meta-eval rows, write outputs into `output_dir`, return the summary."""
     from . import html_report, reporting, tracking
     from .runner import (
+        account_invocation,
         endpoint_stats,
         judge_transport,
         open_endpoints,
@@ -355,6 +362,7 @@ def run_meta_eval(
     )
 
     started = time.monotonic()
+    began = datetime.now(UTC)
     validate(config)
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -385,6 +393,7 @@ def run_meta_eval(
         summary = build_meta_summary(
             results, config, config_dict, stats, time.monotonic() - started
         )
+        account_invocation(summary, config, output_dir, began)
         summary["wandb"] = tracker.describe()
         reporting.write_summary(output_dir, summary)
         reporting.write_meta_eval_dataset(output_dir / "results", [r.record for r in results])

@@ -126,7 +126,7 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 OWN_FILES = {
     ".hydra", "healthbench.log", "status.json", "summary.json", "per_criterion.jsonl",
     "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
-    "estimate.json", "batches.json",
+    "estimate.json", "batches.json", "invocations.jsonl",
 }  # fmt: skip
 
 
@@ -297,19 +297,33 @@ def format_meta_report(summary: dict[str, Any]) -> str:
 
 
 def _cost_lines(summary: dict[str, Any]) -> list[str]:
-    """Usage and cost per endpoint, and the budget's verdict if one was set."""
+    """Usage and cost per endpoint over every invocation of the run, each invocation's cost
+    when there were several, and the budget's verdict if one was set."""
     from .costs import format_usage
 
-    lines = [format_usage(summary["usage"])]
+    usage = summary["usage"]
+    lines = [format_usage(usage)]
+    invocations = usage.get("invocations") or []
+    if len(invocations) > 1:
+        costs = ", ".join(
+            f"#{i['invocation']} "
+            + ("unknown" if i["total_cost_usd"] is None else f"${i['total_cost_usd']:.4f}")
+            for i in invocations
+        )
+        lines.append(f"  over {len(invocations)} invocations of this run: {costs}")
     budget = summary.get("budget")
     if budget and budget["stopped"]:
         lines.append(
             f"  PARTIAL RUN: budget.max_usd={budget['max_usd']:g} reached after spending "
-            f"${budget['spent_usd']:.4f}; {summary['counts']['rows_not_run']} rows not run "
-            "(resume to finish them; finished calls are not paid again)"
+            f"${budget['spent_usd']:.4f} in this invocation; {summary['counts']['rows_not_run']} "
+            f"of {summary['counts']['rows']} rows not run (resume to finish them; finished "
+            "calls are not paid again)"
         )
     elif budget:
-        lines.append(f"  budget: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g} spent")
+        lines.append(
+            f"  budget: ${budget['spent_usd']:.4f} of ${budget['max_usd']:g} spent in this "
+            "invocation"
+        )
     return lines
 
 
@@ -322,6 +336,13 @@ def format_report(summary: dict[str, Any]) -> str:
         "",
         "HealthBench results (mean clipped to [0, 1]; 95% CI = mean +- 1.96 bootstrap std)",
     ]
+    if summary.get("demo"):
+        lines.append("  DEMO: the built-in offline endpoint answered; these scores mean nothing")
+    if summary.get("partial"):
+        lines.append(
+            f"  PARTIAL: {counts['rows_not_run']} of {counts['rows']} rows not run; the scores "
+            "cover the finished rows only"
+        )
     if "overall_score" in metrics:
         lines.append(f"  overall_score          {_ci(metrics, 'overall_score')}")
         for prefix in ("theme:", "axis:"):
@@ -331,12 +352,17 @@ def format_report(summary: dict[str, Any]) -> str:
                 lines.extend(f"    {n[len(prefix) :]:<22} {_ci(metrics, n)}" for n in names)
     else:
         lines.append("  no example could be scored")
+    unscorable = counts.get("rows_unscorable", 0)
     lines.append(
         f"  rows scored {counts['rows_scored']}/{counts['rows']}, failed {counts['rows_failed']}, "
+        + (f"unscorable {unscorable}, " if unscorable else "")
+        + f"not run {counts['rows_not_run']}; "
         f"ungraded criteria {counts['ungraded_criteria']}/{counts['criteria']}"
     )
+    several = len(summary["usage"].get("invocations") or []) > 1
     lines.append(
-        f"  requests: model {counts['model_requests']}, judge {counts['judge_requests']} "
+        f"  requests{' this invocation' if several else ''}: model {counts['model_requests']}, "
+        f"judge {counts['judge_requests']} "
         f"(from the cache, not paid again: model {counts['model_cache_hits']}, "
         f"judge {counts['judge_cache_hits']}); wall time {counts['wall_time_s']:.1f} s"
     )

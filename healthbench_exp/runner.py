@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,7 +26,8 @@ from .cache import ResponseCache, cache_dir
 from .comparison import length_adjusted, run_to_run_std, worst_at_k
 from .completions import WorkItem, work_items
 from .config import CompletionSource, Config, PromptOrder, TaskKind, needed_roles, validate
-from .costs import Budget, BudgetExhausted, usage_summary
+from .costs import Budget, BudgetExhausted, cumulative_usage, record_invocation, usage_summary
+from .counts import RunCounts
 from .data import Example, load_examples
 from .endpoints import (
     OPENAI_DEFAULT_URL,
@@ -45,6 +47,7 @@ from .grading import (
     rubric_item_text,
     template_sha256,
 )
+from .measured import measured_fingerprint
 from .scoring import (
     aggregate_metrics,
     bootstrap_std,
@@ -87,13 +90,14 @@ class ExampleResult:
 
 
 class Progress:
-    """A tqdm bar over (example, rollout) pairs with live counters; silent when disabled."""
+    """A tqdm bar over (example, rollout) rows with the run's `RunCounts` as live counters
+    (the same counts the end-of-run table and summary.json report); silent when disabled."""
 
     def __init__(
         self, total: int, enabled: bool, endpoints: list[ChatEndpoint], unit: str = "ex"
     ) -> None:
         self.endpoints = endpoints
-        self.criteria = self.failed = self.ungraded = 0
+        self.counts = RunCounts(rows=total)
         self.bar = None
         self.interactive = False
         if enabled:
@@ -111,12 +115,17 @@ class Progress:
             )
 
     def update(self, result: ExampleResult) -> None:
-        self.count(len(result.grades) - result.ungraded, result.ungraded, result.error is not None)
+        self.counts.add(result)
+        self._show()
 
-    def count(self, graded: int, ungraded: int, failed: bool) -> None:
-        self.criteria += graded
-        self.ungraded += ungraded
-        self.failed += failed
+    def count(self, graded: int, ungraded: int, failed: bool, not_run: bool = False) -> None:
+        """Count a finished row that is not an ExampleResult (a meta-eval row)."""
+        self.counts.add_row(
+            scored=graded > 0, failed=failed, not_run=not_run, graded=graded, ungraded=ungraded
+        )
+        self._show()
+
+    def _show(self) -> None:
         if self.bar is not None:
             self.bar.set_postfix_str(self.postfix(), refresh=False)
             self.bar.update(1)
@@ -124,9 +133,9 @@ class Progress:
     def postfix(self) -> str:
         """Counters, and each rate-limited endpoint's wait and pace."""
         in_flight = sum(e.stats.in_flight for e in self.endpoints)
+        counters = {**self.counts.progress_fields(), "in_flight": in_flight}
         parts = [
-            f"criteria={self.criteria}, in_flight={in_flight}, failed={self.failed}, "
-            f"ungraded={self.ungraded}",
+            ", ".join(f"{name}={value}" for name, value in counters.items()),
             *filter(None, (e.pacer.describe() for e in self.endpoints)),
         ]
         return ", ".join(parts)
@@ -510,6 +519,7 @@ def run_eval(
 
         return run_meta_eval(config, output_dir, config_dict, job)
     started = time.monotonic()
+    began = datetime.now(UTC)
     validate(config)
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -518,7 +528,10 @@ def run_eval(
     try:
         with builtin_server(config) as server:  # it gets ready while the data loads
             work, completions_info = work_items(
-                load_examples(config.dataset), config.completions, config.sampling
+                load_examples(config.dataset),
+                config.completions,
+                config.sampling,
+                system_message=config.model.system_message,
             )
             sampled = config.completions.source is CompletionSource.model
             log.info(
@@ -541,6 +554,7 @@ def run_eval(
                 )
         summary = build_summary(results, config, config_dict, stats, time.monotonic() - started)
         summary["completions"] = completions_info
+        account_invocation(summary, config, output_dir, began)
         summary["wandb"] = tracker.describe()
         reporting.write_summary(output_dir, summary)
         reporting.write_results_dataset(output_dir / "results", results)
@@ -550,6 +564,28 @@ def run_eval(
         tracker.fail()
         raise
     return summary
+
+
+def account_invocation(
+    summary: dict[str, Any], config: Config, output_dir: Path, began: datetime
+) -> None:
+    """Record this invocation's usage in the run's `invocations.jsonl`; make `summary`'s usage
+    the run's whole (every invocation, with the breakdown), and state what kind of result it
+    is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in endpoint: the
+    scores mean nothing)."""
+    invocations = record_invocation(
+        output_dir,
+        summary["usage"],
+        summary.get("budget"),
+        began,
+        measured_fingerprint(summary["config"]),
+    )
+    summary["usage"] = cumulative_usage(invocations)
+    budget = summary.get("budget")
+    summary["partial"] = bool(summary["counts"].get("rows_not_run")) or bool(
+        budget and budget["stopped"]
+    )
+    summary["demo"] = any(getattr(config, role).builtin for role in needed_roles(config))
 
 
 def build_summary(
@@ -567,17 +603,12 @@ def build_summary(
         else {}
     )
     graded = [g for r in results for g in r.grades]
+    row_counts = RunCounts.of(results)
     counts = {
         "examples": len({r.example.prompt_id for r in results}),
         "rollouts_per_example": config.sampling.rollouts_per_example,
-        "rows": len(results),
-        "rows_scored": len(scored),
-        "rows_failed": sum(r.error is not None and not r.not_run for r in results),
-        "rows_not_run": sum(r.not_run for r in results),
-        "rows_unscorable": sum(r.error is None and r.metrics is None for r in results),
+        **row_counts.summary_fields(),
         "criteria": sum(len(r.example.rubrics) for r in results),
-        "criteria_graded": sum(g.criteria_met is not None for g in graded),
-        "ungraded_criteria": sum(g.criteria_met is None and not g.not_run for g in graded),
         "judge_replies": sum(g.attempts for g in graded),
         "model_requests": endpoint_stats["model"]["requests"],
         "judge_requests": endpoint_stats["judge"]["requests"],

@@ -157,7 +157,7 @@ class Tracker:
 
     def on_result(self, result: ExampleResult) -> None:
         """Count a finished example; log progress at most every PROGRESS_EVERY_S seconds."""
-        self.failed += result.error is not None
+        self.failed += result.error is not None and not result.not_run  # as RunCounts
         self.ungraded += result.ungraded
         self.requests += result.sampled + sum(g.attempts for g in result.grades)
         if result.score is not None:
@@ -202,6 +202,7 @@ class Tracker:
         self.run.summary.update({k: v for k, v in summary["metrics"].items() if v is not None})
         self.run.summary.update({f"counts/{k}": v for k, v in summary["counts"].items()})
         self.run.summary.update(usage_metrics(summary))
+        self.run.summary.update({k: bool(summary.get(k)) for k in ("partial", "demo")})
         if summary.get("task") == "meta_eval":
             self._finish_meta_eval(summary, output_dir)
             return
