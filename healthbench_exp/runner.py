@@ -45,6 +45,7 @@ from .grading import (
     rubric_item_text,
     template_sha256,
 )
+from .run_stops import interruptible, signal_handlers_kept
 from .scoring import (
     aggregate_metrics,
     bootstrap_std,
@@ -268,8 +269,12 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     flight on one core."""
     from .offline_server import event_loop_factory
 
-    with steady_collector(), asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(coroutine)
+    with (
+        steady_collector(),
+        signal_handlers_kept(),
+        asyncio.Runner(loop_factory=event_loop_factory()) as runner,
+    ):
+        return runner.run(interruptible(coroutine))  # SIGINT/SIGTERM: RunInterrupted
 
 
 def builtin_identity(config: Config) -> str:
@@ -506,8 +511,8 @@ def run_eval(
         reporting.write_results_dataset(output_dir / "results", results)
         html_report.write_run_report(output_dir)
         tracker.finish(summary, output_dir)
-    except BaseException:
-        tracker.fail()
+    except BaseException as exc:
+        tracker.fail(exc)
         raise
     return summary
 
