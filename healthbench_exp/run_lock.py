@@ -28,6 +28,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 LOCK_FILE = ".lock"
+MIN_FREE_BYTES = 64 * 1024  # what a run needs before its first result: .hydra/, log, status
 
 
 class RunDirBusy(Exception):
@@ -106,10 +107,17 @@ def _open_locked(path: Path) -> tuple[int, dict[str, Any]]:
         os.close(fd)
 
 
+def _free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged writer may still use on `directory`'s file system."""
+    stats = os.statvfs(directory)
+    return stats.f_bavail * stats.f_frsize
+
+
 def acquire(directory: Path) -> RunLock:
     """Lock `directory` (created if missing) for this process; the held lock if it already is.
 
-    Raises RunDirBusy (a live process holds it) or RunDirUnwritable (it cannot be written).
+    Raises RunDirBusy (a live process holds it) or RunDirUnwritable (it cannot be written, or
+    its disk has less than MIN_FREE_BYTES free).
     A lock file left by a process that is gone is taken over, with a note on stderr.
     """
     directory = Path(os.path.abspath(directory))
@@ -124,6 +132,13 @@ def acquire(directory: Path) -> RunLock:
             f"cannot write into {directory} ({exc.strerror or exc}); make it writable, free "
             "space, or choose another hydra.run.dir"
         ) from None
+    free = _free_bytes(directory)
+    if free < MIN_FREE_BYTES:  # Hydra's own files would fail next, with its traceback
+        os.close(fd)
+        raise RunDirUnwritable(
+            f"only {free // 1024} KiB free on the disk of {directory}; free space or choose "
+            "another hydra.run.dir"
+        )
     me = {
         "pid": os.getpid(),
         "host": socket.gethostname(),

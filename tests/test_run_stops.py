@@ -106,7 +106,7 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(tmp_path, monkeypat
 
 
 def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> None:
-    disk = tmpfs("64k")
+    disk = tmpfs("96k")
     if disk is not None:
         run_dir, limit = disk / "run", None
     else:  # no mount allowed: a file-size limit makes the same writes fail (EFBIG)
@@ -144,6 +144,20 @@ def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> No
         assert hits[0] > 0 and hits[1] > 0
     else:  # the file-size limit also stopped the cache file growing part-way
         assert sum(hits) > 0
+
+
+def test_a_run_onto_a_full_disk_stops_before_writing(tmp_path, tmpfs) -> None:
+    disk = tmpfs("32k")
+    if disk is None:
+        pytest.skip("needs a small tmpfs (mount rights)")
+    result = run_cli(*DEMO, f"hydra.run.dir={disk / 'run'}")
+    assert result.returncode == 2
+    message = result.stderr.strip()
+    assert "\n" not in message and "Traceback" not in message, result.stderr
+    assert message == (
+        f"error: only 32 KiB free on the disk of {disk / 'run'}; free space or choose another "
+        "hydra.run.dir"
+    )
 
 
 def read_only_mount(tmpfs: Callable[..., Path | None]) -> Path | None:
