@@ -103,6 +103,7 @@ async def interruptible(coroutine: Coroutine[Any, Any, T]) -> T:
         received.append(signum)
         task.cancel()
 
+    previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
     for s in STOPPING_SIGNALS:
         loop.add_signal_handler(s, on_signal, s)
     try:
@@ -112,8 +113,10 @@ async def interruptible(coroutine: Coroutine[Any, Any, T]) -> T:
             raise RunInterrupted(received[0]) from None
         raise
     finally:
-        for s in STOPPING_SIGNALS:
-            loop.remove_signal_handler(s)
+        for s, handler in previous.items():
+            loop.remove_signal_handler(s)  # this resets the handler to the default: restore
+            if handler is not None:
+                signal.signal(s, handler)
 
 
 def _leaves(exc: BaseException | None) -> Iterator[BaseException]:
@@ -146,11 +149,13 @@ def failure_line(exc: BaseException, output_dir: Path) -> str | None:
         else:
             continue
         if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            fix = "free space on that disk (or choose another hydra.run.dir)"
-        else:
-            fix = "make it writable (or choose another hydra.run.dir)"
+            what, fix = "cannot write", "free space on that disk (or choose another hydra.run.dir)"
+        elif error.errno == errno.EROFS or isinstance(leaf, OutputWriteError):
+            what, fix = "cannot write", "make it writable (or choose another hydra.run.dir)"
+        else:  # EACCES / EPERM: reading or writing
+            what, fix = "cannot access", "fix its permissions"
         return (
-            f"cannot write {path}: {error.strerror or error}; {fix}, then finish the run with: "
+            f"{what} {path}: {error.strerror or error}; {fix}, then finish the run with: "
             f"{resume_hint(output_dir)}"
         )
     return None
