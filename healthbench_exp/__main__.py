@@ -17,11 +17,13 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
+from . import run_stops
 from .config import Config, ConfigError, register_configs, unknown_option
 from .data import DataError
 from .endpoints import FatalEndpointError, QuotaExhausted
 from .outcome import EXIT_UNGRADED, Tally, run_outcome
 from .resume import finish_command, plan_resume
+from .run_stops import RunInterrupted, signals_interrupt
 from .verdict_watch import UnparseableJudge
 
 log = logging.getLogger("healthbench_exp")
@@ -96,7 +98,7 @@ def app(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from . import reporting, runner
+    from . import reporting, run_lock, runner
     from .tracking import JobContext
 
     for name in _QUIET_LOGGERS:
@@ -104,6 +106,7 @@ def app(cfg: DictConfig) -> float | None:
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
     in_sweep = hydra_config.mode == RunMode.MULTIRUN
+    run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
     foreign = reporting.foreign_files(output_dir)
     if foreign:
         print(
@@ -136,19 +139,32 @@ def app(cfg: DictConfig) -> float | None:
         raise SystemExit(EXIT_UNGRADED) from None
     except (ConfigError, DataError, FatalEndpointError) as exc:
         if isinstance(exc, QuotaExhausted):  # what finished is kept: the run can be finished
-            exc = QuotaExhausted(f"{exc}; then finish with: {resume_command(output_dir)}")
+            exc = QuotaExhausted(f"{exc}; then finish with: {run_stops.resume_hint(output_dir)}")
         reporting.write_status(output_dir, "failed", str(exc))
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
         if in_sweep:
             return None
         raise SystemExit(2) from None
+    except RunInterrupted as stop:
+        resume = f"finish with: {run_stops.resume_hint(output_dir)}"
+        unwritten = reporting.try_write_status(output_dir, "interrupted", f"{stop}; {resume}")
+        print(f"{stop}; {unwritten or resume}", file=sys.stderr)
+        raise SystemExit(stop.exit_code) from None
     except Exception as exc:
-        reporting.write_status(output_dir, "failed", f"{type(exc).__name__}: {exc}")
+        line = run_stops.failure_line(exc, output_dir)  # a disk that refuses an output
+        unwritten = reporting.try_write_status(
+            output_dir, "failed", line or f"{type(exc).__name__}: {exc}"
+        )
+        if line is not None:
+            print(f"error: {line}{f'; {unwritten}' if unwritten else ''}", file=sys.stderr)
         if in_sweep:
-            log.exception("job failed")
+            if line is None:
+                log.exception("job failed")
             return None
-        raise
+        if line is None:
+            raise
+        raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
     print(reporting.format_report(summary))
     print(f"\noutputs: {output_dir}")
     if summary.get("budget") and summary["budget"]["stopped"]:
@@ -165,11 +181,6 @@ def app(cfg: DictConfig) -> float | None:
     if in_sweep:
         return None
     raise SystemExit(code)
-
-
-def resume_command(run_dir: Path) -> str:
-    """The command that finishes the run in `run_dir`."""
-    return f"python -m healthbench_exp resume={run_dir}"
 
 
 def main() -> None:
@@ -189,7 +200,13 @@ def main() -> None:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    app()
+    logging.raiseExceptions = False  # a full disk is reported once by the run, not per log call
+    try:
+        with signals_interrupt():  # Ctrl-C and SIGTERM stop the run cleanly (see run_stops)
+            app()
+    except RunInterrupted as stop:  # before the run started: nothing to record
+        print(f"{stop}", file=sys.stderr)
+        raise SystemExit(stop.exit_code) from None
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ and a new temperature re-samples.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError
+
+log = logging.getLogger(__name__)
 
 CACHE_FILE = "responses.sqlite"
 DEFAULT_DIR = "~/.cache/healthbench_exp/cache"
@@ -74,6 +78,8 @@ class CachedReply:
 class ResponseCache:
     def __init__(self, directory: Path) -> None:
         self.path = directory / CACHE_FILE
+        self.unusable: str | None = None  # why the file is no longer used, once it failed
+        self.memory: dict[str, CachedReply] = {}  # replies the file could not take
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
@@ -103,19 +109,52 @@ class ResponseCache:
                 time.sleep(0.05)
 
     def get(self, key: str) -> CachedReply | None:
-        row = self.db.execute(
-            "SELECT text, prompt_tokens, completion_tokens FROM responses WHERE key = ?", (key,)
-        ).fetchone()
+        if self.unusable is not None:
+            return self.memory.get(key)
+        try:
+            row = self.db.execute(
+                "SELECT text, prompt_tokens, completion_tokens FROM responses WHERE key = ?",
+                (key,),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+            return self.memory.get(key)
         return None if row is None else CachedReply(row[0], row[1] or 0, row[2] or 0)
 
     def put(self, key: str, reply: CachedReply) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-            (key, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+        """Store a paid reply. If the file refuses it (disk full, damaged), the reply is kept in
+        memory for the rest of the run and the file is no longer used (see `_give_up`)."""
+        if self.unusable is None:
+            try:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                    (key, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time()),
+                )
+                return
+            except sqlite3.Error as exc:
+                self._give_up(exc)
+        self.memory[key] = reply
+
+    def _give_up(self, error: sqlite3.Error) -> None:
+        """Stop using a cache file that failed mid-run (a full disk, a damaged page), warning
+        once: the run goes on, its replies are still used and written to the run's outputs,
+        but are neither stored for a resume nor answered from earlier runs."""
+        self.unusable = str(error)
+        if "full" in self.unusable:
+            fix = "free space on its disk or point cache.dir elsewhere"
+        else:
+            fix = "move the file away (the next run starts a new one) or point cache.dir elsewhere"
+        log.warning(
+            "the response cache %s failed (%s): this run goes on without it (its replies are "
+            "kept in memory, not stored for a resume); %s",
+            self.path,
+            error,
+            fix,
         )
 
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        self.db.close()
+        with contextlib.suppress(sqlite3.Error):  # a failed file has been reported already
+            self.db.close()

@@ -7,11 +7,13 @@ command line, or a value of the wrong type, is rejected before anything runs.
 
 from __future__ import annotations
 
+import secrets
+import string
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from .config_ranges import out_of_range
 
@@ -274,11 +276,26 @@ def unknown_option(key: str) -> tuple[str, list[str]] | None:
     return None
 
 
+def run_suffix() -> str:
+    """This process's random 4-character suffix (a-z, 0-9: 1.7 million values) for the default
+    run and sweep directories, so that runs started in the same second never share one."""
+    global _run_suffix
+    if _run_suffix is None:
+        alphabet = string.ascii_lowercase + string.digits
+        _run_suffix = "".join(secrets.choice(alphabet) for _ in range(4))
+    return _run_suffix
+
+
+_run_suffix: str | None = None
+
+
 def register_configs() -> None:
-    """Register the schema so `conf/config.yaml` can name it as `base_config`."""
+    """Register the schema so `conf/config.yaml` can name it as `base_config`, and the
+    `${run_suffix:}` resolver its default directories use."""
     from hydra.core.config_store import ConfigStore
 
     ConfigStore.instance().store(name="base_config", node=Config)
+    OmegaConf.register_new_resolver("run_suffix", run_suffix, use_cache=True, replace=True)
 
 
 def validate(config: Config) -> None:

@@ -399,7 +399,7 @@ def run_meta_eval(
         reporting.write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
         html_report.write_meta_eval_report(output_dir, summary)
         tracker.finish(summary, output_dir)
-    except BaseException:
-        tracker.fail()
+    except BaseException as exc:
+        tracker.fail(exc)
         raise
     return summary

@@ -8,9 +8,12 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .run_stops import OutputWriteError
 from .scoring import ci95, consensus_criteria, reward, tag_metric_names
 from .strict_json import dumps
 
@@ -74,17 +77,20 @@ class JsonlWriter:
         self.file: TextIO | None = None
 
     def __enter__(self) -> JsonlWriter:
-        self.file = open(self.path, "w", encoding="utf-8")
+        with output_errors(self.path):
+            self.file = open(self.path, "w", encoding="utf-8")
         return self
 
     def write(self, row: dict[str, Any]) -> None:
         assert self.file is not None
-        self.file.write(dumps(row, ensure_ascii=False) + "\n")
-        self.file.flush()
+        with output_errors(self.path):
+            self.file.write(dumps(row, ensure_ascii=False) + "\n")
+            self.file.flush()
 
     def __exit__(self, *exc: object) -> None:
         if self.file is not None:
-            self.file.close()
+            with contextlib.suppress(OSError):  # a failed write already raised OutputWriteError
+                self.file.close()
 
 
 class ResultWriter:
@@ -96,27 +102,45 @@ class ResultWriter:
 
     def __enter__(self) -> ResultWriter:
         for name in ("per_criterion", "examples"):
-            self.files[name] = open(self.output_dir / f"{name}.jsonl", "w", encoding="utf-8")
+            with output_errors(self.output_dir / f"{name}.jsonl"):
+                self.files[name] = open(self.output_dir / f"{name}.jsonl", "w", encoding="utf-8")
         return self
 
     def write(self, result: ExampleResult) -> None:
         lines = "".join(dumps(row, ensure_ascii=False) + "\n" for row in criterion_rows(result))
-        self.files["per_criterion"].write(lines)
-        self.files["examples"].write(dumps(example_row(result), ensure_ascii=False) + "\n")
-        for f in self.files.values():
-            f.flush()
+        with output_errors(self.output_dir / "per_criterion.jsonl"):
+            self.files["per_criterion"].write(lines)
+            self.files["per_criterion"].flush()
+        with output_errors(self.output_dir / "examples.jsonl"):
+            self.files["examples"].write(dumps(example_row(result), ensure_ascii=False) + "\n")
+            self.files["examples"].flush()
 
     def __exit__(self, *exc: object) -> None:
         for f in self.files.values():
-            f.close()
+            with contextlib.suppress(OSError):  # a failed write already raised OutputWriteError
+                f.close()
+
+
+@contextlib.contextmanager
+def output_errors(path: Path) -> Iterator[None]:
+    """An OSError writing `path` becomes OutputWriteError, which names the path."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputWriteError(path, exc) from None
 
 
 def write_json(path: Path, data: Any) -> None:
     """Write strict JSON (no NaN/Infinity: null) atomically (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-    partial.replace(path)
+    try:
+        partial.write_text(dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        partial.replace(path)
+    except BaseException:  # a full disk or a signal: leave no half-written .partial behind
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
 
 
 def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
@@ -126,7 +150,7 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 OWN_FILES = {
     ".hydra", "healthbench.log", "status.json", "summary.json", "per_criterion.jsonl",
     "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
-    "estimate.json", "batches.json", "invocations.jsonl",
+    "estimate.json", "batches.json", "invocations.jsonl", ".lock",
 }  # fmt: skip
 
 
@@ -144,6 +168,26 @@ def foreign_files(output_dir: Path) -> list[str]:
 def write_status(output_dir: Path, status: str, error: str | None = None) -> None:
     """`status.json`: running, completed or failed (with the error), for sweep summaries."""
     write_json(output_dir / "status.json", {"status": status, "error": error})
+
+
+def try_write_status(output_dir: Path, status: str, error: str | None = None) -> str | None:
+    """`write_status` for a run that is already failing: None when written, else a line saying
+    that status.json could not be written and why (so the caller reports it, not a traceback)."""
+    try:
+        write_status(output_dir, status, error)
+        return None
+    except OSError:
+        pass
+    # a full disk has no room for the new copy: overwrite the old one in place (its blocks are
+    # freed by the truncation and reused), not atomic but better than a status left at running
+    path = output_dir / "status.json"
+    try:
+        with open(path, "r+", encoding="utf-8") as file:
+            file.truncate(0)
+            file.write(dumps({"status": status, "error": error}, indent=2))
+    except OSError as exc:
+        return f"{path} could not be updated ({exc.strerror or exc})"
+    return None
 
 
 def results_record(result: ExampleResult) -> dict[str, Any]:

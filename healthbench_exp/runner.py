@@ -48,6 +48,7 @@ from .grading import (
     template_sha256,
 )
 from .measured import measured_fingerprint
+from .run_stops import interruptible, signal_handlers_kept
 from .scoring import (
     aggregate_metrics,
     bootstrap_std,
@@ -299,8 +300,12 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     flight on one core."""
     from .offline_server import event_loop_factory
 
-    with steady_collector(), asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(coroutine)
+    with (
+        steady_collector(),
+        signal_handlers_kept(),
+        asyncio.Runner(loop_factory=event_loop_factory()) as runner,
+    ):
+        return runner.run(interruptible(coroutine))  # SIGINT/SIGTERM: RunInterrupted
 
 
 def builtin_identity(config: Config) -> str:
@@ -560,8 +565,8 @@ def run_eval(
         reporting.write_results_dataset(output_dir / "results", results)
         html_report.write_run_report(output_dir)
         tracker.finish(summary, output_dir)
-    except BaseException:
-        tracker.fail()
+    except BaseException as exc:
+        tracker.fail(exc)
         raise
     return summary
 

@@ -258,14 +258,20 @@ class Tracker:
             return None
         return {"run_id": self.run.id, "group": self.run.group, "project": self.run.project}
 
-    def fail(self) -> None:
-        """Finish a run whose job raised, marked failed."""
+    def fail(self, error: BaseException | None = None) -> None:
+        """Finish a run whose job raised, marked failed: exit code 1, or 128 + the signal's
+        number for a run stopped by SIGINT/SIGTERM (`run_stops.RunInterrupted.exit_code`), so
+        that `wandb sync` never uploads it as a finished run."""
         try:
             run = self.wait()
         except Exception:
             return  # it never opened
-        if run is not None:
-            run.finish(exit_code=1)
+        if run is None:
+            return
+        try:
+            run.finish(exit_code=getattr(error, "exit_code", 1))
+        except Exception as exc:  # never hide the job's own error behind W&B's (a full disk)
+            log.warning("could not finish the W&B run %s: %s", run.id, exc)
 
 
 def usage_metrics(summary: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,161 @@
+"""How a run stops before its end: a signal, or a disk that refuses its output.
+
+- SIGINT (Ctrl-C) and SIGTERM become `RunInterrupted`: in the event loop they cancel the run's
+  main task, so every request slot, client, server and file is closed on the way out (what
+  finished is already in `examples.jsonl`); outside the loop the signal raises it where the
+  program is. The app records `status.json: interrupted` with the resume command and exits
+  128 + the signal's number (130, 143), without a traceback.
+- An output that cannot be written (disk full, read-only, no permission) is named by
+  `failure_line`: what failed, on which path, what to do; the run is `failed` and exits 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import signal
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# errors of the file system a user fixes by freeing space, choosing a writable place or a permission
+DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
+FAILED_EXIT_CODE = 1
+
+
+class RunInterrupted(BaseException):
+    """SIGINT or SIGTERM stopped the run. A BaseException, like KeyboardInterrupt, so that no
+    `except Exception` on the way out mistakes it for a failure of the work."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}{' (Ctrl-C)' if name == 'SIGINT' else ''}")
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention for a process ended by a signal: 128 + its number."""
+        return 128 + self.signum
+
+
+class OutputWriteError(Exception):
+    """Writing `path` failed with the OSError `error` (disk full, read-only, no permission)."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        self.path = path
+        self.error = error
+        super().__init__(f"cannot write {path}: {error.strerror or error}")
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise RunInterrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Within, SIGINT and SIGTERM raise RunInterrupted in the main thread (elsewhere: nothing
+    changes). The previous handlers are restored on exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
+    for s in STOPPING_SIGNALS:
+        signal.signal(s, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def signal_handlers_kept() -> Iterator[None]:
+    """Restore the Python-level SIGINT/SIGTERM handlers on exit: closing an event loop that had
+    its own handlers resets them to the defaults."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            if handler is not None:
+                signal.signal(s, handler)
+
+
+async def interruptible(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await `coroutine` as the loop's main task; SIGINT or SIGTERM cancel it, and once it has
+    unwound (every `finally` and `async with` run) RunInterrupted is raised. Another signal
+    while it unwinds cancels again."""
+    task = asyncio.current_task()
+    if threading.current_thread() is not threading.main_thread() or task is None:
+        return await coroutine
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
+
+    previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
+    for s in STOPPING_SIGNALS:
+        loop.add_signal_handler(s, on_signal, s)
+    try:
+        return await coroutine
+    except asyncio.CancelledError:
+        if received:
+            raise RunInterrupted(received[0]) from None
+        raise
+    finally:
+        for s, handler in previous.items():
+            loop.remove_signal_handler(s)  # this resets the handler to the default: restore
+            if handler is not None:
+                signal.signal(s, handler)
+
+
+def _leaves(exc: BaseException | None) -> Iterator[BaseException]:
+    """The exceptions inside (nested) exception groups, `exc` itself if it is none, and so on
+    for the exceptions they were raised while handling."""
+    if exc is None:
+        return
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+    yield from _leaves(exc.__context__)
+
+
+def resume_hint(output_dir: Path) -> str:
+    return f"python -m healthbench_exp resume={output_dir}"
+
+
+def failure_line(exc: BaseException, output_dir: Path) -> str | None:
+    """One line for a failure of the run's surroundings the user can fix (an output or cache
+    that cannot be written), naming the path and what to do; None for anything else."""
+    # the harness's own outputs first: they name their file
+    leaves = sorted(_leaves(exc), key=lambda leaf: not isinstance(leaf, OutputWriteError))
+    for leaf in leaves:
+        if isinstance(leaf, OutputWriteError):
+            path, error = leaf.path, leaf.error
+        elif isinstance(leaf, OSError) and leaf.errno in DISK_ERRNOS:
+            path, error = Path(leaf.filename or output_dir), leaf
+        else:
+            continue
+        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            what, fix = "cannot write", "free space on that disk (or choose another hydra.run.dir)"
+        elif error.errno == errno.EROFS or isinstance(leaf, OutputWriteError):
+            what, fix = "cannot write", "make it writable (or choose another hydra.run.dir)"
+        else:  # EACCES / EPERM: reading or writing
+            what, fix = "cannot access", "fix its permissions"
+        return (
+            f"{what} {path}: {error.strerror or error}; {fix}, then finish the run with: "
+            f"{resume_hint(output_dir)}"
+        )
+    return None
