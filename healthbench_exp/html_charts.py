@@ -13,7 +13,8 @@ STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1150px;color:#1d2430;
 padding:0 16px}h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #d5dae1}
 table{border-collapse:collapse;margin:8px 0;max-width:100%}td,th{border:1px solid #d5dae1;
-padding:3px 7px;text-align:left;vertical-align:top;overflow-wrap:anywhere}th{background:#f1f3f6}
+padding:3px 7px;text-align:left;vertical-align:top;overflow-wrap:break-word}th{background:#f1f3f6}
+table.categories td:first-child{overflow-wrap:anywhere;min-width:180px}
 .wide{overflow-x:auto;max-width:100%}
 td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 .muted{color:#68707d}.bad{color:#a4161a}.good{color:#1b6e3a}.failed{background:#fde8e8}

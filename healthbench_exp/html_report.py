@@ -194,6 +194,11 @@ def _link_base(job: dict[str, Any], out_dir: Path) -> str:
     return Path(os.path.relpath(job["path"], out_dir.resolve())).as_posix()
 
 
+def _number(value: Any) -> Any:
+    """A number in its shortest form (0.7, not 0.7000); anything else as it is."""
+    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
 def _job_row(job: dict[str, Any], out_dir: Path) -> str:
     done = job.get("overall_score") is not None
     ci = f"{job['ci_low']:.4f}–{job['ci_high']:.4f}" if done else escape(job.get("error") or "")
@@ -207,7 +212,8 @@ def _job_row(job: dict[str, Any], out_dir: Path) -> str:
     return (
         f"<tr class='{css}'>"
         + cells(job["job"], job["label"], job["status"], job["banners"], numeric=False)
-        + cells(job["replies"], job["judge"], job["difficulty"], job["temperature"], numeric=False)
+        + cells(job["replies"], job["judge"], job["difficulty"], numeric=False)
+        + cells(_number(job["temperature"]), numeric=False)
         + f"<td class='num job-score'>{fmt(job.get('overall_score'))}</td><td>{ci}</td>"
         + cells(job.get("n"), job.get("ungraded_criteria"), job.get("cost_usd"))
         + cells(job.get("estimated_cost_usd"))

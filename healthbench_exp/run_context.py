@@ -88,6 +88,13 @@ def replies_label(summary: dict[str, Any]) -> str:
     return f"{completions['source']} completions, Group {completions.get('group')}"
 
 
+def _g(value: Any) -> str:
+    """A number in its shortest form (0, 0.7); `?` when unknown; anything else as it is."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return "?" if value is None else str(value)
+
+
 def data_label(config: dict[str, Any]) -> str:
     """The data a run read: a file, or its difficulty and source."""
     dataset = _section(config, "dataset")
@@ -100,9 +107,9 @@ def sampling_label(config: dict[str, Any], task: str = "eval") -> str:
     """Temperature, reply length, subset and seed, e.g. `T=0.5, max_tokens=2048, seed 0`
     (for a meta-eval, the judge's temperature: no replies are sampled)."""
     sampling = _section(config, "sampling")
-    parts = [f"T={sampling.get('temperature', '?')}", f"max_tokens={sampling.get('max_tokens')}"]
+    parts = [f"T={_g(sampling.get('temperature'))}", f"max_tokens={sampling.get('max_tokens')}"]
     if task == "meta_eval":
-        parts = [f"judge T={_section(config, 'judge').get('temperature', '?')}"]
+        parts = [f"judge T={_g(_section(config, 'judge').get('temperature'))}"]
     elif _section(config, "model").get("reasoning"):
         parts = ["reasoning model (no temperature sent)"]
     if sampling.get("num_examples") is not None:

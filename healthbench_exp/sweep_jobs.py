@@ -185,7 +185,7 @@ def sweep_context(jobs: list[Job]) -> dict[str, Any]:
         ("judge", _distinct([c.judge for c in contexts])),
         ("data", _distinct([f"{c.data}; {c.count}" for c in contexts])),
         ("sampling", _distinct([c.sampling for c in contexts])),
-        ("date", f"{dates[0]} to {dates[-1]}" if dates else "unknown"),
+        ("date", _distinct([dates[0], dates[-1]]).replace("; ", " to ") if dates else "unknown"),
         ("cost", "unknown" if total(costs) is None else f"${total(costs):.4f}"),
         ("protocol", _distinct(protocols) if protocols else "unknown"),
     ]
@@ -193,10 +193,12 @@ def sweep_context(jobs: list[Job]) -> dict[str, Any]:
     for j in jobs:
         for banner in j.context.banners:
             named[banner.label].append(j.name)
+    reasons = {b.label: b.reason for j in jobs for b in j.context.banners if b.label == "DEMO"}
     banners = [
-        [label, f"{len(names)} of {len(jobs)} runs ({', '.join(names)})"]
+        [label, f"{reasons.get(label, 'see each run')}: {len(names)} of {len(jobs)} runs "
+         f"({', '.join(names)})"]
         for label, names in named.items()
-    ]
+    ]  # fmt: skip
     return {"fields": [list(f) for f in fields], "banners": banners}
 
 
