@@ -21,6 +21,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 details{border:1px solid #d5dae1;border-radius:4px;margin:6px 0;padding:4px 8px}
 summary{cursor:pointer}pre{white-space:pre-wrap;background:#f7f8fa;padding:6px;margin:4px 0}
 .verdict{font-weight:600;white-space:nowrap}svg text{font:12px system-ui,sans-serif}
+svg{max-width:100%;height:auto}
 .banner{font-weight:600;padding:6px 10px;margin:6px 0;border-radius:4px;border:1px solid}
 .banner.DEMO{background:#fff4d6;border-color:#d9a400}
 .banner.other{background:#fde8e8;border-color:#a4161a;color:#7a1013}
@@ -97,7 +98,8 @@ def _swatch(x: float, color: str, label: str, opacity: float = 1.0) -> str:
 def bar_legend() -> str:
     """What a bar chart's bar and whisker mean."""
     return (
-        "<svg class='legend' width='520' height='18' role='img' aria-label='legend'>"
+        "<svg class='legend' width='520' height='18' viewBox='0 0 520 18' role='img' "
+        "aria-label='legend'>"
         + _swatch(0, "#4c78a8", "score (clipped mean)")
         + "<line x1='170' y1='9' x2='200' y2='9' stroke='#000'/>"
         "<text x='206' y='14'>95% CI (mean ± 1.96 bootstrap std)</text></svg>"
@@ -109,7 +111,7 @@ def bar_chart(items: list[tuple[str, float, float | None]], width: int = 640) ->
     label_w, row_h = 230, 22
     plot_w = width - label_w - 70
     height = row_h * len(items) + 24
-    parts = [f"<svg width='{width}' height='{height}' role='img'>"]
+    parts = [f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img'>"]
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         x = label_w + tick * plot_w
         parts.append(
@@ -153,7 +155,8 @@ def difference_legend() -> str:
         f"<text x='{x + 36}' y='14'>95% CI</text>"
     )
     return (
-        f"<svg class='legend' id='difference-legend' width='{x + 100}' height='18' role='img' "
+        f"<svg class='legend' id='difference-legend' width='{x + 100}' height='18' "
+        f"viewBox='0 0 {x + 100} 18' role='img' "
         f"aria-label='legend'>{''.join(parts)}</svg>"
     )
 
@@ -171,7 +174,7 @@ def difference_chart(items: list[tuple[str, float, float, float]], width: int = 
     zero = x(0)
     colors = list(DIFFERENCE_COLORS.values())
     parts = [
-        f"<svg width='{width}' height='{height}' role='img'>",
+        f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img'>",
         f"<line x1='{zero:.1f}' y1='0' x2='{zero:.1f}' y2='{height - 18}' stroke='#68707d'/>",
         f"<text x='{zero:.1f}' y='{height - 4}' text-anchor='middle' fill='#68707d'>0</text>",
     ]
@@ -206,7 +209,8 @@ def heat_legend() -> str:
         for i, v in enumerate(stops)
     )
     return (
-        "<svg class='legend heat-legend' width='320' height='34' role='img' aria-label='legend'>"
+        "<svg class='legend heat-legend' width='320' height='34' viewBox='0 0 320 34' role='img' "
+        "aria-label='legend'>"
         f"<text x='0' y='14'>score</text>{boxes}"
         "<text x='270' y='14'>– none</text></svg>"
     )

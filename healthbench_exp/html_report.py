@@ -199,12 +199,15 @@ def _number(value: Any) -> Any:
     return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
-def _job_row(job: dict[str, Any], out_dir: Path) -> str:
+LINK_NAMES = {"report.html": "report", "summary.json": "summary", "per_criterion.jsonl": "criteria"}
+
+
+def _job_row(job: dict[str, Any], out_dir: Path, estimates: bool) -> str:
     done = job.get("overall_score") is not None
     ci = f"{job['ci_low']:.4f}–{job['ci_high']:.4f}" if done else escape(job.get("error") or "")
     base = _link_base(job, out_dir)
     links = " ".join(
-        f"<a href='{escape(base)}/{name}'>{name}</a>"
+        f"<a href='{escape(base)}/{name}' title='{name}'>{LINK_NAMES.get(name, name)}</a>"
         for name, present in (job.get("files") or {}).items()
         if present
     )
@@ -216,7 +219,7 @@ def _job_row(job: dict[str, Any], out_dir: Path) -> str:
         + cells(_number(job["temperature"]), numeric=False)
         + f"<td class='num job-score'>{fmt(job.get('overall_score'))}</td><td>{ci}</td>"
         + cells(job.get("n"), job.get("ungraded_criteria"), job.get("cost_usd"))
-        + cells(job.get("estimated_cost_usd"))
+        + (cells(job.get("estimated_cost_usd")) if estimates else "")
         + f"<td class='num'>{fmt(job.get('wall_time_s'), 1)}</td><td>{links}</td></tr>"
     )
 
@@ -242,8 +245,10 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
     body = [sweep_header(data)]
     if jobs:
         header = ["job", "label", "status", "banners", "model", "judge", "data", "T"]
-        header += ["overall_score", "95% CI", "n", "ungraded", "cost $", "estimated $", "wall s"]
-        rows = [_job_row(j, out_dir) for j in jobs]
+        estimates = any(j["status"] == "dry_run" for j in jobs)
+        header += ["overall score", "95% CI", "n", "ungraded", "cost $"]
+        header += ["estimated $", "wall s"] if estimates else ["wall s"]
+        rows = [_job_row(j, out_dir, estimates) for j in jobs]
         body.append("<h2>Runs</h2>" + table([*header, "files"], rows))
     if meta:
         rows = [

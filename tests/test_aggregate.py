@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -159,6 +160,29 @@ def render(path: Path, tmp_path: Path) -> str:
     return result.stdout
 
 
+MEASURE = """<script>
+var right = document.body.getBoundingClientRect().right, worst = -1e9;
+document.querySelectorAll('table').forEach(function (t) {
+  worst = Math.max(worst, t.getBoundingClientRect().right - right);
+});
+document.body.setAttribute('data-table-overflow', Math.round(worst));
+document.body.setAttribute('data-page-overflow',
+  document.documentElement.scrollWidth - window.innerWidth);
+</script>"""
+
+
+def overflow(report: Path, tmp_path: Path) -> tuple[int, int]:
+    """How far (px) the widest table and the page reach past the body / the window in
+    Chromium's default 800 px window: the page as written, plus a script that measures it."""
+    measured = report.with_name("measured.html")
+    measured.write_text(report.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = render(measured, tmp_path)
+    table = re.search(r'data-table-overflow="(-?\d+)"', dom)
+    page = re.search(r'data-page-overflow="(-?\d+)"', dom)
+    assert table and page, dom[-2000:]
+    return int(table.group(1)), int(page.group(1))
+
+
 def test_html_reports_render_with_the_scores(grid_sweep: Path, tmp_path: Path) -> None:
     dom = render(grid_sweep / "report.html", tmp_path)
     data = read_json(grid_sweep / "sweep_summary.json")
@@ -173,6 +197,7 @@ def test_html_reports_render_with_the_scores(grid_sweep: Path, tmp_path: Path) -
         assert f'href="{row["job"]}/report.html"' in dom
         assert f"<th>{row['label']}</th>" in dom  # heat-map columns name the run, not a number
     assert "model=offline-a T=0 − model=offline-a T=0.7" in dom  # the paired chart's labels
+    assert overflow(grid_sweep / "report.html", tmp_path)[1] <= 0  # wide tables scroll in place
     job = grid_sweep / "0"
     summary = read_json(job / "summary.json")
     page = render(job / "report.html", tmp_path)
