@@ -341,9 +341,9 @@ Exit status 2 when there is nothing to compare."""
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m healthbench_exp.aggregate",
-        description="Compare finished HealthBench runs: one row per run (labelled by the "
-        "overrides that set it apart), paired score differences, judge agreement, and an HTML "
-        "report. Failed and unfinished runs are listed as such.",
+        description="Compare finished HealthBench runs: one row per run (labelled by the\n"
+        "overrides that set it apart), paired score differences, judge agreement, and an\n"
+        "HTML report. Failed and unfinished runs are listed as such.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -112,7 +112,11 @@ def run_dirs_below(directory: Path, depth: int = SEARCH_DEPTH) -> list[Path]:
     if depth == 0:
         return []
     found = []
-    children = [c for c in directory.iterdir() if c.is_dir() and c.name not in SKIPPED]
+    children = [
+        c
+        for c in directory.iterdir()
+        if c.is_dir() and c.name not in SKIPPED and not c.name.startswith(".")
+    ]
     for child in sorted(children, key=_order):
         found += run_dirs_below(child, depth - 1)
     return found
