@@ -65,6 +65,7 @@ def job_row(job: Job) -> dict[str, Any]:
         "replies": context.replies,
         "model": context.model,
         "judge": context.judge,
+        "data": context.data,
         "difficulty": (config.get("dataset") or {}).get("difficulty"),
         "temperature": (config.get("sampling") or {}).get("temperature"),
         "date": context.date,

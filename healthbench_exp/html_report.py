@@ -215,7 +215,7 @@ def _job_row(job: dict[str, Any], out_dir: Path, estimates: bool) -> str:
     return (
         f"<tr class='{css}'>"
         + cells(job["job"], job["label"], job["status"], job["banners"], numeric=False)
-        + cells(job["replies"], job["judge"], job["difficulty"], numeric=False)
+        + cells(job["replies"], job["judge"], job["data"], numeric=False)
         + cells(_number(job["temperature"]), numeric=False)
         + f"<td class='num job-score'>{fmt(job.get('overall_score'))}</td><td>{ci}</td>"
         + cells(job.get("n"), job.get("ungraded_criteria"), job.get("cost_usd"))

@@ -70,7 +70,7 @@ def markdown(data: dict[str, Any]) -> str:
         rows = [
             [
                 *(r["job"], f"`{r['label']}`", r["status"], r["banners"], r["replies"]),
-                *(r["judge"], r["difficulty"], r["temperature"], *_score_cells(r)),
+                *(r["judge"], r["data"], r["temperature"], *_score_cells(r)),
             ]
             for r in evals
         ]
