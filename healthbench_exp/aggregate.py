@@ -1,25 +1,30 @@
-"""Sweep summaries: one row per job, paired comparisons, and an HTML report.
-
-Written when a sweep ends (the Hydra callback `SweepSummaryCallback`, registered in
-`conf/config.yaml`) and on demand for partial or failed sweeps:
+"""Comparing finished runs: one row per run, paired comparisons, judge agreement, reports.
 
     python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00
+    python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00 outputs/2026-11-23/09-12-44 \
+        --out comparisons/mini-vs-full
 
-Outputs in the sweep directory: `sweep_summary.csv`, `.json`, `.md` and `report.html`. Failed
-and unfinished jobs appear as such. Every pair of completed eval jobs that scored shared
+Inputs are read-only: any mix of sweep directories and run directories (a run directory is never
+written into). The comparison (`sweep_summary.csv`, `.json`, `.md` and `report.html`) goes to
+`--out`; without it, into the sweep directory when exactly one sweep directory was given, else
+into a new folder `aggregates/<date>/<time>` named on screen. The Hydra callback
+`SweepSummaryCallback` (registered in `conf/config.yaml`) writes a sweep's own when it ends.
+
+Failed and unfinished runs appear as such. Every pair of completed eval runs that scored shared
 prompt_ids gets a paired bootstrap of the score difference (overall and per theme). Every pair of
-completed jobs whose judges graded the same items (the same reply, or meta-eval row, against the
-same criterion) gets the judges' agreement rate and Cohen's kappa over those items.
+completed runs whose judges graded the same items (the same reply, or meta-eval row, against the
+same criterion) gets the judges' agreement rate and Cohen's kappa over those items. Runs are
+labelled by the overrides that set them apart (`model=gpt41 T=0.7`).
 """
 
 from __future__ import annotations
 
-import csv
+import argparse
 import hashlib
 import json
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,86 +32,55 @@ from hydra.experimental.callback import Callback
 
 from .agreement import cohen_agreement
 from .comparison import paired_bootstrap
+from .html_report import sweep_report
 from .reporting import write_json
+from .run_context import utc_date
 from .scoring import ci95, tag_metric_names
+from .sweep_jobs import (
+    Job,
+    find_jobs,
+    is_run_dir,
+    job_labels,
+    read_json,
+    sweep_context,
+    total,
+)
+from .sweep_markdown import markdown, write_csv
 
 BOOTSTRAP_SAMPLES = 1000
 SEED = 0
 
 
-@dataclass
-class Job:
-    name: str
-    path: Path
-    status: str  # completed | partial (budget reached) | dry_run | failed | ungraded | unfinished
-    error: str | None
-    overrides: list[str]
-    summary: dict[str, Any] | None
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def load_job(path: Path) -> Job:
-    from omegaconf import OmegaConf
-
-    overrides_file = path / ".hydra" / "overrides.yaml"
-    overrides = [str(o) for o in OmegaConf.load(overrides_file)] if overrides_file.exists() else []
-    status = _read_json(path / "status.json") or {}
-    summary = _read_json(path / "summary.json")
-    state = status.get("status")
-    if state in ("failed", "ungraded"):  # ungraded: see `outcome`
-        kind = state
-    elif summary is not None and state in (None, "completed", "partial"):
-        kind = state or "completed"
-    elif state == "dry_run" and (path / "estimate.json").exists():
-        kind = "dry_run"
-    else:
-        kind = "unfinished"  # killed, or still running
-    return Job(path.name, path, kind, status.get("error"), overrides, summary)
-
-
-def find_jobs(sweep_dir: Path) -> list[Job]:
-    """Every job folder (one holding `.hydra/`) below the sweep directory, in job order."""
-    paths = [p.parent.parent for p in sweep_dir.glob("*/.hydra/overrides.yaml")]
-    return [
-        load_job(p)
-        for p in sorted(
-            paths,
-            key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name),
-        )
-    ]
-
-
 def job_row(job: Job) -> dict[str, Any]:
-    """The flat sweep-summary row of one job."""
+    """The flat summary row of one run: what defines it, its banners, then its results."""
+    config, context = job.config, job.context
     row: dict[str, Any] = {
         "job": job.name,
+        "path": str(job.path.resolve()),
         "status": job.status,
+        "banners": " ".join(b.label for b in context.banners),
         "error": job.error,
         "overrides": " ".join(job.overrides),
+        "task": context.task,
+        "replies": context.replies,
+        "model": context.model,
+        "judge": context.judge,
+        "data": context.data,
+        "difficulty": (config.get("dataset") or {}).get("difficulty"),
+        "temperature": (config.get("sampling") or {}).get("temperature"),
+        "date": context.date,
     }
     summary = job.summary
     if job.status == "dry_run":
-        estimate = _read_json(job.path / "estimate.json") or {}
+        estimate = read_json(job.path / "estimate.json") or {}
         return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
-    if summary is None or job.status not in ("completed", "partial"):
+    if summary is None or not summary.get("counts"):
         return row
-    config, counts, metrics = summary["config"], summary["counts"], summary["metrics"]
+    counts, metrics = summary["counts"], summary["metrics"]
     if summary.get("task") == "meta_eval":
         return {**row, **meta_eval_row(job)}
     row.update(
         {
-            "task": "eval",
-            "replies": (summary.get("completions") or {}).get("source", "model"),
-            "model": config.get("model", {}).get("name"),
-            "judge": config.get("judge", {}).get("name"),
-            "difficulty": config.get("dataset", {}).get("difficulty"),
-            "temperature": config.get("sampling", {}).get("temperature"),
             "rollouts": counts["rollouts_per_example"],
             "overall_score": metrics.get("overall_score"),
             "bootstrap_std": metrics.get("overall_score:bootstrap_std"),
@@ -142,12 +116,9 @@ def job_row(job: Job) -> dict[str, Any]:
 def meta_eval_row(job: Job) -> dict[str, Any]:
     """The sweep-summary columns of a completed meta-eval job."""
     assert job.summary is not None
-    config, counts, metrics = job.summary["config"], job.summary["counts"], job.summary["metrics"]
+    counts, metrics = job.summary["counts"], job.summary["metrics"]
     physicians = "physicians_weighted_mean:pairwise_physician_f1_balanced"
     return {
-        "task": "meta_eval",
-        "judge": config.get("judge", {}).get("name"),
-        "difficulty": config.get("dataset", {}).get("difficulty"),
         "pairwise_model_f1_balanced": metrics.get("pairwise_model_f1_balanced"),
         "pairwise_model_f1_pos": metrics.get("pairwise_model_f1_pos"),
         "pairwise_model_f1_neg": metrics.get("pairwise_model_f1_neg"),
@@ -205,7 +176,7 @@ def judge_verdicts(job: Job) -> dict[tuple[Any, ...], bool | None]:
     return verdicts
 
 
-def judge_agreement(jobs: list[Job]) -> list[dict[str, Any]]:
+def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
     """Agreement rate and Cohen's kappa for every pair of completed jobs with shared items,
     over the items both judges graded."""
     done = [
@@ -231,6 +202,8 @@ def judge_agreement(jobs: list[Job]) -> list[dict[str, Any]]:
                 {
                     "a": a.name,
                     "b": b.name,
+                    "a_label": labels[a.name],
+                    "b_label": labels[b.name],
                     "a_judge": judges[0],
                     "b_judge": judges[1],
                     "shared_items": len(shared),
@@ -253,7 +226,7 @@ def prompt_scores(job: Job) -> tuple[dict[str, float], dict[str, str]]:
     return {p: sum(s) / len(s) for p, s in totals.items()}, themes
 
 
-def pairwise(jobs: list[Job]) -> list[dict[str, Any]]:
+def pairwise(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
     """Paired bootstrap A - B for every pair of completed jobs with shared prompt_ids."""
     done = [j for j in jobs if j.status == "completed" and (j.path / "examples.jsonl").exists()]
     scores = {j.name: prompt_scores(j) for j in done}
@@ -279,6 +252,8 @@ def pairwise(jobs: list[Job]) -> list[dict[str, Any]]:
                 {
                     "a": a.name,
                     "b": b.name,
+                    "a_label": labels[a.name],
+                    "b_label": labels[b.name],
                     "a_overrides": " ".join(a.overrides),
                     "b_overrides": " ".join(b.overrides),
                     **overall.__dict__,
@@ -288,147 +263,40 @@ def pairwise(jobs: list[Job]) -> list[dict[str, Any]]:
     return pairs
 
 
-def job_labels(jobs: list[Job]) -> dict[str, str]:
-    """Each job named by the overrides that differ across the sweep, e.g. `1: model.name=x`."""
-    settings = [dict(o.partition("=")[::2] for o in j.overrides) for j in jobs]
-    keys = {k for s in settings for k in s}
-    varying = {k for k in keys if len({s.get(k) for s in settings}) > 1}
-    return {
-        j.name: " ".join(
-            [f"{j.name}:", *(o for o in j.overrides if o.partition("=")[0] in varying)]
-        )
-        for j in jobs
-    }
-
-
-def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
-    jobs = find_jobs(sweep_dir)
+def summarize(inputs: list[Path]) -> dict[str, Any]:
+    """The comparison of every run in or below `inputs` (read only)."""
+    jobs = find_jobs(*inputs)
     labels = job_labels(jobs)
     rows = [{**job_row(j), "label": labels[j.name]} for j in jobs]
     return {
-        "sweep_dir": str(sweep_dir),
+        "inputs": [str(p) for p in inputs],
+        "written_at": utc_date(datetime.now().timestamp()),
+        "context": sweep_context(jobs),
         "jobs": rows,
-        "pairs": pairwise(jobs),
-        "judge_agreement": judge_agreement(jobs),
+        "pairs": pairwise(jobs, labels),
+        "judge_agreement": judge_agreement(jobs, labels),
         "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
-        "cost_usd": _total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
-        "estimated_cost_usd": _total(
+        "cost_usd": total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
+        "estimated_cost_usd": total(
             [r.get("estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
         ),
     }
 
 
-def _total(values: list[float | None]) -> float | None:
-    """The sum, or None when there is nothing to sum or some value is unknown."""
-    if not values or any(v is None for v in values):
-        return None
-    return sum(v for v in values if v is not None)
-
-
-def markdown(data: dict[str, Any]) -> str:
-    lines = [f"# HealthBench sweep `{data['sweep_dir']}`"]
-    evals = [r for r in data["jobs"] if r.get("task") != "meta_eval"]
-    if evals:
-        lines += [
-            "",
-            "| job | status | overrides | overall_score | 95% CI | n | ungraded | tokens "
-            "| cost $ | wall s |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-    for r in evals:
-        if r["status"] == "completed" and r.get("overall_score") is not None:
-            score = f"{r['overall_score']:.4f} ± {r['bootstrap_std']:.4f}"
-            ci = f"{r['ci_low']:.4f}–{r['ci_high']:.4f}"
-            rest = (
-                f"{r['n']} | {r['ungraded_criteria']} | {r['tokens']} | {_usd(r['cost_usd'])} | "
-                f"{r['wall_time_s']:.1f}"
-            )
-        elif r["status"] == "dry_run":
-            score, ci = "–", f"dry run: estimated {_usd(r.get('estimated_cost_usd'))}"
-            rest = "– | – | – | – | –"
-        else:
-            score, ci, rest = "–", (r.get("error") or "").replace("|", "\\|"), "– | – | – | – | –"
-        lines.append(
-            f"| {r['job']} | {r['status']} | `{r['overrides']}` | {score} | {ci} | {rest} |"
-        )
-    meta = [r for r in data["jobs"] if r.get("task") == "meta_eval"]
-    if meta:
-        lines += [
-            "",
-            "## Meta-eval jobs (agreement with physicians, pairwise balanced F1)",
-            "",
-            "| job | judge | judge F1 | physicians F1 | mean over categories: judge, physicians "
-            "| rows | ungraded |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in meta:
-            lines.append(
-                f"| {r['job']} | {r['judge']} | {_num(r['pairwise_model_f1_balanced'])} | "
-                f"{_num(r['physicians_f1_balanced'])} | "
-                f"{_num(r['category_mean_model_f1_balanced'])}, "
-                f"{_num(r['category_mean_physicians_f1_balanced'])} | {r['rows']} | "
-                f"{r['ungraded_rows']} |"
-            )
-    if data["judge_agreement"]:
-        lines += [
-            "",
-            "## Judge agreement (items both jobs' judges graded)",
-            "",
-            "| A | B | judges | n | agreement | Cohen's kappa |",
-            "|---|---|---|---|---|---|",
-        ]
-        for p in data["judge_agreement"]:
-            lines.append(
-                f"| {p['a']} | {p['b']} | {p['a_judge']} vs {p['b_judge']} | {p['n']} | "
-                f"{_num(p['agreement'])} | {_num(p['kappa'])} |"
-            )
-    if data.get("cost_usd") is not None:
-        lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}"]
-    if data.get("estimated_cost_usd") is not None:
-        lines += ["", f"Estimated cost of the sweep (dry run): {_usd(data['estimated_cost_usd'])}"]
-    if data["pairs"]:
-        lines += [
-            "",
-            "## Paired differences (A − B)",
-            "",
-            "| A | B | n | mean diff | 95% CI | sign flips |",
-            "|---|---|---|---|---|---|",
-        ]
-        for p in data["pairs"]:
-            lines.append(
-                f"| {p['a']} | {p['b']} | {p['n']} | {p['mean_difference']:+.4f} | "
-                f"{p['ci_low']:+.4f} – {p['ci_high']:+.4f} | {p['sign_flip_fraction']:.3f} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def _usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
-
-
-def _num(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.4f}"
-
-
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns and k != "files"]
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+def write_summary(out_dir: Path, data: dict[str, Any]) -> None:
+    """Write the csv, json, md and html files of a comparison into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data["out_dir"] = str(out_dir)
+    write_csv(out_dir / "sweep_summary.csv", data["jobs"])
+    write_json(out_dir / "sweep_summary.json", data)
+    (out_dir / "sweep_summary.md").write_text(markdown(data), encoding="utf-8")
+    (out_dir / "report.html").write_text(sweep_report(data, out_dir), encoding="utf-8")
 
 
 def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
-    """Summarize the sweep and write the csv, json, md and html files into it."""
-    from .html_report import sweep_report
-
-    data = summarize_sweep(sweep_dir)
-    write_csv(sweep_dir / "sweep_summary.csv", data["jobs"])
-    write_json(sweep_dir / "sweep_summary.json", data)
-    (sweep_dir / "sweep_summary.md").write_text(markdown(data), encoding="utf-8")
-    (sweep_dir / "report.html").write_text(sweep_report(data), encoding="utf-8")
+    """Summarize one sweep and write the comparison into the sweep directory."""
+    data = summarize([sweep_dir])
+    write_summary(sweep_dir, data)
     return data
 
 
@@ -458,18 +326,93 @@ class SweepSummaryCallback(Callback):
             raise SystemExit(1)
 
 
+EXAMPLES = """examples:
+  python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00
+      compare the jobs of one sweep; the summary goes into that sweep directory
+  python -m healthbench_exp.aggregate outputs/2026-11-23/09-12-44 outputs/2026-11-23/11-40-02
+      compare two single runs; the summary goes into a new folder aggregates/<date>/<time>
+  python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00 outputs/2026-11-23/09-12-44 \\
+      --out comparisons/gpt41-vs-mini
+      a sweep and a run, compared in the folder you name
+
+Run directories are only read, never written. Writes sweep_summary.csv/.json/.md and report.html.
+Exit status 2 when there is nothing to compare."""
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m healthbench_exp.aggregate",
+        description="Compare finished HealthBench runs: one row per run (labelled by the\n"
+        "overrides that set it apart), paired score differences, judge agreement, and an\n"
+        "HTML report. Failed and unfinished runs are listed as such.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "dirs",
+        nargs="+",
+        metavar="DIR",
+        type=Path,
+        help="a sweep directory (multirun/<date>/<time>), a run directory "
+        "(outputs/<date>/<time>, or one job of a sweep), or a folder holding either; any mix",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where to write the comparison (created if missing; never inside a run directory). "
+        "Default: the sweep directory when exactly one sweep directory is given, else a new "
+        "folder aggregates/<date>/<time>",
+    )
+    return parser.parse_args(argv)
+
+
+def new_out_dir(root: Path = Path("aggregates")) -> Path:
+    """A folder `aggregates/<date>/<time>` that does not exist yet (suffixed -2, -3, ...)."""
+    now = datetime.now()
+    base = root / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def choose_out_dir(inputs: list[Path], out: Path | None, runs: list[Path]) -> Path:
+    """Where the comparison goes (see `parse_args`); SystemExit(2) if `out` is a run directory
+    or inside one."""
+    if out is not None:
+        target = out.resolve()
+        for run in runs:
+            if target == run.resolve() or run.resolve() in target.parents:
+                _fail(f"--out {out} is inside the run directory {run}; runs are read-only, "
+                      "choose a folder outside it")  # fmt: skip
+        return out
+    if len(inputs) == 1 and not is_run_dir(inputs[0]):
+        return inputs[0]
+    return new_out_dir()
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not Path(args[0]).is_dir():
-        print("usage: python -m healthbench_exp.aggregate SWEEP_DIR", file=sys.stderr)
-        raise SystemExit(2)
-    sweep_dir = Path(args[0])
-    data = write_sweep_summary(sweep_dir)
+    """The command line: see `parse_args` and the module docstring."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    for directory in args.dirs:
+        if not directory.is_dir():
+            _fail(f"{directory} is not a directory; give sweep or run directories")
+    data = summarize(args.dirs)
     if not data["jobs"]:
-        print(f"error: no job folders (with .hydra/) in {sweep_dir}", file=sys.stderr)
-        raise SystemExit(2)
+        _fail(
+            f"nothing to aggregate in {', '.join(map(str, args.dirs))}: no run directory (one "
+            "with .hydra/overrides.yaml, status.json or summary.json) in or below it"
+        )
+    out_dir = choose_out_dir(args.dirs, args.out, [Path(r["path"]) for r in data["jobs"]])
+    write_summary(out_dir, data)
     print(markdown(data))
-    print(f"written: {sweep_dir}/sweep_summary.{{csv,json,md}} and report.html")
+    print(f"written: {out_dir}/sweep_summary.{{csv,json,md}} and {out_dir}/report.html")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from . import html_report
 from .run_stops import OutputWriteError
 from .scoring import ci95, consensus_criteria, reward, tag_metric_names
 from .strict_json import dumps
@@ -150,7 +152,7 @@ def write_summary(output_dir: Path, summary: dict[str, Any]) -> None:
 OWN_FILES = {
     ".hydra", "healthbench.log", "status.json", "summary.json", "per_criterion.jsonl",
     "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
-    "estimate.json", "batches.json", "invocations.jsonl", ".lock",
+    "estimate.json", "batches.json", "invocations.jsonl", ".lock", "report_examples.js",
 }  # fmt: skip
 
 
@@ -166,8 +168,17 @@ def foreign_files(output_dir: Path) -> list[str]:
 
 
 def write_status(output_dir: Path, status: str, error: str | None = None) -> None:
-    """`status.json`: running, completed or failed (with the error), for sweep summaries."""
+    """`status.json`: running, completed or failed (with the error), for sweep summaries.
+
+    A final status refreshes the run's report.html (written before the status was known), so
+    its banners say how the run ended; a report that cannot be refreshed is only logged.
+    """
     write_json(output_dir / "status.json", {"status": status, "error": error})
+    if status != "running" and (output_dir / "report.html").exists():
+        try:
+            html_report.refresh_report(output_dir)
+        except Exception as exc:  # the status is written; the report is optional
+            logging.getLogger("healthbench_exp").warning("report.html not refreshed: %s", exc)
 
 
 def try_write_status(output_dir: Path, status: str, error: str | None = None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,16 +53,21 @@ def test_grid_sweep_summary_matches_every_job(grid_sweep: Path) -> None:
         assert row["n"] == 8 and row["ungraded_criteria"] == 0
         assert row["ci_low"] <= row["overall_score"] <= row["ci_high"]
         assert row["model"] in ("offline-a", "offline-b") and row["temperature"] in (0.0, 0.7)
+        assert row["judge"] == "offline-judge" and row["banners"] == "DEMO"
         assert f"sampling.temperature={row['temperature']:g}" in row["overrides"]
-        assert row["label"] == f"{row['job']}: model.name={row['model']} " + (
-            f"sampling.temperature={row['temperature']:g}"
-        )
+        # labelled by the overrides that set it apart, short: `model=offline-a T=0.7`
+        assert row["label"] == f"model={row['model']} T={row['temperature']:g}"
         themes = [m for m in summary["metrics"] if m.startswith("theme:") and m.count(":") == 1]
         assert themes and all(row[m] == summary["metrics"][m] for m in themes)
         assert (grid_sweep / row["job"] / "report.html").exists()
     with open(grid_sweep / "sweep_summary.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 4
-    assert "| 3 | completed |" in (grid_sweep / "sweep_summary.md").read_text()
+    markdown = (grid_sweep / "sweep_summary.md").read_text()
+    assert "| 3 | `model=offline-b T=0.7` | completed | DEMO | offline-b | offline-judge |" in (
+        markdown
+    )
+    assert "**DEMO**: built-in offline endpoint: the scores mean nothing: 4 of 4 runs" in markdown
+    assert "## Scores by theme" in markdown and "| run | communication |" in markdown
 
 
 def test_every_pair_gets_a_paired_bootstrap(grid_sweep: Path) -> None:
@@ -69,7 +75,9 @@ def test_every_pair_gets_a_paired_bootstrap(grid_sweep: Path) -> None:
     assert [(p["a"], p["b"]) for p in pairs] == [
         ("0", "1"), ("0", "2"), ("0", "3"), ("1", "2"), ("1", "3"), ("2", "3"),
     ]  # fmt: skip
+    labels = {r["job"]: r["label"] for r in read_json(grid_sweep / "sweep_summary.json")["jobs"]}
     for p in pairs:
+        assert (p["a_label"], p["b_label"]) == (labels[p["a"]], labels[p["b"]])
         expected = paired_bootstrap(
             prompt_scores(grid_sweep / p["a"]), prompt_scores(grid_sweep / p["b"]), 1000, 0
         )
@@ -152,19 +160,54 @@ def render(path: Path, tmp_path: Path) -> str:
     return result.stdout
 
 
+MEASURE = """<script>
+var right = document.body.getBoundingClientRect().right, worst = -1e9;
+document.querySelectorAll('table').forEach(function (t) {
+  worst = Math.max(worst, t.getBoundingClientRect().right - right);
+});
+document.body.setAttribute('data-table-overflow', Math.round(worst));
+document.body.setAttribute('data-page-overflow',
+  document.documentElement.scrollWidth - window.innerWidth);
+</script>"""
+
+
+def overflow(report: Path, tmp_path: Path) -> tuple[int, int]:
+    """How far (px) the widest table and the page reach past the body / the window in
+    Chromium's default 800 px window: the page as written, plus a script that measures it."""
+    measured = report.with_name("measured.html")
+    measured.write_text(report.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = render(measured, tmp_path)
+    table = re.search(r'data-table-overflow="(-?\d+)"', dom)
+    page = re.search(r'data-page-overflow="(-?\d+)"', dom)
+    assert table and page, dom[-2000:]
+    return int(table.group(1)), int(page.group(1))
+
+
 def test_html_reports_render_with_the_scores(grid_sweep: Path, tmp_path: Path) -> None:
     dom = render(grid_sweep / "report.html", tmp_path)
     data = read_json(grid_sweep / "sweep_summary.json")
-    assert "<svg" in dom and "Paired differences" in dom and "Theme x job" in dom
+    assert "<svg" in dom and "Paired differences" in dom and "Theme x run" in dom
+    # the colour scales have legends; the context header and the DEMO banner open the page
+    assert dom.count('class="legend heat-legend"') == 2 and 'id="difference-legend"' in dom
+    assert "A higher (CI above 0)" in dom and "no clear difference (CI includes 0)" in dom
+    assert 'id="banner-DEMO"' in dom and '<table class="context" id="context">' in dom
+    assert "<th>judge</th><td>offline-judge</td>" in dom
     for row in data["jobs"]:
         assert f'<td class="num job-score">{row["overall_score"]:.4f}</td>' in dom
         assert f'href="{row["job"]}/report.html"' in dom
+        assert f"<th>{row['label']}</th>" in dom  # heat-map columns name the run, not a number
+    assert "model=offline-a T=0 − model=offline-a T=0.7" in dom  # the paired chart's labels
+    assert overflow(grid_sweep / "report.html", tmp_path)[1] <= 0  # wide tables scroll in place
     job = grid_sweep / "0"
     summary = read_json(job / "summary.json")
     page = render(job / "report.html", tmp_path)
     assert f"{summary['metrics']['overall_score']:.4f} (95% CI" in page
-    assert page.count("<details") == 8
+    assert page.count("<details") == 8  # drawn by the pager from report_examples.js
     assert "By theme" in page and "judge explanation" in page
+    assert 'id="banner-DEMO"' in page and "<th>model</th><td>offline-a</td>" in page
+    assert "T=0, max_tokens=2048, num_examples=8, seed 0" in page
+    assert "reference: one judge call per criterion" in page
+    assert page.count('class="legend"') == 2  # the theme and axis bar charts
 
 
 def test_slurm_preset_composes_the_submitit_launcher() -> None:
@@ -268,4 +311,8 @@ def test_a_dry_run_sweep_estimates_every_job_and_the_total(tmp_path: Path) -> No
     assert [r["estimated_cost_usd"] for r in data["jobs"]] == estimates
     assert data["estimated_cost_usd"] == pytest.approx(sum(estimates))
     assert f"the sweep would cost about ${sum(estimates):.4f}" in result.stdout
+    markdown = (sweep / "sweep_summary.md").read_text()
+    assert "| overall_score | 95% CI | n | ungraded | tokens | cost | estimated cost |" in markdown
+    # the estimate has its own column, not the CI's
+    assert f"| – | – | – | – | – | – | ${estimates[0]:.4f} | – |" in markdown
     assert not list(sweep.glob("*/summary.json"))  # nothing ran

@@ -1,0 +1,206 @@
+"""What a run is, in words a reader needs before its numbers: the header of every report.
+
+`run_context` turns a run's own records (summary.json, status.json, or a dry run's estimate, and
+the resolved config they hold) into a `RunContext`: model, judge, data and count, sampling, date,
+cost, protocol, and banners. Banners flag results that must not be read as a finished,
+meaningful benchmark run:
+
+- DEMO: the built-in endpoint wrote the replies or the verdicts (`model.builtin` /
+  `judge.builtin`); its scores mean nothing.
+- PARTIAL: the budget stopped the run (`budget.stopped` in summary.json, or status `partial`).
+- any other final status than `completed` (failed, interrupted, ungraded, ...), upper-cased,
+  with the reason status.json gives. `running` is not final: a report written at the end of a
+  run, before its final status, shows none, and is refreshed when the status is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+NOT_FINAL = ("running", None)
+
+
+@dataclass(frozen=True)
+class Banner:
+    """A warning shown above a report's numbers: `label` (DEMO, PARTIAL, ...) and why."""
+
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The facts a report opens with; None where a run's records do not say."""
+
+    task: str  # eval | meta_eval
+    replies: str  # the model's name, or where the graded replies came from
+    model: str | None
+    judge: str | None
+    data: str  # difficulty and source, e.g. "hard (hf)"
+    count: str  # e.g. "24 examples x 1 rollout"
+    sampling: str  # e.g. "T=0.5, max_tokens=2048, seed 0"
+    date: str | None  # when the results were written, UTC
+    cost_usd: float | None
+    protocol: str  # "reference" or what differs from it
+    banners: list[Banner] = field(default_factory=list)
+
+    def title(self, flags: bool = True) -> str:
+        """One line naming the run: banners (with `flags`), replies, judge, data, temperature,
+        date and cost."""
+        parts = [
+            f"{self.replies} judged by {self.judge}" if self.task == "eval" else f"{self.judge}",
+            self.data,
+            self.sampling.split(",")[0],
+            self.date or "",
+            "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.2f}",
+        ]
+        marks = " ".join(f"[{b.label}]" for b in self.banners) if flags else ""
+        return (f"{marks} " if marks else "") + " · ".join(p for p in parts if p)
+
+    def fields(self) -> list[tuple[str, str]]:
+        """(label, value) pairs for a header table."""
+        cost = "unknown (a price is not set)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        return [
+            ("model" if self.task == "eval" else "task", self.replies),
+            ("judge", self.judge or "?"),
+            ("data", f"{self.data}; {self.count}"),
+            ("sampling", self.sampling),
+            ("date", self.date or "unknown"),
+            ("cost", cost),
+            ("protocol", self.protocol),
+        ]
+
+
+def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
+    value = config.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def replies_label(summary: dict[str, Any]) -> str:
+    """Whose replies a run graded: the model's name, or the physician / file source."""
+    completions = summary.get("completions") or {"source": "model"}
+    if completions["source"] == "model":
+        return str(_section(summary.get("config") or {}, "model").get("name", "?"))
+    if completions["source"] == "file":
+        return f"replies from {completions.get('path')}"
+    return f"{completions['source']} completions, Group {completions.get('group')}"
+
+
+def _g(value: Any) -> str:
+    """A number in its shortest form (0, 0.7); `?` when unknown; anything else as it is."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return "?" if value is None else str(value)
+
+
+def data_label(config: dict[str, Any]) -> str:
+    """The data a run read: a file, or its difficulty and source."""
+    dataset = _section(config, "dataset")
+    if dataset.get("path"):
+        return f"file {dataset['path']}"
+    return f"{dataset.get('difficulty', '?')} ({dataset.get('source', '?')})"
+
+
+def sampling_label(config: dict[str, Any], task: str = "eval") -> str:
+    """Temperature, reply length, subset and seed, e.g. `T=0.5, max_tokens=2048, seed 0`
+    (for a meta-eval, the judge's temperature: no replies are sampled)."""
+    sampling = _section(config, "sampling")
+    parts = [f"T={_g(sampling.get('temperature'))}", f"max_tokens={sampling.get('max_tokens')}"]
+    if task == "meta_eval":
+        parts = [f"judge T={_g(_section(config, 'judge').get('temperature'))}"]
+    elif _section(config, "model").get("reasoning"):
+        parts = ["reasoning model (no temperature sent)"]
+    if sampling.get("num_examples") is not None:
+        parts.append(f"num_examples={sampling['num_examples']}")
+    if (sampling.get("rollouts_per_example") or 1) > 1:
+        parts.append(f"{sampling['rollouts_per_example']} rollouts")
+    parts.append(f"seed {sampling.get('seed', '?')}")
+    return ", ".join(parts)
+
+
+def count_label(summary: dict[str, Any] | None) -> str:
+    """How much was graded, e.g. `24 examples x 1 rollout (24 rows)`."""
+    counts = (summary or {}).get("counts") or {}
+    if (summary or {}).get("task") == "meta_eval":
+        return f"{counts.get('rows', '?')} rows, {counts.get('rows_graded', '?')} graded"
+    if not counts:
+        return "not run"
+    rollouts = counts.get("rollouts_per_example", 1)
+    return (
+        f"{counts.get('examples', '?')} examples x {rollouts} rollout{'s' * (rollouts != 1)} "
+        f"({counts.get('rows_scored', '?')} of {counts.get('rows', '?')} rows scored)"
+    )
+
+
+def is_demo(config: dict[str, Any], reply_source: str = "model") -> bool:
+    """True when the built-in endpoint wrote the verdicts, or the graded replies."""
+    model_builtin = bool(_section(config, "model").get("builtin")) and reply_source == "model"
+    return model_builtin or bool(_section(config, "judge").get("builtin"))
+
+
+def banners(
+    config: dict[str, Any],
+    summary: dict[str, Any] | None,
+    status: dict[str, Any] | None,
+) -> list[Banner]:
+    """DEMO, PARTIAL and non-completed status banners (see the module docstring)."""
+    source = ((summary or {}).get("completions") or {}).get("source", "model")
+    out = []
+    if is_demo(config, source):
+        out.append(Banner("DEMO", "built-in offline endpoint: the scores mean nothing"))
+    state = (status or {}).get("status")
+    budget = (summary or {}).get("budget") or {}
+    if budget.get("stopped") or state == "partial":
+        not_run = ((summary or {}).get("counts") or {}).get("rows_not_run")
+        reason = (status or {}).get("error") or (
+            f"budget reached; {not_run} rows not run" if not_run is not None else "budget reached"
+        )
+        out.append(Banner("PARTIAL", reason))
+    elif state not in (*NOT_FINAL, "completed"):
+        out.append(Banner(str(state).upper(), (status or {}).get("error") or str(state)))
+    return out
+
+
+def protocol_label(summary: dict[str, Any] | None) -> str:
+    """`reference (...)` or the grading description naming what differs from the reference."""
+    protocol = (summary or {}).get("protocol") or {}
+    if not protocol:
+        return "unknown"
+    grading = str(protocol.get("grading", ""))
+    return f"reference: {grading}" if protocol.get("reference") else grading
+
+
+def utc_date(timestamp: float | None) -> str | None:
+    """`YYYY-MM-DD HH:MM UTC` of a POSIX time."""
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def run_context(
+    summary: dict[str, Any] | None,
+    status: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    written_at: float | None = None,
+) -> RunContext:
+    """The context of one run from its records; `config` defaults to the one summary.json holds
+    (a dry run or a failed job has none: pass the estimate's or `.hydra/config.yaml`'s)."""
+    config = config if config is not None else (summary or {}).get("config") or {}
+    task = (summary or {}).get("task") or _section(config, "task").get("kind") or "eval"
+    usage = (summary or {}).get("usage") or {}
+    replies = replies_label({**(summary or {}), "config": config})
+    return RunContext(
+        task=str(task),
+        replies="meta-eval (judge vs physicians)" if task == "meta_eval" else replies,
+        model=_section(config, "model").get("name"),
+        judge=_section(config, "judge").get("name"),
+        data=data_label(config),
+        count=count_label(summary),
+        sampling=sampling_label(config, str(task)),
+        date=utc_date(written_at),
+        cost_usd=usage.get("total_cost_usd"),
+        protocol=protocol_label(summary),
+        banners=banners(config, summary, status),
+    )

@@ -1,0 +1,140 @@
+"""A comparison of runs as text: `sweep_summary.md` (also printed) and `sweep_summary.csv`.
+
+The markdown opens with the comparison's context (runs, models, judges, data, sampling, dates,
+cost, protocol) and its banners (DEMO, PARTIAL, ...), then one row per run labelled by the
+overrides that set it apart, with model, judge, data, temperature and banners; scores by theme;
+meta-eval runs; judge agreement; paired differences.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _num(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def _cell(value: Any) -> str:
+    """A table cell: `–` for nothing, pipes escaped."""
+    return "–" if value in (None, "") else str(value).replace("|", "\\|")
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(_cell(v) for v in row) + " |" for row in rows),
+    ]
+
+
+def context_lines(data: dict[str, Any]) -> list[str]:
+    """The header: banners first, then one line per context field."""
+    context = data.get("context") or {"fields": [], "banners": []}
+    lines = [f"**{label}**: {reason}  " for label, reason in context["banners"]]
+    lines += [f"- {name}: {value}" for name, value in context["fields"]]
+    return lines
+
+
+def _score_cells(r: dict[str, Any]) -> list[Any]:
+    """overall score ± std, 95% CI, n, ungraded, tokens, cost, estimate, wall time."""
+    if r.get("overall_score") is not None:
+        return [
+            f"{r['overall_score']:.4f} ± {r['bootstrap_std']:.4f}",
+            f"{r['ci_low']:.4f}–{r['ci_high']:.4f}",
+            r["n"],
+            r["ungraded_criteria"],
+            r["tokens"],
+            _usd(r["cost_usd"]),
+            None,
+            f"{r['wall_time_s']:.1f}",
+        ]
+    estimate = _usd(r["estimated_cost_usd"]) if r["status"] == "dry_run" else None
+    return [None, None, None, None, None, None, estimate, None]
+
+
+def markdown(data: dict[str, Any]) -> str:
+    inputs = ", ".join(f"`{p}`" for p in data.get("inputs", []))
+    lines = [f"# HealthBench comparison of {inputs}", "", *context_lines(data)]
+    evals = [r for r in data["jobs"] if r.get("task") != "meta_eval"]
+    if evals:
+        header = ["job", "label", "status", "banners", "model", "judge", "data", "T"]
+        header += ["overall_score", "95% CI", "n", "ungraded", "tokens", "cost", "estimated cost"]
+        header += ["wall s"]
+        rows = [
+            [
+                *(r["job"], f"`{r['label']}`", r["status"], r["banners"], r["replies"]),
+                *(r["judge"], r["data"], r["temperature"], *_score_cells(r)),
+            ]
+            for r in evals
+        ]
+        lines += ["", "## Runs", "", *_table(header, rows)]
+        errors = [(r["job"], r["error"]) for r in evals if r.get("error")]
+        lines += [f"- {job}: {error}" for job, error in errors]
+        themes = sorted({k for r in evals for k in r if k.startswith("theme:")})
+        scored = [r for r in evals if r.get("overall_score") is not None]
+        if themes and scored:
+            rows = [[f"`{r['label']}`", *(_num(r.get(t)) for t in themes)] for r in scored]
+            header = ["run", *(t.removeprefix("theme:") for t in themes)]
+            lines += ["", "## Scores by theme", "", *_table(header, rows)]
+    meta = [r for r in data["jobs"] if r.get("task") == "meta_eval"]
+    if meta:
+        header = ["job", "label", "banners", "judge", "judge F1", "physicians F1"]
+        header += ["mean over categories: judge, physicians", "rows", "ungraded"]
+        rows = [
+            [
+                *(r["job"], f"`{r['label']}`", r["banners"], r["judge"]),
+                _num(r.get("pairwise_model_f1_balanced")),
+                _num(r.get("physicians_f1_balanced")),
+                f"{_num(r.get('category_mean_model_f1_balanced'))}, "
+                f"{_num(r.get('category_mean_physicians_f1_balanced'))}",
+                r.get("rows"),
+                r.get("ungraded_rows"),
+            ]
+            for r in meta
+        ]
+        title = "## Meta-eval jobs (agreement with physicians, pairwise balanced F1)"
+        lines += ["", title, "", *_table(header, rows)]
+    if data["judge_agreement"]:
+        rows = [
+            [
+                *(f"`{p['a_label']}`", f"`{p['b_label']}`", f"{p['a_judge']} vs {p['b_judge']}"),
+                *(p["n"], _num(p["agreement"]), _num(p["kappa"])),
+            ]
+            for p in data["judge_agreement"]
+        ]
+        header = ["A", "B", "judges", "n", "agreement", "Cohen's kappa"]
+        lines += ["", "## Judge agreement (items both jobs' judges graded)", ""]
+        lines += _table(header, rows)
+    if data.get("cost_usd") is not None:
+        lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}"]
+    if data.get("estimated_cost_usd") is not None:
+        lines += ["", f"Estimated cost of the sweep (dry run): {_usd(data['estimated_cost_usd'])}"]
+    if data["pairs"]:
+        rows = [
+            [
+                *(f"`{p['a_label']}`", f"`{p['b_label']}`", p["n"], f"{p['mean_difference']:+.4f}"),
+                f"{p['ci_low']:+.4f} – {p['ci_high']:+.4f}",
+                f"{p['sign_flip_fraction']:.3f}",
+            ]
+            for p in data["pairs"]
+        ]
+        header = ["A", "B", "n", "mean diff", "95% CI", "sign flips"]
+        lines += ["", "## Paired differences (A − B)", "", *_table(header, rows)]
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns and k != "files"]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
