@@ -27,7 +27,9 @@ HOW_IT_RUNS: tuple[str, ...] = (
     "runner.max_retries",
     "runner.http_client",
     "runner.request_timeout_s",
+    "runner.reasoning_request_timeout_s",
     "runner.connect_timeout_s",
+    "runner.stall_notice_s",
     "runner.progress",
     "runner.max_failure_fraction",
     "model.max_concurrency",
@@ -41,10 +43,20 @@ HOW_IT_RUNS: tuple[str, ...] = (
     "model.expected_completion_tokens",  # cost estimates only
     "judge.expected_completion_tokens",
     "judge.batch_poll_s",
+    "judge.early_stop_unparseable",  # whether a run stops early, not what a verdict is
+    "model.rate_limit.",  # the account's limits: pacing and estimates only
+    "judge.rate_limit.",
     "dataset.cache_dir",
     "offline_server.latency_ms",
     "offline_server.jitter_ms",
     "offline_server.batch_delay_s",
+    # the built-in server's account faults delay or refuse requests, never change a reply
+    "offline_server.rate_limit_requests",
+    "offline_server.rate_limit_tokens",
+    "offline_server.rate_limit_window_s",
+    "offline_server.quota_exhausted",
+    "offline_server.silent",
+    "offline_server.limited_role",
 )
 ABSENT = object()  # a key one of two configs does not have
 
