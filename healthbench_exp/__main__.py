@@ -93,7 +93,7 @@ def app(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from . import reporting, runner
+    from . import reporting, runner, startup
     from .tracking import JobContext
 
     for name in _QUIET_LOGGERS:
@@ -109,12 +109,14 @@ def app(cfg: DictConfig) -> float | None:
             file=sys.stderr,
         )
         raise SystemExit(2)
+    fresh = startup.is_fresh(output_dir)  # a failed start leaves only its log in a fresh one
     reporting.write_status(output_dir, "running")
     try:
         config, plain = to_config(cfg)
         job = JobContext(
             overrides=list(hydra_config.overrides.task),
             sweep_dir=hydra_config.sweep.dir if in_sweep else None,
+            job_name=hydra_config.job.name,
         )
         if config.dry_run:
             from .estimate import format_estimate
@@ -128,14 +130,19 @@ def app(cfg: DictConfig) -> float | None:
         reporting.write_status(output_dir, "failed", str(exc))
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
-        if in_sweep:
+        if in_sweep:  # the sweep summary lists the job as failed from its status.json
             return None
+        if fresh:
+            startup.discard_unstarted(output_dir)
         raise SystemExit(2) from None
     except Exception as exc:
         reporting.write_status(output_dir, "failed", f"{type(exc).__name__}: {exc}")
         if in_sweep:
             log.exception("job failed")
             return None
+        log.exception("job failed")
+        if fresh:
+            startup.discard_unstarted(output_dir)
         raise
     print(reporting.format_report(summary))
     print(f"\noutputs: {output_dir}")

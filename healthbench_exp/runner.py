@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__
+from . import __version__, startup
 from .cache import ResponseCache, cache_dir
 from .comparison import length_adjusted, run_to_run_std, worst_at_k
 from .completions import WorkItem, work_items
-from .config import CompletionSource, Config, PromptOrder, TaskKind, needed_roles, validate
+from .config import CompletionSource, Config, PromptOrder, TaskKind, needed_roles
 from .costs import Budget, BudgetExhausted, usage_summary
 from .data import Example, load_examples
 from .endpoints import (
@@ -439,7 +439,7 @@ def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> di
     from .estimate import estimate_run
     from .reporting import write_json
 
-    validate(config)
+    startup.check(config)
     estimate = estimate_run(config)
     output_dir.mkdir(parents=True, exist_ok=True)
     write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
@@ -470,11 +470,13 @@ def run_eval(
 
         return run_meta_eval(config, output_dir, config_dict, job)
     started = time.monotonic()
-    validate(config)
+    readiness = startup.check(config)  # every problem found without a network, at once
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
     # W&B opens in a background thread once the first result arrives (see tracking.Tracker)
-    tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
+    tracker = tracking.start(
+        config, config_dict, output_dir, job or tracking.JobContext(), readiness
+    )
     try:
         with builtin_server(config) as server:  # it gets ready while the data loads
             work, completions_info = work_items(
@@ -505,10 +507,10 @@ def run_eval(
         reporting.write_summary(output_dir, summary)
         reporting.write_results_dataset(output_dir / "results", results)
         html_report.write_run_report(output_dir)
-        tracker.finish(summary, output_dir)
     except BaseException:
         tracker.fail()
         raise
+    tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
     return summary
 
 
