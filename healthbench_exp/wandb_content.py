@@ -41,7 +41,7 @@ def log_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
     for name in ("summary.json", "per_criterion.jsonl", "examples.jsonl"):
         artifact.add_file(str(output_dir / name), name=name)
     artifact.add_dir(str(output_dir / "results"), name="results")
-    artifact.add(per_example, "per_example")
+    artifact.add(example_table(output_dir / "examples.jsonl"), "per_example")  # not a reference
     for index, part in enumerate(criterion_tables(output_dir / "per_criterion.jsonl")):
         artifact.add(part, "per_criterion" if index == 0 else f"per_criterion_{index}")
     run.log_artifact(artifact)
@@ -68,7 +68,7 @@ def log_meta_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
     for name in ("summary.json", "meta_eval.jsonl"):
         artifact.add_file(str(output_dir / name), name=name)
     artifact.add_dir(str(output_dir / "results"), name="results")
-    artifact.add(per_row, "per_row")
+    artifact.add(meta_row_table(output_dir / "meta_eval.jsonl"), "per_row")  # not a reference
     run.log_artifact(artifact)
 
 
