@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput import run_once, synthetic_rows  # noqa: E402
+from throughput import run_once, synthetic_rows
 
-from healthbench_exp.offline_server import ServerProcess, server_args  # noqa: E402
+from healthbench_exp.offline_server import ServerProcess, server_args
 
 MODES = ("disabled", "offline")
 

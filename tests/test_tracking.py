@@ -162,9 +162,9 @@ def test_large_criterion_tables_are_split(tmp_path, monkeypatch) -> None:
     row = {c: None for c in wandb_content.PER_CRITERION_COLUMNS} | {"tags": ["axis:accuracy"]}
     path = tmp_path / "per_criterion.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for _ in range(10)))
-    tables = list(wandb_content.criterion_tables(path))
-    assert [len(t.data) for t in tables] == [4, 4, 2]
-    assert tables[0].data[0][wandb_content.PER_CRITERION_COLUMNS.index("tags")] == "axis:accuracy"
+    parts = list(wandb_content.criterion_rows(path))
+    assert [len(part) for part in parts] == [4, 4, 2]
+    assert parts[0][0][wandb_content.PER_CRITERION_COLUMNS.index("tags")] == "axis:accuracy"
 
 
 def test_meta_eval_run_holds_its_metrics_tables_and_rows(tmp_path) -> None:
