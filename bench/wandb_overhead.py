@@ -6,8 +6,9 @@
 Generates the synthetic rows of bench/throughput.py, starts one built-in server (latency
 L +- J ms), and runs the harness on them with `wandb.mode=disabled` and `wandb.mode=offline`
 alternately (each run with a fresh response cache and W&B files under its own run folder), then
-prints each run's wall time (the process, launch to exit) and evaluation time, the medians,
-and the overhead: median offline wall time / median disabled wall time - 1. The offline run
+prints each run's wall time (the process, launch to exit), evaluation time and CPU time (user +
+sys of the harness process and the children it waited for), the medians, and the overhead:
+median offline / median disabled - 1, of wall time and of CPU time. The offline run
 holds everything an online one does (progress, summary, tables, the results artifact); it is
 what the run's own process pays, whether the data is uploaded later or live. It prints figures;
 it asserts nothing.
@@ -47,8 +48,11 @@ def main() -> None:
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
     print(f"N={args.n} L={latency:g}+-{jitter:g} ms C={args.concurrency}  (work dir {work})")
-    print(f"{'run':<4} {'wandb':>9} {'wall_s':>9} {'evaluation_s':>13} {'requests':>9}")
+    print(
+        f"{'run':<4} {'wandb':>9} {'wall_s':>9} {'evaluation_s':>13} {'cpu_s':>8} {'requests':>9}"
+    )
     walls: dict[str, list[float]] = {mode: [] for mode in MODES}
+    cpus: dict[str, list[float]] = {mode: [] for mode in MODES}
     with ServerProcess(server_args(latency_ms=latency, jitter_ms=jitter)) as server:
         for i in range(args.repeat):
             for mode in MODES:
@@ -59,17 +63,20 @@ def main() -> None:
                     set=[f"wandb.mode={mode}"],
                 )  # fmt: skip
                 result = run_once(data, options, work, server)
+                cpu = result["cpu_ms_per_request"] * result["requests"] / 1000
                 walls[mode].append(result["wall_s"])
+                cpus[mode].append(cpu)
                 print(
                     f"{i + 1:<4} {mode:>9} {result['wall_s']:>9.2f} "
-                    f"{result['evaluation_s']:>13.2f} {result['requests']:>9}",
+                    f"{result['evaluation_s']:>13.2f} {cpu:>8.2f} {result['requests']:>9}",
                     flush=True,
                 )
-    disabled, offline = (statistics.median(walls[mode]) for mode in MODES)
-    print(
-        f"median wall s: disabled {disabled:.2f}, offline {offline:.2f}; "
-        f"W&B adds {offline - disabled:.2f} s ({offline / disabled - 1:+.1%})"
-    )
+    for label, figures in (("wall", walls), ("CPU", cpus)):
+        disabled, offline = (statistics.median(figures[mode]) for mode in MODES)
+        print(
+            f"median {label} s: disabled {disabled:.2f}, offline {offline:.2f}; "
+            f"W&B adds {offline - disabled:.2f} s ({offline / disabled - 1:+.1%})"
+        )
 
 
 if __name__ == "__main__":

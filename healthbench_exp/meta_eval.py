@@ -384,8 +384,8 @@ def run_meta_eval(
         reporting.write_summary(output_dir, summary)
         reporting.write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
         html_report.write_meta_eval_report(output_dir, summary)
-    except BaseException:
-        tracker.fail()
+    except BaseException as exc:
+        tracker.fail(exc)
         raise
     tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
     return summary

@@ -507,8 +507,8 @@ def run_eval(
         reporting.write_summary(output_dir, summary)
         reporting.write_results_dataset(output_dir / "results", results)
         html_report.write_run_report(output_dir)
-    except BaseException:
-        tracker.fail()
+    except BaseException as exc:
+        tracker.fail(exc)
         raise
     tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
     return summary

@@ -8,10 +8,12 @@ wins over the environment. Run files go to `$WANDB_DIR/wandb` if WANDB_DIR is se
 `<run dir>/wandb`.
 
 W&B never costs local results: readiness is checked before the first request
-(`startup.check`), the run opens only once the first result is written, local outputs are
-written before anything is sent to W&B, and any W&B failure after that is a warning: an online
-run that cannot open falls back to an offline one, and the `wandb sync` command is printed. The
-run id is kept in `<run dir>/wandb/run.json`, so a resumed run continues the same W&B run.
+(`startup.check`), the run opens only once the first result is written, in a separate process
+(`wandb_worker`, so W&B never competes with the requests in flight for this interpreter), local
+outputs are written before the summary and tables go to W&B, and any W&B failure is a warning:
+an online run that cannot open falls back to an offline one, and the `wandb sync` command is
+printed. The run id is kept in `<run dir>/wandb/run.json`, so a resumed run continues the same
+W&B run; the worker's own messages go to `<run dir>/wandb/worker.log`.
 
 A run holds the resolved Hydra config (it names API-key variables, never a key), the Hydra
 overrides, the harness version and git commit; live progress (`progress/*`) while examples
@@ -30,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import CompletionSource, Config, TaskKind
-from .wandb_content import log_eval, log_meta_eval
 from .wandb_mode import Readiness, resolve_mode
 
 __all__ = ["JobContext", "Tracker", "resolve_mode", "start"]
@@ -138,26 +138,27 @@ class RunPlan:
     entity: str | None
     group: str | None
     output_dir: Path
-    open: Callable[[str], Any]  # opens the run in the given mode
+    init: dict[str, Any]  # the arguments of `wandb.init`, as JSON
 
 
 class Tracker:
-    """The job's W&B run; every method is a no-op when W&B is disabled, and none raises.
+    """The job's W&B run, kept by a `wandb_worker` process; a no-op when W&B is disabled.
 
-    The run is opened in a background thread (`wandb.init` takes about a second of CPU) started
-    when the first result arrives, so that a job failing before its first request opens no run
-    and the first requests go out first. Progress is logged once it is open. `finish` runs after
-    the local outputs are written; any W&B failure is logged as a warning, and an online run that
-    cannot open falls back to an offline one. `sync_hint` is the `wandb sync` command for the
-    run's data when it stayed local.
+    The worker is started when the first result arrives, so a job failing before its first
+    request opens no run, and it does all of W&B's work in its own interpreter, so none of it
+    competes with the requests in flight. Progress goes to it at most every PROGRESS_EVERY_S
+    seconds. `finish` runs after the local outputs are written. No method raises: a W&B failure
+    is a warning (`warnings`), and `sync_hint` gives the `wandb sync` command for a run whose
+    data stayed local.
     """
 
     def __init__(self, plan: RunPlan | None = None, warning: str | None = None) -> None:
         self.plan = plan
-        self.run: Any | None = None
         self.mode = plan.mode if plan else None  # the mode the run opened in
         self.warnings: list[str] = [warning] if warning else []
-        self.opener: threading.Thread | None = None
+        self.worker: subprocess.Popen[str] | None = None
+        self.listener: threading.Thread | None = None
+        self.run_dir: str | None = None  # the W&B run's files folder, once it is open
         self.opened = False
         self.done = self.failed = self.ungraded = self.requests = 0
         self.score_sum = 0.0
@@ -173,45 +174,66 @@ class Tracker:
             return
         self.opened = True
         plan = self.plan
+        logs = plan.output_dir / "wandb"
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+            with open(logs / "worker.log", "a", encoding="utf-8") as stderr:
+                self.worker = subprocess.Popen(
+                    [sys.executable, "-m", "healthbench_exp.wandb_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    text=True,
+                    encoding="utf-8",
+                )
+        except OSError as exc:
+            self.warn(f"could not start ({exc}); nothing is tracked")
+            return
+        self.listener = threading.Thread(target=self._listen, name="wandb-events", daemon=True)
+        self.listener.start()
+        self._send({"op": "open", "init": plan.init, "output_dir": str(plan.output_dir)})
 
-        def target() -> None:
-            try:
-                self.run = plan.open(plan.mode)
-            except Exception as exc:
-                if plan.mode != "online":
-                    self.warn(f"could not open the run ({exc}); nothing is tracked")
-                    return
-                self.warn(f"could not open the online run ({exc}); writing it offline instead")
-                self.mode = "offline"
-                try:
-                    self.run = plan.open("offline")
-                except Exception as again:
-                    self.warn(f"could not open an offline run either ({again})")
-                    return
-            with contextlib.suppress(OSError):
-                path = run_id_file(plan.output_dir)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps({"run_id": plan.run_id, "project": plan.project}))
+    def _listen(self) -> None:
+        """Read the worker's events until it exits."""
+        assert self.worker is not None and self.worker.stdout is not None
+        for line in self.worker.stdout:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if event["event"] == "opened":
+                    self.mode, self.run_dir = event["mode"], event["dir"]
+                    log.info("W&B run %s (%s) in %s", event["run_id"], self.mode, self.run_dir)
+                elif event["event"] == "warning":
+                    self.warn(event["message"])
+                    if "writing it offline" in event["message"]:
+                        self.mode = "offline"
 
-        self.opener = threading.Thread(target=target, name="wandb-init", daemon=True)
-        self.opener.start()
+    def _send(self, command: dict[str, Any]) -> None:
+        if self.worker is None or self.worker.stdin is None or self.worker.poll() is not None:
+            return
+        try:
+            self.worker.stdin.write(json.dumps(command, allow_nan=False) + "\n")
+            self.worker.stdin.flush()
+        except (OSError, ValueError) as exc:
+            self.warn(f"lost the W&B worker ({exc})")
 
-    def wait(self) -> Any | None:
-        """The open run (None when disabled or when it could not open), once it is open."""
-        if self.opener is not None:
-            self.opener.join()
-            self.opener = None
-        return self.run
-
-    def _ready(self) -> bool:
-        """Whether the run is open; never waits for `wandb.init`."""
-        if self.opener is not None and not self.opener.is_alive():
-            self.wait()
-        return self.opener is None and self.run is not None
+    def _close(self) -> None:
+        """Let the worker finish and wait for it; then say where a local run's data is."""
+        if self.worker is None:
+            return
+        with contextlib.suppress(OSError):
+            if self.worker.stdin is not None:
+                self.worker.stdin.close()
+        self.worker.wait()
+        if self.listener is not None:
+            self.listener.join()
+        self.worker = None
+        hint = self.sync_hint()
+        if hint:
+            print(f"W&B: {hint}", file=sys.stderr if self.warnings else sys.stdout)
 
     def on_result(self, result: ExampleResult) -> None:
         """Count a finished example; log progress at most every PROGRESS_EVERY_S seconds."""
-        self.failed += result.error is not None
+        self.failed += result.error is not None and not result.not_run
         self.ungraded += result.ungraded
         self.requests += result.sampled + sum(g.attempts for g in result.grades)
         if result.score is not None:
@@ -229,26 +251,20 @@ class Tracker:
         self._start_opening()
         self.done += 1
         now = time.monotonic()
-        if now - self.last_log >= PROGRESS_EVERY_S and self._ready():
+        if now - self.last_log >= PROGRESS_EVERY_S:
             self.last_log = now
-            try:
-                self.log_progress()
-            except Exception as exc:  # the run goes on; finish says what W&B lacks
-                self.warn(f"could not log progress ({exc})")
-                self.last_log = float("inf")
+            self.log_progress()
 
     def log_progress(self) -> None:
-        assert self.run is not None
         mean = self.score_sum / self.scored if self.scored else None
-        self.run.log(
-            {
-                "progress/examples_done": self.done,
-                "progress/running_mean_score": mean,
-                "progress/requests": self.requests,
-                "progress/failures": self.failed,
-                "progress/ungraded_criteria": self.ungraded,
-            }
-        )
+        progress = {
+            "progress/examples_done": self.done,
+            "progress/running_mean_score": mean,
+            "progress/requests": self.requests,
+            "progress/failures": self.failed,
+            "progress/ungraded_criteria": self.ungraded,
+        }
+        self._send({"op": "progress", "data": progress})
 
     def finish(self, summary: dict[str, Any], output_dir: Path) -> None:
         """Summary, tables, charts and the results artifact; then finish the run.
@@ -258,38 +274,18 @@ class Tracker:
         if self.plan is None:
             return
         self._start_opening()  # a job with no result still gets its run
-        if self.wait() is None:
-            self._say_where()
-            return
-        try:
-            if summary.get("task") == "meta_eval":
-                log_meta_eval(self.run, summary, output_dir)
-            else:
-                log_eval(self.run, summary, output_dir)
-            self.log_progress()
-            self.run.finish()
-        except Exception as exc:
-            self.warn(f"could not finish the run ({type(exc).__name__}: {exc})")
-            with contextlib.suppress(Exception):
-                self.run.finish(exit_code=1)
-        self._say_where()
-
-    def _say_where(self) -> None:
-        """Print where the run's W&B data is when it is not (all) on the server."""
-        hint = self.sync_hint()
-        if hint:
-            print(f"W&B: {hint}", file=sys.stderr if self.warnings else sys.stdout)
+        self.log_progress()
+        self._send({"op": "finish", "summary": summary})
+        self._close()
 
     def sync_hint(self) -> str | None:
-        """`upload with: wandb sync <dir>` for an offline or failed run; None otherwise."""
-        run_dir = getattr(self.run, "dir", None) if self.run is not None else None
-        if not run_dir:
+        """`upload this run's data with: wandb sync <dir>` for a run kept locally, else None."""
+        if not self.run_dir or (self.mode == "online" and not self.warnings):
             return None
-        folder = Path(run_dir).parent  # <...>/wandb/offline-run-<time>-<id> (files/ below)
-        if self.mode == "online" and not self.warnings:
-            return None
-        if len(list(folder.parent.glob(f"*-{self.run.id}"))) > 1:  # resumed: every part
-            folder = folder.parent / f"*-{self.run.id}"
+        folder = Path(self.run_dir).parent  # <...>/wandb/offline-run-<time>-<id> (files/ below)
+        assert self.plan is not None
+        if len(list(folder.parent.glob(f"*-{self.plan.run_id}"))) > 1:  # resumed: every part
+            folder = folder.parent / f"*-{self.plan.run_id}"
         return f"upload this run's data with: wandb sync {folder}"
 
     def describe(self) -> dict[str, Any] | None:
@@ -305,15 +301,14 @@ class Tracker:
             "warnings": list(self.warnings),
         }
 
-    def fail(self) -> None:
-        """Finish a run whose job raised, marked failed; a run that never opened stays unopened."""
+    def fail(self, error: BaseException | None = None) -> None:
+        """Finish a run whose job raised, marked failed: exit code 1, or the error's own
+        `exit_code` (a run stopped by a signal), so that `wandb sync` never uploads it as a
+        finished run. A run that never opened (no result yet) stays unopened; never raises."""
         if self.plan is None or not self.opened:
             return
-        with contextlib.suppress(Exception):
-            run = self.wait()
-            if run is not None:
-                run.finish(exit_code=1)
-                self._say_where()
+        self._send({"op": "fail", "exit_code": getattr(error, "exit_code", 1)})
+        self._close()
 
 
 def start(
@@ -330,55 +325,28 @@ def start(
         sweep_group(job.sweep_dir, job.job_name) if job.sweep_dir else None
     )
     run_id = saved_run_id(output_dir) or new_run_id()
-
-    def open_in(mode: str) -> Any:
-        return open_run(config, config_dict, output_dir, job, mode, run_id, group)
-
-    plan = RunPlan(
-        run_id, readiness.mode, config.wandb.project, config.wandb.entity, group, output_dir,
-        open_in,
-    )  # fmt: skip
-    if readiness.warning:
-        log.warning("%s", readiness.warning)
-    return Tracker(plan, readiness.warning)
-
-
-def open_run(
-    config: Config,
-    config_dict: dict[str, Any],
-    output_dir: Path,
-    job: JobContext,
-    mode: str,
-    run_id: str,
-    group: str | None,
-) -> Any:
-    """`wandb.init` for this job: run `run_id` (resumed if it exists), never prompting."""
-    # no third-party lines in our output ("install weave", "Adding directory to artifact")
-    os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
-    os.environ.setdefault("WANDB_SILENT", "true")
-    import wandb
-
     run_dir = Path(os.environ.get("WANDB_DIR") or output_dir)  # W&B adds its own wandb/ below
-    run_dir.mkdir(parents=True, exist_ok=True)
-    run = wandb.init(
-        project=config.wandb.project,
-        entity=config.wandb.entity,
-        group=group,
-        tags=list(config.wandb.tags),
-        name=config.wandb.name or default_run_name(config),
-        job_type=config.task.kind.value,
-        config={
+    init = {
+        "project": config.wandb.project,
+        "entity": config.wandb.entity,
+        "group": group,
+        "tags": list(config.wandb.tags),
+        "name": config.wandb.name or default_run_name(config),
+        "job_type": config.task.kind.value,
+        "config": {
             **config_dict,
             "hydra_overrides": " ".join(job.overrides),
             "harness_version": __version__,
             "git_commit": git_commit(),
         },
-        dir=str(run_dir),
-        mode=mode,  # type: ignore[arg-type]
-        id=run_id,
-        resume="allow",
-        reinit="create_new",
-        settings=wandb.Settings(silent=True, console="off"),
+        "dir": str(run_dir.resolve()),
+        "mode": readiness.mode,
+        "id": run_id,
+        "resume": "allow",  # the same run again when the run directory is resumed
+    }
+    plan = RunPlan(
+        run_id, readiness.mode, config.wandb.project, config.wandb.entity, group, output_dir, init
     )
-    log.info("W&B run %s (%s%s) in %s", run.id, mode, f", group {group}" if group else "", run_dir)
-    return run
+    if readiness.warning:
+        log.warning("%s", readiness.warning)
+    return Tracker(plan, readiness.warning)

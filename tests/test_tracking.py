@@ -200,41 +200,11 @@ def test_meta_eval_run_holds_its_metrics_tables_and_rows(tmp_path) -> None:
     assert table_rows(artifact, "per_row") == 40
 
 
-class FakeRun:
-    """Stands in for wandb's run in the two tests of when it opens (nothing is logged there)."""
-
-    id = "fake"
-
-    def log(self, data: dict) -> None:
-        pass
-
-    def finish(self, exit_code: int = 0) -> None:
-        pass
-
-
-def fake_plan(tmp_path: Path, opened: list[str]) -> tracking.RunPlan:
-    run = FakeRun()
-    return tracking.RunPlan(
-        "fakeid", "offline", "p", None, None, tmp_path, lambda mode: opened.append(mode) or run
-    )
-
-
-def test_the_run_opens_after_the_first_result_not_during_start_up(tmp_path) -> None:
-    opened: list[str] = []
-    tracker = tracking.Tracker(fake_plan(tmp_path, opened))
-    assert tracker.opener is None and not opened  # start-up is left to the first requests
-    tracker.on_row(ungraded=False, judge_replies=1)
-    assert isinstance(tracker.wait(), FakeRun) and opened == ["offline"]
-    tracker.on_row(ungraded=False, judge_replies=1)
-    assert opened == ["offline"]  # opened once
-    assert tracking.saved_run_id(tmp_path) == "fakeid"  # kept for a resumed run
-
-
 def test_a_job_failing_before_its_first_result_opens_no_run(tmp_path) -> None:
-    opened: list[str] = []
-    tracker = tracking.Tracker(fake_plan(tmp_path, opened))
+    plan = tracking.RunPlan("someid", "offline", "p", None, None, tmp_path, {"mode": "offline"})
+    tracker = tracking.Tracker(plan)
     tracker.fail()
-    assert not opened and not (tmp_path / "wandb").exists()
+    assert tracker.worker is None and not (tmp_path / "wandb").exists()
 
 
 def no_wandb_login(tmp_path: Path, monkeypatch) -> dict[str, str]:
