@@ -230,7 +230,8 @@ def _hf_rows(repo: str, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
     datasets.disable_progress_bars()
-    if not datasets.config.HF_HUB_OFFLINE:  # HF_DATASETS_OFFLINE / HF_HUB_OFFLINE: the cache
+    # HF_DATASETS_OFFLINE / HF_HUB_OFFLINE: the cache; a local folder in the repo's layout
+    if not datasets.config.HF_HUB_OFFLINE and not Path(repo).expanduser().exists():
         from huggingface_hub import constants
 
         hub = constants.ENDPOINT.rstrip("/")
