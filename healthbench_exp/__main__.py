@@ -140,7 +140,6 @@ def app(cfg: DictConfig) -> float | None:
         if in_sweep:
             log.exception("job failed")
             return None
-        log.exception("job failed")
         if fresh:
             startup.discard_unstarted(output_dir)
         raise

@@ -439,7 +439,7 @@ def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> di
     from .estimate import estimate_run
     from .reporting import write_json
 
-    startup.check(config)
+    startup.check(config, dry_run=True)
     estimate = estimate_run(config)
     output_dir.mkdir(parents=True, exist_ok=True)
     write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
@@ -473,7 +473,7 @@ def run_eval(
     readiness = startup.check(config)  # every problem found without a network, at once
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
-    # W&B opens in a background thread once the first result arrives (see tracking.Tracker)
+    # W&B opens in its own process once the first result arrives (see tracking.Tracker)
     tracker = tracking.start(
         config, config_dict, output_dir, job or tracking.JobContext(), readiness
     )

@@ -50,7 +50,7 @@ def key_problems(config: Config) -> list[str]:
     return problems
 
 
-def check(config: Config) -> Readiness:
+def check(config: Config, dry_run: bool = False) -> Readiness:
     """Every start-up problem at once (ConfigError, one per line); else W&B's mode for the run.
 
     A dry run checks the same, keys and W&B aside (it sends nothing and opens no W&B run).
@@ -62,7 +62,7 @@ def check(config: Config) -> Readiness:
         problems.append(str(exc))
     problems += path_problems(config)
     readiness = Readiness("disabled", [])
-    if not config.dry_run:
+    if not dry_run:
         problems += key_problems(config)
         problems += local_problems(config.wandb, resolve_mode(config.wandb.mode), os.environ)
         if not problems:  # only then ask the W&B server (online runs)
