@@ -284,8 +284,9 @@ class Tracker:
             return None
         folder = Path(self.run_dir).parent  # <...>/wandb/offline-run-<time>-<id> (files/ below)
         assert self.plan is not None
-        if len(list(folder.parent.glob(f"*-{self.plan.run_id}"))) > 1:  # resumed: every part
-            folder = folder.parent / f"*-{self.plan.run_id}"
+        pattern = f"{folder.name.split('-')[0]}-run-*-{self.plan.run_id}"
+        if len(list(folder.parent.glob(pattern))) > 1:  # resumed: every part
+            folder = folder.parent / pattern
         return f"upload this run's data with: wandb sync {folder}"
 
     def describe(self) -> dict[str, Any] | None:

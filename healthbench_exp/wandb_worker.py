@@ -45,6 +45,8 @@ def open_run(init: dict[str, Any], channel: IO[str]) -> Any | None:
             "warning",
             message=f"could not open the online run ({exc}); writing it offline instead",
         )
+    with contextlib.suppress(Exception):
+        wandb.teardown()  # the failed run keeps its id otherwise ("run ID is in use")
     try:
         return wandb.init(**{**init, "mode": "offline"}, settings=settings)
     except Exception as exc:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -309,4 +311,61 @@ def test_a_resumed_run_continues_its_wandb_run(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert len(parts) == 2 and {p.run_id for p in parts} == {summary["wandb"]["run_id"]}
     assert parts[-1].summary["counts/rows_scored"] == 24
-    assert f"wandb sync {tmp_path / 'wandb_dir' / 'wandb'}/*-{parts[0].run_id}" in second.stdout
+    wandb_dir = tmp_path / "wandb_dir" / "wandb"
+    assert f"wandb sync {wandb_dir}/offline-run-*-{parts[0].run_id}" in second.stdout
+
+
+class RefusingWandbServer(ThreadingHTTPServer):
+    """A loopback W&B server that knows the login but refuses to create or resume any run."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if b"viewer" in body:  # the start-up check: a valid login
+                    reply, code = {"data": {"viewer": {"entity": "me", "teams": {}}}}, 200
+                else:  # everything wandb.init and the run send
+                    reply, code = {"data": None}, 400
+                data = json.dumps(reply).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def test_a_wandb_server_error_after_the_start_costs_nothing_local(tmp_path, monkeypatch) -> None:
+    """The login checks out at start, then the server refuses the run: a warning, the local
+    outputs in full, and the W&B data in an offline run with the `wandb sync` command."""
+    env = no_wandb_login(tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    server = RefusingWandbServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = run_cli(
+            "experiment=demo", "wandb=online", "sampling.num_examples=5", f"hydra.run.dir={out}",
+            env={**env, "WANDB_API_KEY": "k" * 40, "WANDB_BASE_URL": server.url},
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    assert "could not open the online run" in result.stdout + result.stderr
+    assert "writing it offline instead" in result.stdout + result.stderr
+    for name in ("summary.json", "examples.jsonl", "per_criterion.jsonl", "report.html"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    (run_dir,) = offline_runs(tmp_path / "wandb_dir")
+    assert f"wandb sync {run_dir}" in result.stderr
+    run = read_run(run_dir)
+    assert run.run_id == summary["wandb"]["run_id"] and run.exit_code == 0
+    assert run.summary["overall_score"] == pytest.approx(summary["metrics"]["overall_score"])
+    assert run.summary["counts/rows"] == 5
