@@ -98,7 +98,7 @@ def app(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from . import reporting, run_lock, runner
+    from . import reporting, run_lock, runner, startup
     from .tracking import JobContext
 
     for name in _QUIET_LOGGERS:
@@ -115,12 +115,14 @@ def app(cfg: DictConfig) -> float | None:
             file=sys.stderr,
         )
         raise SystemExit(2)
+    fresh = startup.is_fresh(output_dir)  # a failed start leaves only its log in a fresh one
     reporting.write_status(output_dir, "running")
     try:
         config, plain = to_config(cfg)
         job = JobContext(
             overrides=list(hydra_config.overrides.task),
             sweep_dir=hydra_config.sweep.dir if in_sweep else None,
+            job_name=hydra_config.job.name,
         )
         if config.dry_run:
             from .estimate import format_estimate
@@ -143,8 +145,10 @@ def app(cfg: DictConfig) -> float | None:
         reporting.write_status(output_dir, "failed", str(exc))
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
-        if in_sweep:
+        if in_sweep:  # the sweep summary lists the job as failed from its status.json
             return None
+        if fresh:
+            startup.discard_unstarted(output_dir)
         raise SystemExit(2) from None
     except RunInterrupted as stop:
         resume = f"finish with: {run_stops.resume_hint(output_dir)}"
@@ -162,6 +166,8 @@ def app(cfg: DictConfig) -> float | None:
             if line is None:
                 log.exception("job failed")
             return None
+        if fresh:
+            startup.discard_unstarted(output_dir)
         if line is None:
             raise
         raise SystemExit(run_stops.FAILED_EXIT_CODE) from None

@@ -12,6 +12,8 @@ import json
 import logging
 import math
 import random
+import shutil
+import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ THEMES = (
     "complex_responses",
 )  # the seven themes of HealthBench, in the paper's order
 SAMPLE_FILE = "sample.jsonl"
+SOURCE_TIMEOUT_S = 4.0  # a data source that does not answer within this fails the start
 T = TypeVar("T")
 
 
@@ -229,10 +232,38 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
         yield where, row
 
 
+def unreachable(url: str, timeout_s: float = SOURCE_TIMEOUT_S) -> str | None:
+    """Why `url` cannot be reached within `timeout_s` (connect, or a first answer), or None.
+
+    Any HTTP answer, an error status included, counts as reachable.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return "no answer" if isinstance(reason, TimeoutError) else str(reason)
+
+
 def _hf_rows(repo: str, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
     datasets.disable_progress_bars()
+    # HF_DATASETS_OFFLINE / HF_HUB_OFFLINE: the cache; a local folder in the repo's layout
+    if not datasets.config.HF_HUB_OFFLINE and not Path(repo).expanduser().exists():
+        from huggingface_hub import constants
+
+        hub = constants.ENDPOINT.rstrip("/")
+        problem = unreachable(f"{hub}/api/datasets/{repo}")
+        if problem is not None:
+            raise ConfigError(
+                f"dataset.source=hf: the Hugging Face Hub ({hub}) is unreachable for {repo!r} "
+                f"({problem}); use dataset.source=openai (the official file), "
+                "dataset.path=FILE (a local copy), or HF_DATASETS_OFFLINE=1 (the copy `datasets` "
+                "cached on an earlier run)"
+            )
     try:
         table = datasets.load_dataset(repo, split=split)
     except Exception as exc:  # network, auth, unknown repo: say what was tried
@@ -261,10 +292,19 @@ def official_file(
         url = OPENAI_BASE_URL + name
         log.info("downloading %s", url)
         partial = target.with_suffix(".partial")
-        try:
-            urllib.request.urlretrieve(url, partial)
+        try:  # the timeout bounds the connect and every read: a silent host fails fast
+            with (
+                urllib.request.urlopen(url, timeout=SOURCE_TIMEOUT_S) as response,
+                open(partial, "wb") as out,
+            ):
+                shutil.copyfileobj(response, out, 1 << 20)
         except OSError as exc:
-            raise ConfigError(f"could not download {url}: {exc}") from exc
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(
+                f"dataset.source=openai: could not download {url} ({reason or 'no answer'}); "
+                f"use dataset.source=hf, dataset.path=FILE (a local copy), or put the file "
+                f"in dataset.cache_dir={config.cache_dir}"
+            ) from exc
         partial.replace(target)
     if sha256:
         digest = hashlib.sha256(target.read_bytes()).hexdigest()

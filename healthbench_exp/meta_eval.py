@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .agreement import Rate, average_over_raters, leave_one_out, metric_name, pairwise_metrics
-from .config import Config, DataSource, validate
+from .config import Config, DataSource
 from .costs import usage_summary
 from .data import (
     DataError,
@@ -350,7 +350,7 @@ def run_meta_eval(
     job: JobContext | None = None,
 ) -> dict[str, Any]:
     """Grade the meta-eval rows, write outputs into `output_dir`, return the summary."""
-    from . import html_report, reporting, tracking
+    from . import html_report, reporting, startup, tracking
     from .runner import (
         account_invocation,
         endpoint_stats,
@@ -363,10 +363,12 @@ def run_meta_eval(
 
     started = time.monotonic()
     began = datetime.now(UTC)
-    validate(config)
+    readiness = startup.check(config)  # every problem found without a network, at once
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
-    tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
+    tracker = tracking.start(
+        config, config_dict, output_dir, job or tracking.JobContext(), readiness
+    )
     try:
         rows = sample_examples(
             load_meta_rows(config), config.sampling.num_examples, config.sampling.seed
@@ -398,8 +400,8 @@ def run_meta_eval(
         reporting.write_summary(output_dir, summary)
         reporting.write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
         html_report.write_meta_eval_report(output_dir, summary)
-        tracker.finish(summary, output_dir)
     except BaseException as exc:
         tracker.fail(exc)
         raise
+    tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
     return summary

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .config import WandbMode
 from .data import AXES, THEMES
 
 SUMMARY_COLUMNS = [
@@ -97,9 +96,9 @@ def make_report(argv: list[str]) -> str:
         raise ReportError(
             "W&B reports need wandb-workspaces: pip install 'healthbench-exp[report]'"
         ) from None
-    from .tracking import resolve_mode
+    from .wandb_mode import api_key
 
-    if resolve_mode(WandbMode.auto) != "online":
+    if not api_key():  # a login, whatever WANDB_MODE says
         raise ReportError(
             "no W&B login: run `wandb login` or set WANDB_API_KEY (offline runs must be "
             "uploaded first with `wandb sync <run dir>/wandb/offline-run-*`)"

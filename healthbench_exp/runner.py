@@ -21,11 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import __version__
+from . import __version__, startup
 from .cache import ResponseCache, cache_dir
 from .comparison import length_adjusted, run_to_run_std, worst_at_k
 from .completions import WorkItem, work_items
-from .config import CompletionSource, Config, PromptOrder, TaskKind, needed_roles, validate
+from .config import CompletionSource, Config, PromptOrder, TaskKind, needed_roles
 from .costs import Budget, BudgetExhausted, cumulative_usage, record_invocation, usage_summary
 from .counts import RunCounts
 from .data import Example, load_examples
@@ -487,7 +487,7 @@ def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> di
     from .estimate import estimate_run
     from .reporting import write_json
 
-    validate(config)
+    startup.check(config, dry_run=True)
     probed = [role for role in needed_roles(config) if getattr(config, role).rate_limit.probe]
     if probed:
         from .probe import with_probed_limits
@@ -525,11 +525,13 @@ def run_eval(
         return run_meta_eval(config, output_dir, config_dict, job)
     started = time.monotonic()
     began = datetime.now(UTC)
-    validate(config)
+    readiness = startup.check(config)  # every problem found without a network, at once
     keys = resolve_keys(config)
     output_dir.mkdir(parents=True, exist_ok=True)
-    # W&B opens in a background thread once the first result arrives (see tracking.Tracker)
-    tracker = tracking.start(config, config_dict, output_dir, job or tracking.JobContext())
+    # W&B opens in its own process once the first result arrives (see tracking.Tracker)
+    tracker = tracking.start(
+        config, config_dict, output_dir, job or tracking.JobContext(), readiness
+    )
     try:
         with builtin_server(config) as server:  # it gets ready while the data loads
             work, completions_info = work_items(
@@ -564,10 +566,10 @@ def run_eval(
         reporting.write_summary(output_dir, summary)
         reporting.write_results_dataset(output_dir / "results", results)
         html_report.write_run_report(output_dir)
-        tracker.finish(summary, output_dir)
     except BaseException as exc:
         tracker.fail(exc)
         raise
+    tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
     return summary
 
 

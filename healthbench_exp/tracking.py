@@ -1,17 +1,23 @@
 """Weights & Biases: one run per Hydra job, opened and finished inside the job.
 
-`wandb.mode=auto` (the default) goes online only when credentials exist (WANDB_API_KEY or a
-netrc entry for the W&B host) and otherwise writes an offline run for `wandb sync` later; it
-never prompts. Run files go to `$WANDB_DIR/wandb` if WANDB_DIR is set, else `<run dir>/wandb`.
+`wandb.mode=auto` (the default) follows the W&B environment variables (`WANDB_DISABLED=true`,
+`WANDB_MODE=disabled|offline|online`); without them it goes online only when credentials exist
+(WANDB_API_KEY or a netrc entry for the W&B host) and otherwise writes an offline run for
+`wandb sync` later; it never prompts. An explicit mode (`wandb=offline`, `wandb.mode=online`)
+wins over the environment. Run files go to `$WANDB_DIR/wandb` if WANDB_DIR is set, else
+`<run dir>/wandb`.
 
-What a run holds:
-- config: the resolved Hydra config (it names API-key variables, never a key), the Hydra
-  overrides, the harness version and git commit;
-- history: live progress (`progress/*`) while examples finish;
-- summary: every metric of summary.json under its reference name, plus `counts/*`;
-- tables: `per_example`, `by_theme`, `by_axis`, `by_consensus_criterion` with bar charts;
-- artifact `results-<run id>` (type `healthbench-results`): summary.json, the JSONL files, the HF
-  results dataset and the `per_criterion` table (too large for `run.log`, which keeps 10,000 rows).
+W&B never costs local results: readiness is checked before the first request
+(`startup.check`), the run opens only once the first result is written, in a separate process
+(`wandb_worker`, so W&B never competes with the requests in flight for this interpreter), local
+outputs are written before the summary and tables go to W&B, and any W&B failure is a warning:
+an online run that cannot open falls back to an offline one, and the `wandb sync` command is
+printed. The run id is kept in `<run dir>/wandb/run.json`, so a resumed run continues the same
+W&B run; the worker's own messages go to `<run dir>/wandb/worker.log`.
+
+A run holds the resolved Hydra config (it names API-key variables, never a key), the Hydra
+overrides, the harness version and git commit; live progress (`progress/*`) while examples
+finish; and at the end what `wandb_content` logs (summary, tables, the results artifact).
 """
 
 from __future__ import annotations
@@ -19,29 +25,30 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import netrc
 import os
+import secrets
+import string
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .config import CompletionSource, Config, TaskKind, WandbMode
-from .scoring import tag_metric_names
+from .config import CompletionSource, Config, TaskKind
+from .wandb_mode import Readiness, resolve_mode
+
+__all__ = ["JobContext", "Tracker", "resolve_mode", "start"]
 
 if TYPE_CHECKING:
     from .runner import ExampleResult
 
 log = logging.getLogger(__name__)
 
-ARTIFACT_TYPE = "healthbench-results"
 PROGRESS_EVERY_S = 5.0
-TABLE_LOG_MAX_ROWS = 10_000  # what run.log keeps of a table
-ARTIFACT_TABLE_MAX_ROWS = 200_000  # what one artifact table holds; larger ones are split
 
 
 @dataclass
@@ -50,21 +57,7 @@ class JobContext:
 
     overrides: list[str] = field(default_factory=list)
     sweep_dir: str | None = None  # set in a multirun: the sweep's directory
-
-
-def resolve_mode(mode: WandbMode) -> str:
-    """'online', 'offline' or 'disabled'; `auto` is online only with credentials."""
-    if mode is not WandbMode.auto:
-        return mode.value
-    if os.environ.get("WANDB_API_KEY"):
-        return "online"
-    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai").split("://")[-1].split("/")[0]
-    try:
-        if netrc.netrc().authenticators(host):
-            return "online"
-    except (OSError, netrc.NetrcParseError):
-        pass
-    return "offline"
+    job_name: str = "healthbench"  # hydra.job.name
 
 
 def default_run_name(config: Config) -> str:
@@ -81,12 +74,23 @@ def default_run_name(config: Config) -> str:
     return f"{replies}|judge={config.judge.name}|{config.dataset.difficulty}|T={temperature}"
 
 
-def sweep_group(sweep_dir: str) -> str:
-    """The W&B group of a sweep's jobs: its directory, e.g. `multirun/2026-11-22/10-00-00`."""
+def sweep_group(sweep_dir: str, job_name: str = "healthbench") -> str:
+    """The W&B group of a sweep's jobs: `<hydra.job.name> <sweep start>`, never a path.
+
+    The start is when Hydra wrote the sweep's `multirun.yaml` (once, before any job: every job
+    of the sweep, in any process, reads the same time); a sweep directory not named by its
+    time adds its name, e.g. `healthbench 2026-11-22 10:00:00 grid`.
+    """
     path = Path(sweep_dir)
-    with contextlib.suppress(ValueError):  # outside the working directory: keep it absolute
-        path = path.resolve().relative_to(Path.cwd())
-    return path.as_posix()[-128:]
+    marker = path / "multirun.yaml"
+    stamp = marker.stat().st_mtime if marker.is_file() else None
+    if stamp is None:
+        return f"{job_name} {path.name}"[-128:]
+    started = datetime.fromtimestamp(stamp)
+    group = f"{job_name} {started:%Y-%m-%d %H:%M:%S}"
+    if path.name != f"{started:%H-%M-%S}":
+        group += f" {path.name}"
+    return group[-128:]
 
 
 def git_commit() -> str | None:
@@ -106,58 +110,130 @@ def git_commit() -> str | None:
     return result.stdout.strip() or None
 
 
-class Tracker:
-    """The job's W&B run; every method is a no-op when W&B is disabled.
+def run_id_file(output_dir: Path) -> Path:
+    """Where a run directory keeps its W&B run id (one W&B run per run directory)."""
+    return output_dir / "wandb" / "run.json"
 
-    The run is opened in a background thread (`wandb.init` takes about a second of CPU) started
-    when the first result arrives, so it does not compete with start-up for the interpreter: the
-    first requests go out first. Progress is logged once it is open; `finish`, `fail` and
-    `describe` wait for it (and open it, if no result ever arrived).
+
+def saved_run_id(output_dir: Path) -> str | None:
+    """The W&B run id an earlier invocation of this run directory used, if any."""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        return str(json.loads(run_id_file(output_dir).read_text())["run_id"])
+    return None
+
+
+def new_run_id() -> str:
+    """Eight lowercase letters and digits, as W&B makes them."""
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+@dataclass
+class RunPlan:
+    """Everything about the job's W&B run that is known before it opens."""
+
+    run_id: str
+    mode: str  # online | offline
+    project: str
+    entity: str | None
+    group: str | None
+    output_dir: Path
+    init: dict[str, Any]  # the arguments of `wandb.init`, as JSON
+
+
+class Tracker:
+    """The job's W&B run, kept by a `wandb_worker` process; a no-op when W&B is disabled.
+
+    The worker is started when the first result arrives, so a job failing before its first
+    request opens no run, and it does all of W&B's work in its own interpreter, so none of it
+    competes with the requests in flight. Progress goes to it at most every PROGRESS_EVERY_S
+    seconds. `finish` runs after the local outputs are written. No method raises: a W&B failure
+    is a warning (`warnings`), and `sync_hint` gives the `wandb sync` command for a run whose
+    data stayed local.
     """
 
-    def __init__(self, open_run: Callable[[], Any] | None = None) -> None:
-        self.run: Any | None = None
-        self.error: BaseException | None = None
-        self.open_run = open_run
-        self.opener: threading.Thread | None = None
+    def __init__(self, plan: RunPlan | None = None, warning: str | None = None) -> None:
+        self.plan = plan
+        self.mode = plan.mode if plan else None  # the mode the run opened in
+        self.warnings: list[str] = [warning] if warning else []
+        self.worker: subprocess.Popen[str] | None = None
+        self.listener: threading.Thread | None = None
+        self.run_dir: str | None = None  # the W&B run's files folder, once it is open
+        self.opened = False
         self.done = self.failed = self.ungraded = self.requests = 0
         self.score_sum = 0.0
         self.scored = 0
         self.last_log = 0.0
 
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning("W&B: %s", message)
+
     def _start_opening(self) -> None:
-        if self.open_run is None:
+        if self.plan is None or self.opened:
             return
-        open_run, self.open_run = self.open_run, None
+        self.opened = True
+        plan = self.plan
+        logs = plan.output_dir / "wandb"
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+            with open(logs / "worker.log", "a", encoding="utf-8") as stderr:
+                self.worker = subprocess.Popen(
+                    [sys.executable, "-m", "healthbench_exp.wandb_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    text=True,
+                    encoding="utf-8",
+                )
+        except OSError as exc:
+            self.warn(f"could not start ({exc}); nothing is tracked")
+            return
+        self.listener = threading.Thread(target=self._listen, name="wandb-events", daemon=True)
+        self.listener.start()
+        self._send({"op": "open", "init": plan.init, "output_dir": str(plan.output_dir)})
 
-        def target() -> None:
-            try:
-                self.run = open_run()
-            except BaseException as exc:  # re-raised in the job's thread by wait()
-                self.error = exc
+    def _listen(self) -> None:
+        """Read the worker's events until it exits."""
+        assert self.worker is not None and self.worker.stdout is not None
+        for line in self.worker.stdout:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if event["event"] == "opened":
+                    self.mode, self.run_dir = event["mode"], event["dir"]
+                    log.info("W&B run %s (%s) in %s", event["run_id"], self.mode, self.run_dir)
+                elif event["event"] == "warning":
+                    self.warn(event["message"])
+                    if "writing it offline" in event["message"]:
+                        self.mode = "offline"
 
-        self.opener = threading.Thread(target=target, name="wandb-init", daemon=True)
-        self.opener.start()
+    def _send(self, command: dict[str, Any]) -> None:
+        if self.worker is None or self.worker.stdin is None or self.worker.poll() is not None:
+            return
+        try:
+            self.worker.stdin.write(json.dumps(command, allow_nan=False) + "\n")
+            self.worker.stdin.flush()
+        except (OSError, ValueError) as exc:
+            self.warn(f"lost the W&B worker ({exc})")
 
-    def wait(self) -> Any | None:
-        """The open run (None when disabled), once `wandb.init` has returned."""
-        self._start_opening()
-        if self.opener is not None:
-            self.opener.join()
-            self.opener = None
-            if self.error is not None:
-                raise self.error
-        return self.run
-
-    def _ready(self) -> bool:
-        """Whether the run is open; never waits for `wandb.init`."""
-        if self.opener is not None and not self.opener.is_alive():
-            self.wait()
-        return self.opener is None and self.run is not None
+    def _close(self) -> None:
+        """Let the worker finish and wait for it; then say where a local run's data is."""
+        if self.worker is None:
+            return
+        with contextlib.suppress(OSError):
+            if self.worker.stdin is not None:
+                self.worker.stdin.close()
+        self.worker.wait()
+        if self.listener is not None:
+            self.listener.join()
+        self.worker = None
+        hint = self.sync_hint()
+        if hint:
+            print(f"W&B: {hint}", file=sys.stderr if self.warnings else sys.stdout)
 
     def on_result(self, result: ExampleResult) -> None:
         """Count a finished example; log progress at most every PROGRESS_EVERY_S seconds."""
-        self.failed += result.error is not None and not result.not_run  # as RunCounts
+        self.failed += result.error is not None and not result.not_run
         self.ungraded += result.ungraded
         self.requests += result.sampled + sum(g.attempts for g in result.grades)
         if result.score is not None:
@@ -175,263 +251,103 @@ class Tracker:
         self._start_opening()
         self.done += 1
         now = time.monotonic()
-        if now - self.last_log >= PROGRESS_EVERY_S and self._ready():
+        if now - self.last_log >= PROGRESS_EVERY_S:
             self.last_log = now
             self.log_progress()
 
     def log_progress(self) -> None:
-        assert self.run is not None
         mean = self.score_sum / self.scored if self.scored else None
-        self.run.log(
-            {
-                "progress/examples_done": self.done,
-                "progress/running_mean_score": mean,
-                "progress/requests": self.requests,
-                "progress/failures": self.failed,
-                "progress/ungraded_criteria": self.ungraded,
-            }
-        )
+        progress = {
+            "progress/examples_done": self.done,
+            "progress/running_mean_score": mean,
+            "progress/requests": self.requests,
+            "progress/failures": self.failed,
+            "progress/ungraded_criteria": self.ungraded,
+        }
+        self._send({"op": "progress", "data": progress})
 
     def finish(self, summary: dict[str, Any], output_dir: Path) -> None:
-        """Summary, tables, charts and the results artifact; then finish the run."""
-        if self.wait() is None:
-            return
-        import wandb
+        """Summary, tables, charts and the results artifact; then finish the run.
 
+        Call it after every local output is written; it never raises.
+        """
+        if self.plan is None:
+            return
+        self._start_opening()  # a job with no result still gets its run
         self.log_progress()
-        self.run.summary.update({k: v for k, v in summary["metrics"].items() if v is not None})
-        self.run.summary.update({f"counts/{k}": v for k, v in summary["counts"].items()})
-        self.run.summary.update(usage_metrics(summary))
-        self.run.summary.update({k: bool(summary.get(k)) for k in ("partial", "demo")})
-        if summary.get("task") == "meta_eval":
-            self._finish_meta_eval(summary, output_dir)
-            return
-        per_example = example_table(output_dir / "examples.jsonl")
-        breakdowns = breakdown_tables(summary)
-        logged: dict[str, Any] = dict(breakdowns)
-        if len(per_example.data) <= TABLE_LOG_MAX_ROWS:
-            logged["per_example"] = per_example
-        for name, table in breakdowns.items():
-            logged[f"{name}_chart"] = wandb.plot.bar(
-                table, "name", "score", title=f"HealthBench score {name.replace('_', ' ')}"
-            )
-        self.run.log(logged)
+        self._send({"op": "finish", "summary": summary})
+        self._close()
 
-        artifact = wandb.Artifact(f"results-{self.run.id}", type=ARTIFACT_TYPE)
-        for name in ("summary.json", "per_criterion.jsonl", "examples.jsonl"):
-            artifact.add_file(str(output_dir / name), name=name)
-        artifact.add_dir(str(output_dir / "results"), name="results")
-        artifact.add(example_table(output_dir / "examples.jsonl"), "per_example")  # not a reference
-        for index, part in enumerate(criterion_tables(output_dir / "per_criterion.jsonl")):
-            artifact.add(part, "per_criterion" if index == 0 else f"per_criterion_{index}")
-        self.run.log_artifact(artifact)
-        self.run.finish()
-
-    def _finish_meta_eval(self, summary: dict[str, Any], output_dir: Path) -> None:
-        """Tables by category and per physician, per-row verdicts, the results artifact."""
-        import wandb
-
-        assert self.run is not None
-        by_category = meta_category_table(summary)
-        per_row = meta_row_table(output_dir / "meta_eval.jsonl")
-        logged: dict[str, Any] = {
-            "by_category": by_category,
-            "by_category_chart": wandb.plot.bar(
-                by_category, "category", "model_f1_balanced", title="Judge balanced F1 by category"
-            ),
-            "per_physician": physician_table(summary),
-        }
-        if len(per_row.data) <= TABLE_LOG_MAX_ROWS:
-            logged["per_row"] = per_row
-        self.run.log(logged)
-        artifact = wandb.Artifact(f"results-{self.run.id}", type=ARTIFACT_TYPE)
-        for name in ("summary.json", "meta_eval.jsonl"):
-            artifact.add_file(str(output_dir / name), name=name)
-        artifact.add_dir(str(output_dir / "results"), name="results")
-        artifact.add(meta_row_table(output_dir / "meta_eval.jsonl"), "per_row")  # not a reference
-        self.run.log_artifact(artifact)
-        self.run.finish()
+    def sync_hint(self) -> str | None:
+        """`upload this run's data with: wandb sync <dir>` for a run kept locally, else None."""
+        if not self.run_dir or (self.mode == "online" and not self.warnings):
+            return None
+        folder = Path(self.run_dir).parent  # <...>/wandb/offline-run-<time>-<id> (files/ below)
+        assert self.plan is not None
+        pattern = f"{folder.name.split('-')[0]}-run-*-{self.plan.run_id}"
+        if len(list(folder.parent.glob(pattern))) > 1:  # resumed: every part
+            folder = folder.parent / pattern
+        return f"upload this run's data with: wandb sync {folder}"
 
     def describe(self) -> dict[str, Any] | None:
-        """Where the run is, for summary.json."""
-        if self.wait() is None:
+        """Where the run is, for summary.json; never waits for W&B."""
+        if self.plan is None:
             return None
-        return {"run_id": self.run.id, "group": self.run.group, "project": self.run.project}
+        return {
+            "run_id": self.plan.run_id,
+            "group": self.plan.group,
+            "project": self.plan.project,
+            "entity": self.plan.entity,
+            "mode": self.mode,
+            "warnings": list(self.warnings),
+        }
 
     def fail(self, error: BaseException | None = None) -> None:
-        """Finish a run whose job raised, marked failed: exit code 1, or 128 + the signal's
-        number for a run stopped by SIGINT/SIGTERM (`run_stops.RunInterrupted.exit_code`), so
-        that `wandb sync` never uploads it as a finished run."""
-        try:
-            run = self.wait()
-        except Exception:
-            return  # it never opened
-        if run is None:
+        """Finish a run whose job raised, marked failed: exit code 1, or the error's own
+        `exit_code` (a run stopped by a signal), so that `wandb sync` never uploads it as a
+        finished run. A run that never opened (no result yet) stays unopened; never raises."""
+        if self.plan is None or not self.opened:
             return
-        try:
-            run.finish(exit_code=getattr(error, "exit_code", 1))
-        except Exception as exc:  # never hide the job's own error behind W&B's (a full disk)
-            log.warning("could not finish the W&B run %s: %s", run.id, exc)
-
-
-def usage_metrics(summary: dict[str, Any]) -> dict[str, Any]:
-    """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary."""
-    from .costs import USAGE_FIELDS
-
-    usage = summary.get("usage") or {}
-    metrics: dict[str, Any] = {}
-    if usage.get("total_cost_usd") is not None:
-        metrics["cost/total_usd"] = usage["total_cost_usd"]
-    for role in ("model", "judge"):
-        entry = usage.get(role) or {}
-        if entry.get("cost_usd") is not None:
-            metrics[f"cost/{role}_usd"] = entry["cost_usd"]
-        metrics.update({f"usage/{role}/{k}": entry[k] for k in USAGE_FIELDS if k in entry})
-    return metrics
+        self._send({"op": "fail", "exit_code": getattr(error, "exit_code", 1)})
+        self._close()
 
 
 def start(
-    config: Config, config_dict: dict[str, Any], output_dir: Path, job: JobContext
+    config: Config,
+    config_dict: dict[str, Any],
+    output_dir: Path,
+    job: JobContext,
+    readiness: Readiness,
 ) -> Tracker:
-    """Start opening the W&B run for this job (a no-op Tracker when disabled)."""
-    mode = resolve_mode(config.wandb.mode)
-    if mode == "disabled":
+    """The job's Tracker for the mode `wandb_mode.check` chose; opens nothing yet."""
+    if readiness.mode == "disabled":
         return Tracker()
-    return Tracker(lambda: open_run(config, config_dict, output_dir, job, mode))
-
-
-def open_run(
-    config: Config, config_dict: dict[str, Any], output_dir: Path, job: JobContext, mode: str
-) -> Any:
-    import wandb
-
+    group = config.wandb.group or (
+        sweep_group(job.sweep_dir, job.job_name) if job.sweep_dir else None
+    )
+    run_id = saved_run_id(output_dir) or new_run_id()
     run_dir = Path(os.environ.get("WANDB_DIR") or output_dir)  # W&B adds its own wandb/ below
-    run_dir.mkdir(parents=True, exist_ok=True)
-    group = config.wandb.group or (sweep_group(job.sweep_dir) if job.sweep_dir else None)
-    run = wandb.init(
-        project=config.wandb.project,
-        entity=config.wandb.entity,
-        group=group,
-        tags=list(config.wandb.tags),
-        name=config.wandb.name or default_run_name(config),
-        job_type=config.task.kind.value,
-        config={
+    init = {
+        "project": config.wandb.project,
+        "entity": config.wandb.entity,
+        "group": group,
+        "tags": list(config.wandb.tags),
+        "name": config.wandb.name or default_run_name(config),
+        "job_type": config.task.kind.value,
+        "config": {
             **config_dict,
             "hydra_overrides": " ".join(job.overrides),
             "harness_version": __version__,
             "git_commit": git_commit(),
         },
-        dir=str(run_dir),
-        mode=mode,  # type: ignore[arg-type]
-        reinit="create_new",
-        settings=wandb.Settings(silent=True, console="off"),
+        "dir": str(run_dir.resolve()),
+        "mode": readiness.mode,
+        "id": run_id,
+        "resume": "allow",  # the same run again when the run directory is resumed
+    }
+    plan = RunPlan(
+        run_id, readiness.mode, config.wandb.project, config.wandb.entity, group, output_dir, init
     )
-    log.info("W&B run %s (%s%s) in %s", run.id, mode, f", group {group}" if group else "", run_dir)
-    return run
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            yield json.loads(line)
-
-
-PER_CRITERION_COLUMNS = [
-    "prompt_id", "rollout", "criterion_index", "criterion_id", "criterion", "points", "axis",
-    "theme", "tags", "cluster", "consensus_theme", "consensus_behavior_category",
-    "consensus_criterion", "criteria_met", "explanation", "judge_attempts", "error",
-]  # fmt: skip
-PER_EXAMPLE_COLUMNS = [
-    "prompt_id", "theme", "rollout", "score", "reward", "completion", "ungraded_criteria", "error",
-]  # fmt: skip
-
-
-def criterion_tables(path: Path) -> Iterator[Any]:
-    """per_criterion.jsonl as W&B tables of at most ARTIFACT_TABLE_MAX_ROWS rows each."""
-    import wandb
-
-    rows: list[list[Any]] = []
-    for row in _jsonl(path):
-        row["tags"] = ",".join(row["tags"])
-        rows.append([row[c] for c in PER_CRITERION_COLUMNS])
-        if len(rows) == ARTIFACT_TABLE_MAX_ROWS:
-            yield wandb.Table(columns=PER_CRITERION_COLUMNS, data=rows, allow_mixed_types=True)
-            rows = []
-    if rows or path.stat().st_size == 0:
-        yield wandb.Table(columns=PER_CRITERION_COLUMNS, data=rows, allow_mixed_types=True)
-
-
-def example_table(path: Path) -> Any:
-    import wandb
-
-    data = [[row[c] for c in PER_EXAMPLE_COLUMNS] for row in _jsonl(path)]
-    return wandb.Table(columns=PER_EXAMPLE_COLUMNS, data=data, allow_mixed_types=True)
-
-
-def breakdown_tables(summary: dict[str, Any]) -> dict[str, Any]:
-    """by_theme, by_axis, by_consensus_criterion: name, score, bootstrap_std, n_samples."""
-    import wandb
-
-    metrics = summary["metrics"]
-    columns = ["name", "score", "bootstrap_std", "n_samples"]
-    tables = {}
-    for table_name, prefix in (("by_theme", "theme:"), ("by_axis", "axis:")):
-        names = tag_metric_names(metrics, prefix)
-        data = [
-            [n[len(prefix) :], metrics[n], metrics[f"{n}:bootstrap_std"], metrics[f"{n}:n_samples"]]
-            for n in names
-        ]
-        tables[table_name] = wandb.Table(columns=columns, data=data)
-    consensus = [
-        [
-            f"{row['theme']} / {row['behavior_category']} / {row['criterion']}",
-            row["score"],
-            row["bootstrap_std"],
-            row["n_samples"],
-        ]
-        for row in summary["consensus"]
-    ]
-    tables["by_consensus_criterion"] = wandb.Table(columns=columns, data=consensus)
-    return tables
-
-
-META_CATEGORY_COLUMNS = [
-    "category", "model_f1_balanced", "model_n", "physicians_mean_f1_balanced",
-    "physicians_weighted_mean_f1_balanced", "physicians", "rows", "rows_graded",
-]  # fmt: skip
-META_ROW_COLUMNS = [
-    "prompt_id", "completion_id", "repeat", "category", "rubric", "criteria_met",
-    "binary_labels", "explanation", "judge_attempts", "error",
-]  # fmt: skip
-
-
-def meta_category_table(summary: dict[str, Any]) -> Any:
-    """The judge's and the physicians' balanced F1 per category (undefined: empty cell)."""
-    import wandb
-
-    data = [[row[c] for c in META_CATEGORY_COLUMNS] for row in summary["by_category"]]
-    return wandb.Table(columns=META_CATEGORY_COLUMNS, data=data, allow_mixed_types=True)
-
-
-def physician_table(summary: dict[str, Any]) -> Any:
-    """Each physician's leave-one-out precision, recall and F1 (pos, neg, balanced), overall."""
-    import wandb
-
-    names = [f"pairwise_physician_{k}_{c}" for k in ("f1", "precision", "recall")
-             for c in ("balanced", "pos", "neg")]  # fmt: skip
-    columns = ["physician", *(n.removeprefix("pairwise_physician_") for n in names), "n_f1"]
-    data = [
-        [pid, *(m[n]["value"] for n in names), m["pairwise_physician_f1_balanced"]["n"]]
-        for pid, m in summary["agreement"]["physicians"].items()
-    ]
-    return wandb.Table(columns=columns, data=data, allow_mixed_types=True)
-
-
-def meta_row_table(path: Path) -> Any:
-    import wandb
-
-    data = []
-    for row in _jsonl(path):
-        row["binary_labels"] = ",".join("1" if x else "0" for x in row["binary_labels"])
-        data.append([row[c] for c in META_ROW_COLUMNS])
-    return wandb.Table(columns=META_ROW_COLUMNS, data=data, allow_mixed_types=True)
+    if readiness.warning:
+        log.warning("%s", readiness.warning)
+    return Tracker(plan, readiness.warning)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -146,7 +147,11 @@ def test_launchers_run_every_job(tmp_path: Path, launcher: str) -> None:
 def render(path: Path, tmp_path: Path) -> str:
     """The DOM of a page after headless Chromium has loaded it from disk."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "install Chromium (Debian package `chromium`) to run the HTML report tests"
+    how = "install Chromium (Debian package `chromium`) to run the HTML report tests"
+    if not chromium:  # required in CI (.ci/run sets HEALTHBENCH_REQUIRE_BROWSER=1)
+        if os.environ.get("HEALTHBENCH_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"HEALTHBENCH_REQUIRE_BROWSER=1 but no Chromium on PATH: {how}")
+        pytest.skip(f"no Chromium on PATH: {how}")
     result = subprocess.run(
         [
             chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
