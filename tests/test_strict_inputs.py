@@ -103,7 +103,9 @@ def test_every_bad_number_is_named_together_before_any_request(
         assert message in errors[0]
     assert not (tmp_path / "examples.jsonl").exists()  # nothing was sent
     assert not (tmp_path / "estimate.json").exists()
-    assert json.loads((tmp_path / "status.json").read_text())["status"] == "failed"
+    # a run refused before its first request leaves only its log, which names the error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["healthbench.log"]
+    assert BAD_OPTIONS["sampling.max_tokens=-5"] in (tmp_path / "healthbench.log").read_text()
 
 
 def test_writers_write_undefined_numbers_as_null(tmp_path: Path) -> None:
