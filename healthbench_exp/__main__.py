@@ -196,13 +196,14 @@ def main() -> None:
     completed run, leave the run directory exactly as it was.
     """
     try:
+        # a mistyped key names the valid ones, beside resume= too (its run's own were checked)
+        check_overrides([a for a in sys.argv[1:] if not a.startswith("resume=")])
         plan = plan_resume(sys.argv[1:], str(Path(__file__).resolve().parent / CONFIG_PATH))
         if plan is not None:
             if plan.completed:
                 print(plan.completed_message())
                 raise SystemExit(0)
             sys.argv[1:] = plan.arguments
-        check_overrides(sys.argv[1:])
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
