@@ -84,6 +84,14 @@ def to_config(cfg: DictConfig) -> tuple[Config, dict[str, Any]]:
     return config, plain  # type: ignore[return-value]
 
 
+def log_to_file(message: str) -> None:
+    """Record `message` in the run's log file only: the terminal gets it once, printed."""
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+
+
 register_configs()
 
 
@@ -134,7 +142,7 @@ def app(cfg: DictConfig) -> float | None:
         summary = runner.run_eval(config, output_dir, plain, job)
     except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
         reporting.write_status(output_dir, "ungraded", str(exc))
-        log.error("%s", exc)
+        log_to_file(f"error: {exc}")
         print(f"error: {exc}", file=sys.stderr)
         if in_sweep:
             return None
@@ -143,7 +151,7 @@ def app(cfg: DictConfig) -> float | None:
         if isinstance(exc, QuotaExhausted):  # what finished is kept: the run can be finished
             exc = QuotaExhausted(f"{exc}; then finish with: {run_stops.resume_hint(output_dir)}")
         reporting.write_status(output_dir, "failed", str(exc))
-        log.error("%s", exc)
+        log_to_file(f"error: {exc}")
         print(f"error: {exc}", file=sys.stderr)
         if in_sweep:  # the sweep summary lists the job as failed from its status.json
             return None
@@ -196,13 +204,14 @@ def main() -> None:
     completed run, leave the run directory exactly as it was.
     """
     try:
+        # a mistyped key names the valid ones, beside resume= too (its run's own were checked)
+        check_overrides([a for a in sys.argv[1:] if not a.startswith("resume=")])
         plan = plan_resume(sys.argv[1:], str(Path(__file__).resolve().parent / CONFIG_PATH))
         if plan is not None:
             if plan.completed:
                 print(plan.completed_message())
                 raise SystemExit(0)
             sys.argv[1:] = plan.arguments
-        check_overrides(sys.argv[1:])
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

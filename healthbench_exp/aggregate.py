@@ -301,7 +301,8 @@ def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
 
 
 class SweepSummaryCallback(Callback):
-    """Writes the sweep summary when a multirun ends; exits 1 if any job failed.
+    """Writes the sweep summary when a multirun ends; exits 1 if any job did not complete,
+    naming the jobs by status (failed, partial, ungraded, interrupted) as the table does.
 
     Hydra turns exceptions from callbacks into warnings, so a failed sweep ends with SystemExit
     (after every job has run and the summary is written).
@@ -316,13 +317,18 @@ class SweepSummaryCallback(Callback):
         )
         if data["estimated_cost_usd"] is not None:
             print(f"dry run: the sweep would cost about ${data['estimated_cost_usd']:.4f}")
-        failed = [r["job"] for r in data["jobs"] if r["status"] not in ("completed", "dry_run")]
-        if failed:
-            print(
-                f"error: {len(failed)} of {len(data['jobs'])} jobs failed ({', '.join(failed)}); "
-                f"see {sweep_dir / 'sweep_summary.md'}",
-                file=sys.stderr,
+        unfinished: dict[str, list[str]] = {}  # status -> jobs, as the table names them
+        for row in data["jobs"]:
+            if row["status"] not in ("completed", "dry_run"):
+                unfinished.setdefault(row["status"], []).append(row["job"])
+        if unfinished:
+            total = len(data["jobs"])
+            told = "; ".join(
+                f"{len(jobs)} of {total} jobs {'' if status == 'failed' else 'ended '}{status} "
+                f"({', '.join(jobs)})"
+                for status, jobs in unfinished.items()
             )
+            print(f"error: {told}; see {sweep_dir / 'sweep_summary.md'}", file=sys.stderr)
             raise SystemExit(1)
 
 

@@ -25,7 +25,8 @@ STARTED_MARKERS = ("examples.jsonl", "meta_eval.jsonl", "per_criterion.jsonl", "
 
 
 def path_problems(config: Config) -> list[str]:
-    """Files named in the config that do not exist."""
+    """Files named in the config that do not exist (`completions.path` may also be a run's
+    `results` folder, a saved dataset)."""
     problems = []
     if config.dataset.path and not Path(config.dataset.path).expanduser().is_file():
         problems.append(f"dataset.path={config.dataset.path}: no such file")
@@ -34,9 +35,9 @@ def path_problems(config: Config) -> list[str]:
         config.task.kind is TaskKind.eval
         and completions.source is CompletionSource.file
         and completions.path
-        and not Path(completions.path).expanduser().is_file()
+        and not Path(completions.path).expanduser().exists()
     ):
-        problems.append(f"completions.path={completions.path}: no such file")
+        problems.append(f"completions.path={completions.path}: no such file or directory")
     return problems
 
 

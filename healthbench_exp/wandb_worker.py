@@ -29,7 +29,15 @@ def emit(channel: IO[str], event: str, **fields: Any) -> None:
 
 
 def open_run(init: dict[str, Any], channel: IO[str]) -> Any | None:
-    """`wandb.init(**init)`; an online run that fails opens offline; None if neither opens."""
+    """`wandb.init(**init)`; an online run that fails opens offline; None if neither opens.
+
+    An offline run sets WANDB_MODE=offline for this process first: `wandb` reads its
+    process-wide settings from the environment, and with them online it posts its own usage
+    metrics to the W&B server when the process exits, even for an offline run (10 s at exit
+    when that server accepts and never answers; an upload no offline run should make).
+    """
+    if init.get("mode") == "offline":
+        os.environ["WANDB_MODE"] = "offline"
     import wandb
 
     settings = wandb.Settings(silent=True, console="off")
@@ -47,6 +55,7 @@ def open_run(init: dict[str, Any], channel: IO[str]) -> Any | None:
         )
     with contextlib.suppress(Exception):
         wandb.teardown()  # the failed run keeps its id otherwise ("run ID is in use")
+    os.environ["WANDB_MODE"] = "offline"  # read again by the next setup (see above)
     try:
         return wandb.init(**{**init, "mode": "offline"}, settings=settings)
     except Exception as exc:

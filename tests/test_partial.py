@@ -114,3 +114,18 @@ def test_usage_sums_only_the_invocations_that_measured_the_same_thing(tmp_path: 
     assert total["total_cost_usd"] == 12.0 and total["judge"]["requests"] == 2
     assert [i["invocation"] for i in total["invocations"]] == [3, 4]
     assert len((tmp_path / "invocations.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_sweep_of_budget_stopped_jobs_says_partial_not_failed(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    result = run_cli(
+        "-m", "experiment=demo", "wandb=disabled", "budget.max_usd=0.05",
+        "sampling.temperature=0.2,0.4", f"hydra.sweep.dir={sweep}",
+        env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 2 of 2 jobs ended partial (0, 1); see "), last
+    assert "failed" not in last
+    jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
+    assert [j["status"] for j in jobs] == ["partial", "partial"]

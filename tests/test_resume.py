@@ -94,3 +94,12 @@ def test_how_it_runs_names_real_keys_and_nothing_measured() -> None:
     ):
         assert not how_it_runs(key), key
     assert how_it_runs("budget.max_usd") and how_it_runs("runner.max_concurrent")
+
+
+def test_a_mistyped_key_beside_resume_names_the_valid_ones(completed_run: Path) -> None:
+    before = file_hashes(completed_run)
+    result = run_cli(f"resume={completed_run}", "runner.concurrency=3")
+    assert result.returncode == 2
+    assert "unknown config option 'runner.concurrency'" in result.stderr
+    assert "Did you mean 'max_concurrent'?" in result.stderr
+    assert file_hashes(completed_run) == before

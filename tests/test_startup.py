@@ -80,6 +80,17 @@ def test_every_problem_is_reported_at_once_before_the_data(tmp_path, monkeypatch
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
 
+def test_the_problems_are_shown_once_and_kept_in_the_log(tmp_path, monkeypatch) -> None:
+    env = no_keys(monkeypatch, tmp_path)
+    out = tmp_path / "run"
+    result = run_cli("model.api_key_env=MODEL_KEY", f"hydra.run.dir={out}", env=env)
+    assert result.returncode == 2
+    output = result.stdout + result.stderr
+    for problem in ("2 problems, nothing was sent", "set the environment variable MODEL_KEY"):
+        assert output.count(problem) == 1, output  # not once logged and once printed
+        assert problem in (out / "healthbench.log").read_text()
+
+
 def test_a_dry_run_checks_the_same_keys_aside(tmp_path, monkeypatch) -> None:
     env = no_keys(monkeypatch, tmp_path)
     out = tmp_path / "run"

@@ -369,3 +369,46 @@ def test_a_wandb_server_error_after_the_start_costs_nothing_local(tmp_path, monk
     assert run.run_id == summary["wandb"]["run_id"] and run.exit_code == 0
     assert run.summary["overall_score"] == pytest.approx(summary["metrics"]["overall_score"])
     assert run.summary["counts/rows"] == 5
+
+
+class RecordingServer(ThreadingHTTPServer):
+    """A loopback HTTP server that answers 404 to everything and records the paths asked."""
+
+    def __init__(self) -> None:
+        paths: list[str] = []
+        self.paths = paths
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                paths.append(self.path)
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def test_an_offline_run_sends_nothing_to_the_wandb_server(tmp_path, monkeypatch) -> None:
+    """An offline run's W&B worker posts nothing, not even wandb's own usage metrics at exit
+    (which wait 10 s on a server that accepts and never answers)."""
+    env = no_wandb_login(tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    server = RecordingServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = run_cli(
+            "experiment=demo", "wandb=offline", "sampling.num_examples=3", f"hydra.run.dir={out}",
+            env={**env, "WANDB_API_KEY": "k" * 40, "WANDB_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}"},
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = offline_runs(tmp_path / "wandb_dir")
+    assert read_run(run_dir).exit_code == 0
+    assert server.paths == []
