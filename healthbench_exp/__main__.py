@@ -148,11 +148,12 @@ def app(cfg: DictConfig) -> float | None:
             return None
         raise SystemExit(EXIT_UNGRADED) from None
     except (ConfigError, DataError, FatalEndpointError) as exc:
-        if isinstance(exc, QuotaExhausted):  # what finished is kept: the run can be finished
-            exc = QuotaExhausted(f"{exc}; then finish with: {run_stops.resume_hint(output_dir)}")
-        reporting.write_status(output_dir, "failed", str(exc))
-        log_to_file(f"error: {exc}")
-        print(f"error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if isinstance(exc, QuotaExhausted) or not fresh:  # what finished is kept: finish it
+            message = f"{exc}; then finish with: {run_stops.resume_hint(output_dir)}"
+        reporting.write_status(output_dir, "failed", message)
+        log_to_file(f"error: {message}")
+        print(f"error: {message}", file=sys.stderr)
         if in_sweep:  # the sweep summary lists the job as failed from its status.json
             return None
         if fresh:

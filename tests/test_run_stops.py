@@ -244,3 +244,28 @@ def test_a_full_cache_disk_keeps_every_paid_reply(tmp_path, tmpfs) -> None:
         summary["metrics"]
         == json.loads((tmp_path / "clean" / "summary.json").read_text())["metrics"]
     )
+
+
+def test_a_resume_that_fails_to_start_keeps_the_resume_command(tmp_path, isolated_cache) -> None:
+    """A run with results whose resume fails before it starts (here: a cache path that is not a
+    directory) is `failed` with the reason and the command that finishes it, as a quota stop is."""
+    run_dir = tmp_path / "run"
+    quota = ("offline_server.quota_exhausted=true", "offline_server.limited_role=judge")
+    first = run_cli(*DEMO, f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota)
+    assert first.returncode == 2, first.stderr
+    assert (run_dir / "examples.jsonl").exists()
+    not_a_dir = tmp_path / "a-file"
+    not_a_dir.write_text("")
+    resumed = run_cli(
+        f"resume={run_dir}",
+        "offline_server.quota_exhausted=false",
+        "cache.enabled=true",
+        f"cache.dir={not_a_dir / 'sub'}",
+    )
+    assert resumed.returncode == 2, resumed.stderr
+    hint = f"then finish with: python -m healthbench_exp resume={run_dir}"
+    assert hint in resumed.stderr and "Traceback" not in resumed.stderr
+    record = status(run_dir)
+    assert record["status"] == "failed"
+    assert "cannot use the response cache" in record["error"] and hint in record["error"]
+    assert (run_dir / "examples.jsonl").exists()  # what the first invocation wrote is kept
