@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .grading import CriterionGrade
     from .runner import ExampleResult
 
 
@@ -51,6 +52,17 @@ class RunCounts:
             not_run=result.not_run,
             graded=sum(g.criteria_met is not None for g in result.grades),
             ungraded=sum(g.criteria_met is None and not g.not_run for g in result.grades),
+        )
+
+    def add_grade(self, grade: CriterionGrade) -> None:
+        """Count one finished meta-eval row: one criterion, graded once."""
+        verdict = grade.criteria_met is not None
+        self.add_row(
+            scored=verdict,
+            failed=False,
+            not_run=grade.not_run,
+            graded=int(verdict),
+            ungraded=int(not verdict and not grade.not_run),
         )
 
     def add_row(

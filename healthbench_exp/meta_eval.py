@@ -172,12 +172,7 @@ async def grade_rows(
             )
         result = MetaEvalResult(row, repeat, grade)
         on_result(result)
-        progress.count(
-            grade.criteria_met is not None,
-            grade.criteria_met is None and not grade.not_run,
-            False,
-            not_run=grade.not_run,
-        )
+        progress.update_grade(grade)
         return result
 
     try:
@@ -382,7 +377,7 @@ def run_meta_eval(
 
             def on_result(result: MetaEvalResult) -> None:
                 writer.write(result.record)
-                tracker.on_row(result.grade.criteria_met is None, result.grade.attempts)
+                tracker.on_row(result.grade)
 
             async def grade_all() -> tuple[list[MetaEvalResult], dict[str, Any]]:
                 async with open_endpoints(config, urls, keys) as endpoints:

@@ -119,11 +119,9 @@ class Progress:
         self.counts.add(result)
         self._show()
 
-    def count(self, graded: int, ungraded: int, failed: bool, not_run: bool = False) -> None:
-        """Count a finished row that is not an ExampleResult (a meta-eval row)."""
-        self.counts.add_row(
-            scored=graded > 0, failed=failed, not_run=not_run, graded=graded, ungraded=ungraded
-        )
+    def update_grade(self, grade: CriterionGrade) -> None:
+        """Count a finished meta-eval row (one grade, no ExampleResult)."""
+        self.counts.add_grade(grade)
         self._show()
 
     def _show(self) -> None:

@@ -39,11 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import CompletionSource, Config, TaskKind
+from .counts import RunCounts
 from .wandb_mode import Readiness, resolve_mode
 
 __all__ = ["JobContext", "Tracker", "resolve_mode", "start"]
 
 if TYPE_CHECKING:
+    from .grading import CriterionGrade
     from .runner import ExampleResult
 
 log = logging.getLogger(__name__)
@@ -160,9 +162,9 @@ class Tracker:
         self.listener: threading.Thread | None = None
         self.run_dir: str | None = None  # the W&B run's files folder, once it is open
         self.opened = False
-        self.done = self.failed = self.ungraded = self.requests = 0
+        self.counts = RunCounts(rows=0)  # the same counts as the bar, table and summary
+        self.requests = 0
         self.score_sum = 0.0
-        self.scored = 0
         self.last_log = 0.0
 
     def warn(self, message: str) -> None:
@@ -233,36 +235,34 @@ class Tracker:
 
     def on_result(self, result: ExampleResult) -> None:
         """Count a finished example; log progress at most every PROGRESS_EVERY_S seconds."""
-        self.failed += result.error is not None and not result.not_run
-        self.ungraded += result.ungraded
+        self.counts.add(result)
         self.requests += result.sampled + sum(g.attempts for g in result.grades)
         if result.score is not None:
-            self.scored += 1
             self.score_sum += result.score
         self._finished_one()
 
-    def on_row(self, ungraded: bool, judge_replies: int) -> None:
+    def on_row(self, grade: CriterionGrade) -> None:
         """Count a finished meta-eval row."""
-        self.ungraded += ungraded
-        self.requests += judge_replies
+        self.counts.add_grade(grade)
+        self.requests += grade.attempts
         self._finished_one()
 
     def _finished_one(self) -> None:
         self._start_opening()
-        self.done += 1
         now = time.monotonic()
         if now - self.last_log >= PROGRESS_EVERY_S:
             self.last_log = now
             self.log_progress()
 
     def log_progress(self) -> None:
-        mean = self.score_sum / self.scored if self.scored else None
+        counts = self.counts
+        mean = self.score_sum / counts.scored if counts.scored else None
         progress = {
-            "progress/examples_done": self.done,
+            "progress/examples_done": counts.finished,
             "progress/running_mean_score": mean,
             "progress/requests": self.requests,
-            "progress/failures": self.failed,
-            "progress/ungraded_criteria": self.ungraded,
+            "progress/failures": counts.failed,
+            "progress/ungraded_criteria": counts.ungraded_criteria,
         }
         self._send({"op": "progress", "data": progress})
 
