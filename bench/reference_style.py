@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from healthbench_exp.grading import grader_prompt, render_conversation
+from healthbench_exp.grading.grader import grader_prompt, render_conversation
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
 
@@ -90,7 +90,7 @@ def reply_json(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-# The reference scores raw JSON rows on its own threads; healthbench_exp.scoring takes typed
+# The reference scores raw JSON rows on its own threads; healthbench_exp.grading.scoring takes typed
 # criteria, so the re-creation keeps its own two small functions (tests/test_bench.py checks
 # that they give the harness's score).
 def example_score(rubrics: list[dict], met: list[bool]) -> float | None:

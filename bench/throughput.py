@@ -47,7 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from healthbench_exp.offline_server import ServerProcess, server_args
+from healthbench_exp.testing.server import ServerProcess, server_args
 
 AXES = [
     "accuracy",

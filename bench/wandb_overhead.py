@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from throughput import run_once, synthetic_rows
 
-from healthbench_exp.offline_server import ServerProcess, server_args
+from healthbench_exp.testing.server import ServerProcess, server_args
 
 MODES = ("disabled", "offline")
 

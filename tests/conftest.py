@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from healthbench_exp.offline_server import ServerProcess, server_args
+from healthbench_exp.testing.server import ServerProcess, server_args
 
 
 def make_row(prompt_id: str = "p1", **overrides: Any) -> dict[str, Any]:

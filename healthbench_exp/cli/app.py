@@ -1,0 +1,230 @@
+"""`python -m healthbench_exp`: the only module that knows about Hydra.
+
+It checks command-line overrides against the typed schema (naming the valid options on a typo),
+composes `conf/`, converts the result once into the `Config` dataclasses and hands them to
+`runner.run_eval`. Errors the user can fix are printed as one clear line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
+
+from healthbench_exp.cli.resume import finish_command, plan_resume
+from healthbench_exp.config.schema import Config, ConfigError, register_configs, unknown_option
+from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
+from healthbench_exp.data.healthbench import DataError
+from healthbench_exp.engine import stops as run_stops
+from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
+from healthbench_exp.grading.verdict_watch import UnparseableJudge
+from healthbench_exp.model.endpoint import FatalEndpointError, QuotaExhausted
+
+log = logging.getLogger("healthbench_exp")
+
+CONFIG_PATH = str(Path(__file__).resolve().parent.parent / "conf")  # healthbench_exp/conf
+# Hydra flags that take the next argument as their value.
+_FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
+_GROUPS = {
+    "task", "completions", "model", "judge", "difficulty", "sampling", "wandb", "experiment"
+}  # fmt: skip
+_QUIET_LOGGERS = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "datasets")
+
+
+def check_overrides(argv: list[str]) -> None:
+    """Reject `key=value` overrides whose key the schema does not have, naming the valid ones.
+
+    Group choices (`model=gpt41`), `hydra.*`, and `+`/`~` overrides are left to Hydra, which
+    names the available options itself.
+    """
+    values_follow = False
+    for arg in argv:
+        if values_follow or arg.startswith("-"):
+            values_follow = arg in _FLAGS_WITH_VALUE
+            continue
+        if "=" not in arg or arg[0] in "+~":
+            continue
+        key = arg.split("=", 1)[0].split("@", 1)[0]
+        if key in _GROUPS or key.split(".")[0].split("/")[0] == "hydra":
+            continue
+        problem = unknown_option(key)
+        if problem is None:
+            continue
+        where, valid = problem
+        if not where:
+            valid = sorted({*valid, *_GROUPS})
+        failed_part = key.split(".")[where.count(".") + 1 if where else 0]
+        guess = difflib.get_close_matches(failed_part, valid, n=1)
+        hint = f" Did you mean '{guess[0]}'?" if guess else ""
+        raise ConfigError(
+            f"unknown config option '{key}'.{hint} Valid options under "
+            f"{repr(where) if where else 'the top level'}: {', '.join(valid)}"
+        )
+
+
+def to_config(cfg: DictConfig) -> tuple[Config, dict[str, Any]]:
+    """The typed Config and the resolved config as plain data (for summary.json and W&B)."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"set a value for {', '.join(missing)} (it has no default)")
+    try:
+        config = OmegaConf.to_object(cfg)
+    except MissingMandatoryValue as exc:
+        raise ConfigError(f"set a value for {exc.full_key} (it has no default)") from None
+    assert isinstance(config, Config)
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    assert isinstance(plain, dict)
+    return config, plain  # type: ignore[return-value]
+
+
+def log_to_file(message: str) -> None:
+    """Record `message` in the run's log file only: the terminal gets it once, printed."""
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
+def app(cfg: DictConfig) -> float | None:
+    """One Hydra job: evaluate and return the overall score (for sweepers).
+
+    A job records `status.json` (running, completed or failed with the error). In a multirun a
+    failed job returns None instead of raising, so the other jobs still run and the sweep summary
+    (written at the end, see `aggregate`) lists it as failed and sets the exit status.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from healthbench_exp.cli import run_lock, startup
+    from healthbench_exp.engine import runner
+    from healthbench_exp.output import files as reporting
+    from healthbench_exp.output.wandb.tracker import JobContext
+
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    hydra_config = HydraConfig.get()
+    output_dir = Path(hydra_config.runtime.output_dir)
+    in_sweep = hydra_config.mode == RunMode.MULTIRUN
+    run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
+    foreign = reporting.foreign_files(output_dir)
+    if foreign:
+        print(
+            f"error: refusing to write into {output_dir}: it holds files that are not from "
+            f"healthbench-exp ({', '.join(foreign[:5])}); choose another hydra.run.dir",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    fresh = startup.is_fresh(output_dir)  # a failed start leaves only its log in a fresh one
+    reporting.write_status(output_dir, "running")
+    try:
+        config, plain = to_config(cfg)
+        job = JobContext(
+            overrides=list(hydra_config.overrides.task),
+            sweep_dir=hydra_config.sweep.dir if in_sweep else None,
+            job_name=hydra_config.job.name,
+        )
+        if config.dry_run:
+            from healthbench_exp.engine.estimate import format_estimate
+
+            estimate = runner.dry_run(config, output_dir, plain)
+            print(format_estimate(estimate, output_dir))
+            reporting.write_status(output_dir, "dry_run")
+            return None
+        summary = runner.run_eval(config, output_dir, plain, job)
+    except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
+        reporting.write_status(output_dir, "ungraded", str(exc))
+        log_to_file(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
+        if in_sweep:
+            return None
+        raise SystemExit(EXIT_UNGRADED) from None
+    except (ConfigError, DataError, FatalEndpointError) as exc:
+        message = str(exc)
+        if isinstance(exc, QuotaExhausted) or not fresh:  # what finished is kept: finish it
+            message = f"{exc}; then finish with: {run_stops.resume_hint(output_dir)}"
+        reporting.write_status(output_dir, "failed", message)
+        log_to_file(f"error: {message}")
+        print(f"error: {message}", file=sys.stderr)
+        if in_sweep:  # the sweep summary lists the job as failed from its status.json
+            return None
+        if fresh:
+            startup.discard_unstarted(output_dir)
+        raise SystemExit(2) from None
+    except RunInterrupted as stop:
+        resume = f"finish with: {run_stops.resume_hint(output_dir)}"
+        unwritten = reporting.try_write_status(output_dir, "interrupted", f"{stop}; {resume}")
+        print(f"{stop}; {unwritten or resume}", file=sys.stderr)
+        raise SystemExit(stop.exit_code) from None
+    except Exception as exc:
+        line = run_stops.failure_line(exc, output_dir)  # a disk that refuses an output
+        unwritten = reporting.try_write_status(
+            output_dir, "failed", line or f"{type(exc).__name__}: {exc}"
+        )
+        if line is not None:
+            print(f"error: {line}{f'; {unwritten}' if unwritten else ''}", file=sys.stderr)
+        if in_sweep:
+            if line is None:
+                log.exception("job failed")
+            return None
+        if fresh:
+            startup.discard_unstarted(output_dir)
+        if line is None:
+            raise
+        raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
+    print(reporting.format_report(summary))
+    print(f"\noutputs: {output_dir}")
+    if summary.get("budget") and summary["budget"]["stopped"]:
+        status, code = "partial", 4
+        message = finish_command(output_dir, summary)
+    else:
+        outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
+        if outcome.status == "completed":
+            reporting.write_status(output_dir, "completed")
+            return summary["metrics"].get("score")
+        status, code, message = outcome.status, outcome.exit_code, outcome.message
+    reporting.write_status(output_dir, status, message)
+    print(f"error: {message}", file=sys.stderr)
+    if in_sweep:
+        return None
+    raise SystemExit(code)
+
+
+def main() -> None:
+    """Check the arguments (a `resume=` against its run's saved config), then run the job.
+
+    Both checks come before Hydra starts the job, so a refused resume, and the resume of a
+    completed run, leave the run directory exactly as it was.
+    """
+    try:
+        # a mistyped key names the valid ones, beside resume= too (its run's own were checked)
+        check_overrides([a for a in sys.argv[1:] if not a.startswith("resume=")])
+        plan = plan_resume(sys.argv[1:], CONFIG_PATH)
+        if plan is not None:
+            if plan.completed:
+                print(plan.completed_message())
+                raise SystemExit(0)
+            sys.argv[1:] = plan.arguments
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    logging.raiseExceptions = False  # a full disk is reported once by the run, not per log call
+    try:
+        with signals_interrupt():  # Ctrl-C and SIGTERM stop the run cleanly (see run_stops)
+            app()
+    except RunInterrupted as stop:  # before the run started: nothing to record
+        print(f"{stop}", file=sys.stderr)
+        raise SystemExit(stop.exit_code) from None
+
+
+if __name__ == "__main__":
+    main()

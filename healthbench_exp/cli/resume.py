@@ -1,0 +1,178 @@
+"""`resume=<run dir>`: finish a run in its own directory, never change what it measured.
+
+The run's own overrides (`.hydra/overrides.yaml`) are replayed with `hydra.run.dir=<run dir>`,
+so the run recomposes its config and the response cache answers every call that finished
+before it stopped; other `key=value` arguments replace the run's own value of that key.
+
+Before anything runs (a Hydra job writes `.hydra/` and its log as it starts, so this is done
+before the job), the config those arguments compose is compared with the run's saved one
+(`.hydra/config.yaml`), key by key:
+
+- a change to what is measured (model, judge, sampling, dataset, completions, task, scoring,
+  anything that reaches a prompt or a metric) is refused, naming each key as `old -> new`, with
+  the command that measures it in a new run directory instead;
+- a change to how the run runs (`measured.HOW_IT_RUNS`: budget, concurrency, timeouts, retries,
+  progress, HTTP client, cache, W&B, prices) is allowed;
+- a completed run has nothing to resume: nothing is sent or written, and it says where the
+  results are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from healthbench_exp.config.measured import flat_keys, measured_changes
+from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.model.costs import budget_to_finish
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What `resume=<run dir>` does: run Hydra with `arguments`, or nothing (`completed`)."""
+
+    run_dir: Path
+    arguments: list[str]  # the run's overrides, the user's replacements, hydra.run.dir
+    completed: bool  # status.json says completed: nothing to resume
+
+    def completed_message(self) -> str:
+        summary = self.run_dir / "summary.json"
+        score = ""
+        try:
+            metrics = json.loads(summary.read_text(encoding="utf-8")).get("metrics", {})
+            if isinstance(metrics.get("overall_score"), float):
+                score = f" (overall_score {metrics['overall_score']:.4f})"
+        except (OSError, ValueError):
+            pass
+        return (
+            f"{self.run_dir} is already complete{score}: nothing to resume, nothing sent, "
+            f"nothing written. Its results: {summary}, {self.run_dir / 'report.html'}, "
+            f"{self.run_dir / 'results'}"
+        )
+
+
+def resume_arguments(argv: list[str]) -> list[str]:
+    """`resume=<run dir>` becomes that run's own overrides plus `hydra.run.dir=<run dir>`.
+
+    Other `key=value` arguments replace the run's own value of that key (say, a larger
+    `budget.max_usd`). Arguments without `resume=` are returned as they are.
+    """
+    resume = [a for a in argv if a.startswith("resume=")]
+    if not resume:
+        return argv
+    extra = [a for a in argv if not a.startswith("resume=")]
+    if len(resume) > 1 or any("=" not in a or a.startswith("-") for a in extra):
+        raise ConfigError(
+            "resume=<run dir> reruns that run's config; it takes only key=value overrides besides"
+        )
+    run_dir = _run_dir(resume[0])
+    replaced = {_key(a) for a in extra} | {"hydra.run.dir"}
+    overrides = [str(o) for o in OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")]
+    return [
+        *(o for o in overrides if _key(o) not in replaced),
+        *extra,
+        f"hydra.run.dir={run_dir}",
+    ]
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _run_dir(argument: str) -> Path:
+    run_dir = Path(argument.split("=", 1)[1]).expanduser()
+    if (
+        not (run_dir / ".hydra" / "overrides.yaml").is_file()
+        or not (run_dir / ".hydra" / "config.yaml").is_file()
+        or not (run_dir / "status.json").is_file()
+    ):
+        raise ConfigError(
+            f"{run_dir} is not a healthbench-exp run directory (no .hydra/overrides.yaml, "
+            ".hydra/config.yaml and status.json there)"
+        )
+    return run_dir
+
+
+def plan_resume(argv: list[str], config_dir: str) -> ResumePlan | None:
+    """The resume `argv` asks for, checked against the run's saved config; None without one.
+
+    Raises ConfigError naming every changed key of what is measured. Writes nothing.
+    """
+    if not any(a.startswith("resume=") for a in argv):
+        return None
+    arguments = resume_arguments(argv)
+    run_dir = _run_dir(next(a for a in argv if a.startswith("resume=")))
+    saved = flat_keys(_plain(OmegaConf.load(run_dir / ".hydra" / "config.yaml")))
+    composed = flat_keys(compose(config_dir, arguments))
+    changes = measured_changes(saved, composed, flat_keys(_plain(OmegaConf.structured(Config))))
+    if changes:
+        fresh = " ".join(a for a in arguments if not a.startswith("hydra.run.dir="))
+        raise ConfigError(
+            f"resume={run_dir} would change what that run measured: "
+            + "; ".join(map(str, changes))
+            + ". A resume may change only how a run runs (budget, runner, cache, wandb, prices). "
+            f"To measure this, start a new run in a new directory: python -m healthbench_exp "
+            f"{fresh} hydra.run.dir=<new dir>"
+        )
+    status = _status(run_dir)
+    return ResumePlan(run_dir, arguments, completed=status == "completed")
+
+
+def compose(config_dir: str, arguments: list[str]) -> dict[str, Any]:
+    """The job config `arguments` compose (Hydra's own overrides left out), as plain data."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    job_overrides = [a for a in arguments if not _key(a).startswith(("hydra.", "hydra/"))]
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=job_overrides)
+    except Exception as exc:  # Hydra's errors name the bad override
+        raise ConfigError(f"resume: {exc}") from None
+    return _plain(cfg)
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    except Exception:  # an interpolation only Hydra's job context resolves
+        data = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    assert isinstance(data, dict)
+    data.pop("hydra", None)
+    return data  # type: ignore[return-value]
+
+
+def _status(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / "status.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def finish_command(run_dir: Path, summary: dict[str, Any]) -> str:
+    """What a run stopped by its budget says: how many rows are left and the command that
+    finishes them, with the `budget.max_usd` to raise to (never the one that stopped it)."""
+    counts, budget = summary["counts"], summary["budget"]
+    left, rows = counts["rows_not_run"], counts["rows"]
+    per_row = ""
+    cap = budget_to_finish(summary["usage"], rows - left, left)
+    if cap is None:  # no row finished: nothing to extrapolate from
+        cap = 10 * budget["max_usd"]
+        per_row = "no row finished to estimate their cost from"
+    else:
+        spent = summary["usage"]["total_cost_usd"]
+        per_row = (
+            f"the {left} rows left should cost about ${spent / (rows - left) * left:.4f} at "
+            f"this run's ${spent / (rows - left):.4f} per finished row"
+        )
+    cap = max(cap, budget["max_usd"])
+    return (
+        f"budget.max_usd={budget['max_usd']:g} reached: {left} of {rows} rows not run; finish "
+        f"with: python -m healthbench_exp resume={run_dir} budget.max_usd={cap:g} "
+        f"(budget.max_usd caps each invocation's new spend; {per_row}; "
+        "budget.max_usd=null removes the cap; finished calls are not paid again)"
+    )

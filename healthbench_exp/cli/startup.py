@@ -1,0 +1,115 @@
+"""Start-up checks: every problem found without a network, reported together, before any data
+load or request; and a failed start leaves nothing behind but its log.
+
+`check` runs first in every job: the option checks of `config.validate`, the API keys of the
+endpoints the run needs (not for a dry run), the files the config names, and W&B readiness
+(`wandb_mode.check`: a login for online runs, the project name, then the server). All problems
+become one ConfigError, one line each. `discard_unstarted` removes what a fresh run directory got
+when the job failed before its first request.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from healthbench_exp.cli.run_lock import LOCK_FILE
+from healthbench_exp.config.schema import (
+    CompletionSource,
+    Config,
+    ConfigError,
+    TaskKind,
+    needed_roles,
+    validate,
+)
+from healthbench_exp.model.endpoint import resolve_api_key
+from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
+from healthbench_exp.output.wandb.mode import check as wandb_check
+
+# what a run directory holds once its evaluation began (results, submitted batches): kept
+STARTED_MARKERS = ("examples.jsonl", "meta_eval.jsonl", "per_criterion.jsonl", "batches.json")
+
+
+def path_problems(config: Config) -> list[str]:
+    """Files named in the config that do not exist (`completions.path` may also be a run's
+    `results` folder, a saved dataset)."""
+    problems = []
+    if config.dataset.path and not Path(config.dataset.path).expanduser().is_file():
+        problems.append(f"dataset.path={config.dataset.path}: no such file")
+    completions = config.completions
+    if (
+        config.task.kind is TaskKind.eval
+        and completions.source is CompletionSource.file
+        and completions.path
+        and not Path(completions.path).expanduser().exists()
+    ):
+        problems.append(f"completions.path={completions.path}: no such file or directory")
+    return problems
+
+
+def key_problems(config: Config) -> list[str]:
+    """An unset API-key variable of each endpoint the run talks to."""
+    problems = []
+    for role in needed_roles(config):
+        try:
+            resolve_api_key(role, getattr(config, role))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def check(config: Config, dry_run: bool = False) -> Readiness:
+    """Every start-up problem at once (ConfigError, one per line); else W&B's mode for the run.
+
+    A dry run checks the same, keys and W&B aside (it sends nothing and opens no W&B run).
+    """
+    problems = []
+    try:
+        validate(config)
+    except ConfigError as exc:
+        problems.append(str(exc))
+    problems += path_problems(config)
+    readiness = Readiness("disabled", [])
+    if not dry_run:
+        problems += key_problems(config)
+        problems += local_problems(config.wandb, resolve_mode(config.wandb.mode), os.environ)
+        if not problems:  # only then ask the W&B server (online runs)
+            readiness = wandb_check(config.wandb)
+            problems += readiness.problems
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{len(problems)} problems, nothing was sent:\n{listed}")
+    return readiness
+
+
+def is_fresh(output_dir: Path) -> bool:
+    """Whether no earlier invocation wrote into `output_dir` (Hydra's own files and this run's
+    lock aside)."""
+    if not output_dir.is_dir():
+        return True
+    return not any(
+        p.name not in (".hydra", LOCK_FILE) and p.suffix != ".log" for p in output_dir.iterdir()
+    )
+
+
+def discard_unstarted(output_dir: Path) -> bool:
+    """Remove everything but the log from a fresh run directory whose evaluation never began.
+
+    Call only for a directory `is_fresh` said was fresh when the job started. Returns whether it
+    removed anything; a directory with results (or submitted batches) is left as it is.
+    """
+    if not output_dir.is_dir() or any((output_dir / m).exists() for m in STARTED_MARKERS):
+        return False
+    removed = False
+    for path in output_dir.iterdir():
+        if path.suffix == ".log" or path.name == LOCK_FILE:  # the lock goes when the job ends
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed = True
+    return removed

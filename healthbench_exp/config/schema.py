@@ -1,0 +1,366 @@
+"""Typed configuration: the dataclass schemas Hydra validates `conf/` against.
+
+Everything below `__main__` receives these plain objects, never an OmegaConf node. The schema is
+registered in Hydra's ConfigStore as `base_config`, so a misspelt key in a YAML file or on the
+command line, or a value of the wrong type, is rejected before anything runs.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
+from typing import Any
+
+from omegaconf import MISSING, OmegaConf
+
+from healthbench_exp.config.ranges import out_of_range
+
+REFERENCE_SYSTEM_MESSAGE = "You are a helpful assistant."
+
+
+class DataSource(Enum):
+    """Where the examples come from (a `dataset.path` overrides all of them)."""
+
+    hf = "hf"  # the Hugging Face mirror `dataset.hf_repo`, split `dataset.hf_split`
+    openai = "openai"  # the official simple-evals file, sha256-verified and cached
+    bundled = "bundled"  # the synthetic sample shipped in the package
+
+
+class PromptOrder(Enum):
+    reference = "reference"  # the official template as is
+    # NOT the reference protocol: the rubric item moved after the instructions, so the template
+    # and the conversation form one long prefix shared by all of an example's judge calls
+    shared_prefix_first = "shared_prefix_first"
+
+
+class HttpClient(Enum):
+    """The HTTP transport under the openai client (the client itself is the same either way)."""
+
+    # openai.DefaultAioHttpClient: a quarter to a third less CPU per request than httpx, one
+    # connection pool however many requests are in flight
+    aiohttp = "aiohttp"
+    httpx = "httpx"  # the SDK's default transport
+
+
+class TaskKind(Enum):
+    eval = "eval"  # score replies against the rubrics (SPEC 3)
+    meta_eval = "meta_eval"  # grade the meta-eval rows once; agreement with physicians (SPEC 4)
+
+
+class CompletionSource(Enum):
+    """Which replies an eval grades."""
+
+    model = "model"  # sample them from `model` (the benchmark)
+    physician = "physician"  # each row's `ideal_completion` (one group); no model calls
+    physician_references = "physician_references"  # each of the 4 reference completions
+    file = "file"  # a JSONL of prompt_id + completion the user already has
+
+
+class WandbMode(Enum):
+    auto = "auto"  # online when W&B credentials exist, otherwise offline; never prompts
+    online = "online"
+    offline = "offline"
+    disabled = "disabled"
+
+
+@dataclass
+class PriceConfig:
+    """US dollars per million tokens; null = unknown, and then no cost is computed."""
+
+    input_per_mtok: float | None = None
+    cached_input_per_mtok: float | None = None  # prompt tokens the provider cached; null: input
+    output_per_mtok: float | None = None  # completion tokens, reasoning tokens included
+    as_of: str | None = None  # when and where the prices were taken
+
+
+@dataclass
+class RateLimitConfig:
+    """An account's known limits for one endpoint (null = unknown). A run starts at this pace
+    instead of finding it by 429s; `dry_run` turns them into an expected duration."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None  # prompt + completion tokens
+    # dry_run only: send one minimal request and read the limits not set here from its
+    # x-ratelimit-limit-* headers (else a dry run sends nothing)
+    probe: bool = False
+
+
+@dataclass
+class EndpointConfig:
+    """One chat-completions endpoint: the policy model or the judge."""
+
+    name: str = MISSING  # model id sent to the API; every model/judge option sets it
+    base_url: str | None = None  # null = OpenAI's API
+    api_key_env: str | None = "OPENAI_API_KEY"  # env var holding the key; null = no key needed
+    builtin: bool = False  # start and use the built-in offline server (ignores base_url)
+    system_message: str | None = REFERENCE_SYSTEM_MESSAGE  # prepended to every request; null = none
+    reasoning: bool = False  # o-series: temperature and max_tokens are not sent (as the reference)
+    max_concurrency: int = 64  # requests in flight to this endpoint at most
+    prompt_cache_key: bool = (
+        False  # send OpenAI's prompt_cache_key (one per example) with judge calls
+    )
+    extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
+    price: PriceConfig = field(default_factory=PriceConfig)
+    # the reply length cost estimates assume (dry_run, budget): tokens, reasoning included
+    expected_completion_tokens: int = 600
+    rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
+
+
+@dataclass
+class JudgeConfig(EndpointConfig):
+    temperature: float | None = 0.5
+    max_tokens: int | None = 2048
+    max_parse_retries: int = 3  # resamples after an unparseable or empty verdict; then "ungraded"
+    # stop the run when its first this many judge replies are all unparseable (0: never)
+    early_stop_unparseable: int = 20
+    max_concurrency: int = 256
+    expected_completion_tokens: int = 80  # a verdict: a short explanation and the boolean
+    prompt_order: PromptOrder = PromptOrder.reference
+    # NOT the reference protocol's transport: judge calls go through OpenAI's Batch API (half
+    # price, results within 24 h); the run waits for them and resumes a batch it submitted
+    batch: bool = False
+    batch_poll_s: float = 30.0
+
+
+@dataclass
+class DatasetConfig:
+    difficulty: str = "all"  # label: all | hard | consensus | sample
+    source: DataSource = DataSource.hf
+    path: str | None = None  # a local JSONL in the HealthBench schema; overrides `source`
+    hf_repo: str = "neuralleap/healthbench-regular"
+    hf_split: str = "test"
+    openai_file: str = "2025-05-07-06-14-12_oss_eval.jsonl"
+    sha256: str | None = "e99dd3c6372c10d6fcc5e385c5fae69d0dd40392dae56836ef9493ae324ecd2f"
+    cache_dir: str = "~/.cache/healthbench_exp"  # where official files are kept once downloaded
+
+
+@dataclass
+class SamplingConfig:
+    temperature: float | None = 0.5  # policy model; null = not sent
+    max_tokens: int | None = 2048  # policy model; null = not sent
+    num_examples: int | None = None  # seeded sample of this many examples (before repeats)
+    rollouts_per_example: int = 1  # repeats; each repeat is one more scored row
+    seed: int = 0  # example sampling and bootstrap; 0 picks the reference's subset
+
+
+@dataclass
+class TaskConfig:
+    kind: TaskKind = TaskKind.eval
+    # meta-eval data: `dataset.path` if set, the bundled synthetic sample for
+    # `dataset.source=bundled`, otherwise this official file (it has no HF mirror)
+    meta_eval_file: str = "2025-05-07-06-14-12_oss_meta_eval.jsonl"
+    meta_eval_sha256: str | None = (
+        "6a343ed3fcb6f28353c2c6c157ae30ddf2db874c947b27ba474ad54da9c5dbac"
+    )
+
+
+@dataclass
+class CompletionsConfig:
+    source: CompletionSource = CompletionSource.model
+    group: int | None = None  # physician modes: ideal-completion group 1, 2 or 3
+    path: str | None = None  # file mode: JSONL with prompt_id and completion per line
+
+
+@dataclass
+class RunnerConfig:
+    max_concurrent: int = 64  # examples in flight
+    max_parallel_judges: int = 48  # judge calls in flight per example
+    max_in_flight: int | None = None  # model and judge requests in flight together; null: no cap
+    max_retries: int = 4  # HTTP retries per request (429, 5xx, timeouts), by the openai client
+    http_client: HttpClient = HttpClient.aiohttp  # the openai client's transport: aiohttp | httpx
+    # per attempt: no byte of a reply for so long and the request is retried (runner.max_retries)
+    request_timeout_s: float = 180.0
+    reasoning_request_timeout_s: float = 600.0  # the same for endpoints with `reasoning: true`
+    connect_timeout_s: float = 10.0  # start-up reachability check and each connection; fails fast
+    stall_notice_s: float = 30.0  # log a notice when an endpoint has not answered for so long
+    bootstrap_samples: int = 1000
+    progress: bool = True
+    max_failure_fraction: float = 0.01  # exit non-zero when more rows than this share fail
+
+
+@dataclass
+class BudgetConfig:
+    # stop sending requests once the measured spend plus the estimated cost of the requests in
+    # flight would pass this; what finished is written as a partial, resumable run
+    max_usd: float | None = None
+
+
+@dataclass
+class CacheConfig:
+    enabled: bool = True
+    dir: str | None = None  # null: $HEALTHBENCH_CACHE_DIR, else ~/.cache/healthbench_exp/cache
+
+
+@dataclass
+class ScoringConfig:
+    """Opt-in extras reported beside the reference metrics, never instead of them."""
+
+    length_penalty_per_500_chars: float | None = None  # set to report length_adjusted_score
+    length_center_chars: int = 2000
+
+
+@dataclass
+class OfflineServerConfig:
+    """The built-in loopback endpoint; its scores are meaningless, it exercises the pipeline."""
+
+    latency_ms: float = 0.0
+    jitter_ms: float = 0.0
+    error_rate: float = 0.0  # share of requests answered 429 / 500 / 503
+    malformed_rate: float = 0.0  # share of judge replies that are not a valid verdict
+    empty_reply_rate: float = 0.0  # share of model replies with empty content
+    fenced_rate: float = 0.0  # share of verdicts fenced as ``` without `json` (unparseable)
+    judge_empty_rate: float = 0.0  # share of judge replies with empty content
+    judge_error_rate: float = 0.0  # share of judge requests answered 500
+    seed: int = 0
+    batch_delay_s: float = 0.0  # Batch API batches are reported in_progress this long
+    # account faults (see offline_limits), applied to the requests of `limited_role`
+    rate_limit_requests: int = 0  # requests per rate_limit_window_s, as OpenAI limits; 0: none
+    rate_limit_tokens: int = 0  # tokens (prompt + max_tokens) per rate_limit_window_s; 0: none
+    rate_limit_window_s: float = 60.0
+    quota_exhausted: bool = False  # answer 429 insufficient_quota
+    silent: bool = False  # accept requests and never answer
+    limited_role: str = "all"  # all | model | judge
+
+
+@dataclass
+class WandbConfig:
+    mode: WandbMode = WandbMode.auto
+    project: str = "healthbench-exp"
+    entity: str | None = None
+    group: str | None = None
+    tags: list[str] = field(default_factory=list)
+    name: str | None = None  # default: model, judge, difficulty, temperature
+
+
+@dataclass
+class Config:
+    task: TaskConfig = field(default_factory=TaskConfig)
+    completions: CompletionsConfig = field(default_factory=CompletionsConfig)
+    model: EndpointConfig = field(default_factory=EndpointConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    # load the data, count the calls, estimate tokens and cost (minus what the response cache
+    # holds), print the estimate; send no request
+    dry_run: bool = False
+    offline_server: OfflineServerConfig = field(default_factory=OfflineServerConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+
+
+class ConfigError(ValueError):
+    """A configuration the harness cannot run; the message says what to change."""
+
+
+def unknown_option(key: str) -> tuple[str, list[str]] | None:
+    """None if dotted `key` exists in the schema, else (where it went wrong, the valid names there).
+
+    Keys inside free-form fields (such as `model.extra_body.*`) are not checked.
+    """
+    schema: type | None = Config
+    prefix = ""
+    for part in key.split("."):
+        if schema is None:
+            return None
+        by_name = {f.name: f for f in fields(schema)}
+        if part not in by_name:
+            return prefix, sorted(by_name)
+        factory = by_name[part].default_factory
+        schema = factory if isinstance(factory, type) and is_dataclass(factory) else None
+        prefix = f"{prefix}.{part}" if prefix else part
+    return None
+
+
+def run_suffix() -> str:
+    """This process's random 4-character suffix (a-z, 0-9: 1.7 million values) for the default
+    run and sweep directories, so that runs started in the same second never share one."""
+    global _run_suffix
+    if _run_suffix is None:
+        alphabet = string.ascii_lowercase + string.digits
+        _run_suffix = "".join(secrets.choice(alphabet) for _ in range(4))
+    return _run_suffix
+
+
+_run_suffix: str | None = None
+
+
+def register_configs() -> None:
+    """Register the schema so `conf/config.yaml` can name it as `base_config`, and the
+    `${run_suffix:}` resolver its default directories use."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="base_config", node=Config)
+    OmegaConf.register_new_resolver("run_suffix", run_suffix, use_cache=True, replace=True)
+
+
+def validate(config: Config) -> None:
+    """Checks the schema cannot express (ranges, combinations); raises ConfigError.
+
+    Every numeric option out of its range (`config_ranges.NUMERIC_RANGES`: nan and inf never
+    valid) is named in one error, with its valid range.
+    """
+    bad = out_of_range(config)
+    if config.offline_server.limited_role not in ("all", "model", "judge"):
+        bad.append(
+            "offline_server.limited_role must be all, model or judge, "
+            f"got {config.offline_server.limited_role!r}"
+        )
+    if bad:
+        raise ConfigError("; ".join(bad))
+    completions = config.completions
+    physician_modes = (CompletionSource.physician, CompletionSource.physician_references)
+    if completions.source in physician_modes:
+        valid = (2, 3) if completions.source is CompletionSource.physician_references else (1, 2, 3)
+        if completions.group not in valid:
+            raise ConfigError(
+                f"completions={completions.source.value} needs completions.group="
+                f"{' or '.join(map(str, valid))}, got {completions.group}"
+                + (" (Group 1 has no reference completions)" if completions.group == 1 else "")
+            )
+    if completions.source is CompletionSource.file and not completions.path:
+        raise ConfigError(
+            "completions=file needs completions.path=<JSONL of prompt_id, completion>"
+        )
+    if config.task.kind is TaskKind.meta_eval and completions.source is not CompletionSource.model:
+        raise ConfigError(
+            "task=meta_eval grades the completions in the meta-eval file; "
+            f"drop completions={completions.source.value}"
+        )
+    if config.judge.batch and config.budget.max_usd is not None:
+        raise ConfigError(
+            "budget.max_usd cannot cap judge.batch=true (a batch is paid as a whole); "
+            "use dry_run=true to see the cost first"
+        )
+    if config.budget.max_usd is not None:
+        unpriced = [
+            role
+            for role in needed_roles(config)
+            if getattr(config, role).price.input_per_mtok is None
+            or getattr(config, role).price.output_per_mtok is None
+        ]
+        if unpriced:
+            raise ConfigError(
+                "budget.max_usd needs prices for "
+                + " and ".join(unpriced)
+                + ": set "
+                + ", ".join(
+                    f"{r}.price.input_per_mtok and {r}.price.output_per_mtok" for r in unpriced
+                )
+            )
+    for role in needed_roles(config):
+        endpoint: EndpointConfig = getattr(config, role)
+        if not endpoint.builtin and endpoint.base_url == "":
+            raise ConfigError(f"{role}.base_url is empty; use null for OpenAI's API")
+
+
+def needed_roles(config: Config) -> tuple[str, ...]:
+    """The endpoints a run talks to: the judge always, the model only when it samples replies."""
+    samples = (
+        config.task.kind is TaskKind.eval and config.completions.source is CompletionSource.model
+    )
+    return ("model", "judge") if samples else ("judge",)

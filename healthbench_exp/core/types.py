@@ -1,0 +1,135 @@
+"""The vocabulary every layer shares: examples and their criteria, work items, grades and
+results. Standard library only; nothing here knows about config, endpoints or files."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+
+def tag_value(tags: Iterable[str], key: str) -> str | None:
+    prefix = key + ":"
+    for tag in tags:
+        if tag.startswith(prefix):
+            return tag[len(prefix) :]
+    return None
+
+
+@dataclass(frozen=True)
+class Criterion:
+    text: str
+    points: int | float  # as in the data: the grader sees `[5]` for 5 and `[5.0]` for 5.0
+    tags: tuple[str, ...]
+
+    @property
+    def axis(self) -> str | None:
+        return tag_value(self.tags, "axis")
+
+    @property
+    def cluster(self) -> str | None:
+        """The consensus cluster (`cluster:<value>` tag) without its prefix, if any."""
+        return tag_value(self.tags, "cluster")
+
+    @cached_property
+    def criterion_id(self) -> str:
+        """blake2b (8-byte digest, hex) of the criterion text, as the verifiers environment."""
+        return hashlib.blake2b(self.text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True)
+class Example:
+    prompt_id: str
+    prompt: tuple[dict[str, str], ...]
+    rubrics: tuple[Criterion, ...]
+    example_tags: tuple[str, ...]
+    ideal_completions_data: dict[str, Any] | None
+    where: str  # "file.jsonl line 12" or "repo row 12": for messages
+
+    @property
+    def theme(self) -> str:
+        theme = tag_value(self.example_tags, "theme")
+        assert theme is not None  # validated on load
+        return theme
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    example: Example
+    rollout: int
+    completion: str | None = None  # the reply to grade; None: sample it from the model
+    # the conversation the given reply answered (file replies); None: the dataset prompt
+    messages: tuple[dict[str, str], ...] | None = None
+    error: str | None = None  # the item cannot be graded (the file has no reply for it)
+
+
+@dataclass(frozen=True)
+class CriterionGrade:
+    criteria_met: bool | None  # None: ungraded
+    explanation: str
+    attempts: int  # judge replies received (parse retries included)
+    error: str | None = None  # why it is ungraded
+    not_run: bool = False  # not sent: the budget was reached (a resumed run grades it)
+
+
+@dataclass
+class ExampleResult:
+    """One (example, rollout): what was sent, the reply, every criterion's grade, the score."""
+
+    example: Example
+    rollout: int
+    messages: list[dict[str, str]]  # exactly what the model was sent (system message included)
+    completion: str | None
+    grades: list[CriterionGrade]
+    error: str | None = None  # the example failed (no usable reply); it is not scored
+    metrics: dict[str, float] | None = None  # None: failed, or every positive criterion ungraded
+    sampled: bool = True  # the reply was asked of the model (not given by physicians or a file)
+    not_run: bool = False  # stopped by budget.max_usd before it finished; a resumed run does it
+
+    @property
+    def score(self) -> float | None:
+        return None if self.metrics is None else self.metrics["overall_score"]
+
+    @property
+    def ungraded(self) -> int:
+        return sum(1 for g in self.grades if g.criteria_met is None)
+
+
+@dataclass(frozen=True)
+class MetaEvalRow:
+    prompt_id: str
+    completion_id: str
+    prompt: tuple[dict[str, str], ...]
+    completion: str
+    rubric: str  # the criterion text, inserted into the grader prompt as given
+    category: str  # `cluster:<theme>_<behavior>_<criterion>`
+    binary_labels: tuple[bool, ...]  # one verdict per physician
+    physician_ids: tuple[str, ...]  # anonymized, index-aligned with binary_labels
+    where: str
+
+
+@dataclass
+class MetaEvalResult:
+    row: MetaEvalRow
+    repeat: int
+    grade: CriterionGrade
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The row of `meta_eval.jsonl` (and of the results dataset)."""
+        row = self.row
+        return {
+            "prompt_id": row.prompt_id,
+            "completion_id": row.completion_id,
+            "repeat": self.repeat,
+            "category": row.category,
+            "rubric": row.rubric,
+            "criteria_met": self.grade.criteria_met,
+            "explanation": self.grade.explanation,
+            "judge_attempts": self.grade.attempts,
+            "error": self.grade.error,
+            "binary_labels": list(row.binary_labels),
+            "anonymized_physician_ids": list(row.physician_ids),
+        }

@@ -1,0 +1,263 @@
+"""Which replies an eval grades: sampled from the model, written by physicians, or from a file.
+
+`work_items` turns the loaded examples and `completions.*` into the (example, rollout) items the
+runner grades, choosing rows exactly as simple-evals does:
+
+- `model`: a seeded sample of `sampling.num_examples` examples, each `rollouts_per_example` times;
+- `physician` (SPEC 4): only rows whose ideal completion is of `completions.group`, then the
+  seeded sample, then the repeats; the reply is `ideal_completion`;
+- `physician_references`: the same rows, one item per reference completion (4 per row); the
+  seeded sample is drawn from those items; rollout `k` is reference `k % 4`, repeat `k // 4`;
+- `file`: the user's JSONL, one line per reply: `prompt_id`, `completion` (a string, or the
+  verifiers form `[{"role": "assistant", "content": ...}]`), optionally `rollout` (default: the
+  line's count for that prompt_id) and `messages` (what the model was sent, system message
+  included). A run's own `examples.jsonl` is such a file; so is a run's `results/` dataset
+  (`completions.path=<run>/results`: `prompt`, `completion`, `rollout`, `info.prompt_id`).
+
+The graded conversation (SPEC 2) is every message the model was sent, its system message
+included, then the reply. Given replies are graded on the conversation they answered: a file's
+recorded `messages` (the dataset prompt, optionally preceded by one system message), else the
+dataset prompt preceded by `model.system_message` (null: none), the reference's sampler's;
+physician replies on the dataset prompt alone, as the reference's physician modes. So a run's
+own replies regrade to exactly its verdicts (the same grader prompts: the cache answers them),
+and, regraded with the run's `sampling.*`, in its order, to exactly its metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from healthbench_exp.config.schema import (
+    CompletionsConfig,
+    CompletionSource,
+    ConfigError,
+    SamplingConfig,
+)
+from healthbench_exp.core.types import Example, WorkItem
+from healthbench_exp.data.healthbench import (
+    DataError,
+    jsonl_rows,
+    parse_messages,
+    row_label,
+    sample_examples,
+)
+
+log = logging.getLogger(__name__)
+
+
+def work_items(
+    examples: list[Example],
+    completions: CompletionsConfig,
+    sampling: SamplingConfig,
+    *,
+    system_message: str | None,
+) -> tuple[list[WorkItem], dict[str, Any]]:
+    """The items to grade, in grading order, and a description of the choice for summary.json.
+
+    `system_message` is `model.system_message`: file replies without recorded `messages` were
+    answers to it and the dataset prompt.
+    """
+    source = completions.source
+    n, seed, repeats = sampling.num_examples, sampling.seed, sampling.rollouts_per_example
+    info: dict[str, Any] = {"source": source.value}
+    if source is CompletionSource.model:
+        chosen = sample_examples(examples, n, seed)
+        items = [WorkItem(e, r) for r in range(repeats) for e in chosen]
+    elif source in (CompletionSource.physician, CompletionSource.physician_references):
+        group = f"Group {completions.group}"
+        rows = [
+            e for e in examples if _ideal(e) and _ideal(e).get("ideal_completions_group") == group
+        ]
+        info.update(group=completions.group, rows_in_group=len(rows))
+        if not rows:
+            raise DataError(
+                f"no example has physician completions of {group} "
+                f"(of {len(examples)} examples; groups present: {_groups(examples)})"
+            )
+        if source is CompletionSource.physician:
+            chosen = sample_examples(rows, n, seed)
+            items = [
+                WorkItem(e, r, completion=_ideal_text(e)) for r in range(repeats) for e in chosen
+            ]
+        else:
+            pairs = [(e, k, text) for e in rows for k, text in enumerate(_references(e))]
+            if n is not None and n < len(pairs):
+                pairs = random.Random(seed).sample(pairs, n)
+            items = [
+                WorkItem(e, r * 4 + k, completion=text)
+                for r in range(repeats)
+                for e, k, text in pairs
+            ]
+    else:
+        if repeats != 1:
+            raise ConfigError(
+                "completions=file grades each reply in the file once; "
+                "set sampling.rollouts_per_example=1 (put repeats in the file as rollouts)"
+            )
+        assert completions.path is not None  # validated
+        items, skipped = file_items(
+            Path(completions.path).expanduser(), examples, n, seed, system_message
+        )
+        info.update(path=completions.path, examples_without_completion=skipped)
+    return items, info
+
+
+def _ideal(example: Example) -> dict[str, Any]:
+    return example.ideal_completions_data or {}
+
+
+def _groups(examples: list[Example]) -> list[str]:
+    return sorted({str(_ideal(e).get("ideal_completions_group")) for e in examples if _ideal(e)})
+
+
+def _ideal_text(example: Example) -> str:
+    text = _ideal(example).get("ideal_completion")
+    if not isinstance(text, str):
+        raise DataError(
+            f"{example.where} (prompt_id {example.prompt_id}): "
+            "ideal_completions_data.ideal_completion must be a string"
+        )
+    return text
+
+
+def _references(example: Example) -> list[str]:
+    refs = _ideal(example).get("ideal_completions_ref_completions")
+    if not isinstance(refs, list) or len(refs) != 4 or not all(isinstance(r, str) for r in refs):
+        raise DataError(
+            f"{example.where} (prompt_id {example.prompt_id}): "
+            "ideal_completions_ref_completions must be a list of 4 strings"
+        )
+    return refs
+
+
+def _reply_text(value: Any, where: str) -> str | None:
+    """The reply of a file line: a string, null, or the verifiers list of assistant messages."""
+    if value is None or isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and isinstance(value[-1], dict)
+        and value[-1].get("role") == "assistant"
+        and isinstance(value[-1].get("content"), str)
+    ):
+        return value[-1]["content"]
+    raise DataError(
+        f"{where}: 'completion' must be a string, null, or a list of messages ending with an "
+        "assistant message"
+    )
+
+
+def _messages(
+    value: Any, example: Example, system_message: str | None, where: str
+) -> tuple[dict[str, str], ...]:
+    """The conversation a file's reply answered: its recorded `messages` (the dataset prompt,
+    optionally after one system message the model was sent), else `system_message` and the
+    dataset prompt."""
+    prompt = tuple(example.prompt)
+    if value is None:
+        system = ({"role": "system", "content": system_message},) if system_message else ()
+        return (*system, *prompt)
+    messages = parse_messages(value, where, "messages")
+    if messages == prompt or (messages[0]["role"] == "system" and messages[1:] == prompt):
+        return messages
+    raise DataError(
+        f"{where}: 'messages' differ from the dataset's prompt for {example.prompt_id} (one "
+        "system message before it aside); the reply would be graded on the wrong conversation"
+    )
+
+
+def results_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A run's `results/` dataset (`datasets.save_to_disk`) as completion-file rows."""
+    import datasets
+
+    try:
+        records = datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as exc:
+        raise DataError(
+            f"completions.path={path}: a directory, but not a saved results dataset ({exc})"
+        ) from None
+    for index, record in enumerate(records):
+        where = f"{path.name} row {index}"
+        info = record.get("info") or {}
+        yield (
+            where,
+            {
+                "prompt_id": info.get("prompt_id"),
+                "rollout": record.get("rollout"),
+                "messages": record.get("prompt"),
+                "completion": record.get("completion"),
+            },
+        )
+
+
+def file_items(
+    path: Path,
+    examples: list[Example],
+    num_examples: int | None,
+    seed: int,
+    system_message: str | None,
+) -> tuple[list[WorkItem], int]:
+    """Items from a completions file (or a run's results dataset), and how many dataset
+    examples it has no reply for.
+
+    The examples are taken in the order `sampling` would draw them from the dataset when the
+    file covers only such examples (a run's own file: its order, so even bootstrap stds
+    repeat), otherwise sampled from the examples the file covers.
+    """
+    if path.is_dir():
+        rows = results_rows(path)
+    elif path.is_file():
+        rows = jsonl_rows(path)
+    else:
+        raise ConfigError(f"completions.path={path}: no such file or directory")
+    by_id = {e.prompt_id: e for e in examples}
+    found: dict[str, list[WorkItem]] = {}
+    seen: dict[tuple[str, int], str] = {}
+    for where, row in rows:
+        prompt_id, where = row_label(row, where)
+        example = by_id.get(prompt_id)
+        if example is None:
+            raise DataError(f"{where}: no example with this prompt_id in the dataset")
+        if "completion" not in row:
+            raise DataError(f"{where}: no 'completion'")
+        items = found.setdefault(prompt_id, [])
+        rollout = row.get("rollout", len(items))
+        if isinstance(rollout, bool) or not isinstance(rollout, int) or rollout < 0:
+            raise DataError(f"{where}: 'rollout' must be an integer >= 0")
+        if (prompt_id, rollout) in seen:
+            raise DataError(f"{where}: rollout {rollout} repeats {seen[prompt_id, rollout]}")
+        seen[prompt_id, rollout] = where
+        text = _reply_text(row["completion"], where)
+        items.append(
+            WorkItem(
+                example,
+                rollout,
+                completion=text,
+                messages=_messages(row.get("messages"), example, system_message, where),
+                error=None if text is not None else f"{where}: the file has no reply",
+            )
+        )
+    if not found:
+        raise DataError(f"{path}: no completions in the file")
+    covered = [e for e in examples if e.prompt_id in found]
+    skipped = len(examples) - len(covered)
+    if skipped:
+        log.warning(
+            "%s has replies for %d of the %d examples; the other %d are not graded",
+            path.name,
+            len(covered),
+            len(examples),
+            skipped,
+        )
+    drawn = sample_examples(examples, num_examples, seed)
+    if found.keys() <= {e.prompt_id for e in drawn}:
+        chosen = [e for e in drawn if e.prompt_id in found]
+    else:
+        chosen = sample_examples(covered, num_examples, seed)
+    items = [item for e in chosen for item in found[e.prompt_id]]
+    return sorted(items, key=lambda item: item.rollout), skipped

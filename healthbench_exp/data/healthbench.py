@@ -1,0 +1,300 @@
+"""Loading HealthBench examples through HF `datasets`, validating them, and sampling.
+
+Local and official JSONL files are read with the `text` builder and parsed line by line, so every
+value keeps the type it has in the file (points print as `[5]`, never `[5.0]`) and a bad row is
+reported with its line number. The Hugging Face mirrors are read as published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import random
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from healthbench_exp.config.schema import ConfigError, DatasetConfig, DataSource
+from healthbench_exp.core.types import Criterion, Example, tag_value
+
+log = logging.getLogger(__name__)
+
+OPENAI_BASE_URL = "https://openaipublic.blob.core.windows.net/simple-evals/healthbench/"
+AXES = frozenset(
+    {
+        "accuracy",
+        "completeness",
+        "context_awareness",
+        "communication_quality",
+        "instruction_following",
+    }
+)
+THEMES = (
+    "emergency_referrals",
+    "context_seeking",
+    "global_health",
+    "health_data_tasks",
+    "communication",
+    "hedging",
+    "complex_responses",
+)  # the seven themes of HealthBench, in the paper's order
+SAMPLE_FILE = "sample.jsonl"
+SOURCE_TIMEOUT_S = 4.0  # a data source that does not answer within this fails the start
+T = TypeVar("T")
+
+
+class DataError(ValueError):
+    """A row that does not follow the HealthBench schema; the message names where."""
+
+
+def row_label(row: Any, where: str) -> tuple[str, str]:
+    """(prompt_id, "where (prompt_id ...)") of a decoded row; DataError if it has no prompt_id."""
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    prompt_id = row.get("prompt_id")
+    if not isinstance(prompt_id, str) or not prompt_id:
+        raise DataError(f"{where}: missing or empty 'prompt_id'")
+    return prompt_id, f"{where} (prompt_id {prompt_id})"
+
+
+def parse_messages(value: Any, label: str, key: str = "prompt") -> tuple[dict[str, str], ...]:
+    """A non-empty list of {role, content} strings, as plain dicts; DataError naming `label`."""
+    if not isinstance(value, list) or not value:
+        raise DataError(f"{label}: '{key}' must be a non-empty list of {{role, content}} messages")
+    for i, message in enumerate(value):
+        if not (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str)
+        ):
+            raise DataError(
+                f"{label}: {key}[{i}] must be an object with string 'role' and 'content'"
+            )
+    return tuple({"role": m["role"], "content": m["content"]} for m in value)
+
+
+def parse_example(row: Any, where: str) -> Example:
+    """Validate one decoded row; raise DataError naming `where` and the prompt_id."""
+    prompt_id, label = row_label(row, where)
+
+    def fail(message: str) -> DataError:
+        return DataError(f"{label}: {message}")
+
+    prompt = parse_messages(row.get("prompt"), label)
+
+    rubrics = row.get("rubrics")
+    if not isinstance(rubrics, list) or not rubrics:
+        raise fail("'rubrics' is missing or empty")
+    criteria = []
+    for i, item in enumerate(rubrics):
+        if not isinstance(item, dict):
+            raise fail(f"rubrics[{i}] must be an object")
+        text, points, tags = item.get("criterion"), item.get("points"), item.get("tags", [])
+        if not isinstance(text, str) or not text.strip():
+            raise fail(f"rubrics[{i}] has no 'criterion' text")
+        if isinstance(points, bool) or not isinstance(points, int | float):
+            raise fail(f"rubrics[{i}] 'points' must be a number, got {points!r}")
+        if not math.isfinite(points):  # Python's json reads NaN and Infinity
+            raise fail(f"rubrics[{i}] 'points' must be a finite number, got {points!r}")
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise fail(f"rubrics[{i}] 'tags' must be a list of strings")
+        if len(set(tags)) != len(tags):
+            raise fail(f"rubrics[{i}] repeats a tag: {tags}")
+        axis = tag_value(tags, "axis")
+        if axis is not None and axis not in AXES:
+            raise fail(f"rubrics[{i}] has unknown axis 'axis:{axis}'; valid: {sorted(AXES)}")
+        criteria.append(Criterion(text=text, points=points, tags=tuple(tags)))
+    if not any(c.points > 0 for c in criteria):
+        raise fail("no criterion has positive points, so the score is undefined")
+
+    example_tags = row.get("example_tags")
+    if not isinstance(example_tags, list) or not all(isinstance(t, str) for t in example_tags):
+        raise fail("'example_tags' must be a list of strings")
+    themes = [t for t in example_tags if t.startswith("theme:")]
+    if len(themes) != 1:
+        raise fail(f"needs exactly one 'theme:' tag in example_tags, found {themes}")
+    if len(set(example_tags)) != len(example_tags):
+        raise fail(f"example_tags repeats a tag: {example_tags}")
+
+    ideal = row.get("ideal_completions_data")
+    if ideal is not None and not isinstance(ideal, dict):
+        raise fail("'ideal_completions_data' must be null or an object")
+    return Example(
+        prompt_id=prompt_id,
+        prompt=prompt,
+        rubrics=tuple(criteria),
+        example_tags=tuple(example_tags),
+        ideal_completions_data=ideal,
+        where=where,
+    )
+
+
+def parse_examples(rows: Iterable[tuple[str, Any]]) -> list[Example]:
+    """Validate (where, row) pairs; also rejects a prompt_id seen twice."""
+    examples: list[Example] = []
+    seen: dict[str, str] = {}
+    for where, row in rows:
+        example = parse_example(row, where)
+        if example.prompt_id in seen:
+            first = seen[example.prompt_id]
+            raise DataError(f"{where}: duplicate prompt_id {example.prompt_id} (first at {first})")
+        seen[example.prompt_id] = where
+        examples.append(example)
+    if not examples:
+        raise DataError("the dataset has no examples")
+    return examples
+
+
+def check_jsonl_file(path: Path) -> None:
+    """DataError for a file `datasets` cannot read as text lines: empty, or not UTF-8 (naming the
+    first line that is not)."""
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(f"JSONL file {path} is empty; expected one JSON object per line")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{path.name} line {line} is not UTF-8 (byte {exc.object[exc.start]:#04x}); "
+            "save the file as UTF-8"
+        ) from None
+
+
+def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line."""
+    import datasets
+
+    check_jsonl_file(path)
+
+    datasets.disable_progress_bars()
+    lines = datasets.load_dataset("text", data_files=str(path), split="train", keep_in_memory=True)
+    for number, line in enumerate(lines["text"], start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name} line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        yield where, row
+
+
+def unreachable(url: str, timeout_s: float = SOURCE_TIMEOUT_S) -> str | None:
+    """Why `url` cannot be reached within `timeout_s` (connect, or a first answer), or None.
+
+    Any HTTP answer, an error status included, counts as reachable.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return "no answer" if isinstance(reason, TimeoutError) else str(reason)
+
+
+def _hf_rows(repo: str, split: str) -> Iterator[tuple[str, Any]]:
+    import datasets
+
+    datasets.disable_progress_bars()
+    # HF_DATASETS_OFFLINE / HF_HUB_OFFLINE: the cache; a local folder in the repo's layout
+    if not datasets.config.HF_HUB_OFFLINE and not Path(repo).expanduser().exists():
+        from huggingface_hub import constants
+
+        hub = constants.ENDPOINT.rstrip("/")
+        problem = unreachable(f"{hub}/api/datasets/{repo}")
+        if problem is not None:
+            raise ConfigError(
+                f"dataset.source=hf: the Hugging Face Hub ({hub}) is unreachable for {repo!r} "
+                f"({problem}); use dataset.source=openai (the official file), "
+                "dataset.path=FILE (a local copy), or HF_DATASETS_OFFLINE=1 (the copy `datasets` "
+                "cached on an earlier run)"
+            )
+    try:
+        table = datasets.load_dataset(repo, split=split)
+    except Exception as exc:  # network, auth, unknown repo: say what was tried
+        raise ConfigError(
+            f"could not load Hugging Face dataset {repo!r} split {split!r}: {exc}. "
+            "Use dataset.source=openai for the official file or dataset.path=FILE for a local copy."
+        ) from exc
+    for index, row in enumerate(table):
+        yield f"{repo} row {index}", row
+
+
+def official_file(
+    config: DatasetConfig, name: str | None = None, sha256: str | None = None
+) -> Path:
+    """Download (once) an official simple-evals file and verify its sha256.
+
+    `name`/`sha256` default to `dataset.openai_file`/`dataset.sha256`; the file is kept in
+    `dataset.cache_dir`.
+    """
+    if name is None:
+        name, sha256 = config.openai_file, config.sha256
+    cache = Path(config.cache_dir).expanduser()
+    target = cache / name
+    if not target.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        url = OPENAI_BASE_URL + name
+        log.info("downloading %s", url)
+        partial = target.with_suffix(".partial")
+        try:  # the timeout bounds the connect and every read: a silent host fails fast
+            with (
+                urllib.request.urlopen(url, timeout=SOURCE_TIMEOUT_S) as response,
+                open(partial, "wb") as out,
+            ):
+                shutil.copyfileobj(response, out, 1 << 20)
+        except OSError as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigError(
+                f"dataset.source=openai: could not download {url} ({reason or 'no answer'}); "
+                f"use dataset.source=hf, dataset.path=FILE (a local copy), or put the file "
+                f"in dataset.cache_dir={config.cache_dir}"
+            ) from exc
+        partial.replace(target)
+    if sha256:
+        digest = hashlib.sha256(target.read_bytes()).hexdigest()
+        if digest != sha256:
+            raise DataError(
+                f"{target}: sha256 {digest} does not match the expected {sha256}; "
+                "delete the file to download it again"
+            )
+    return target
+
+
+def bundled_sample_path(name: str = SAMPLE_FILE) -> Path:
+    return Path(str(resources.files("healthbench_exp") / "data" / name))
+
+
+def load_examples(config: DatasetConfig) -> list[Example]:
+    """All validated examples of the configured dataset, in file order."""
+    if config.path:
+        path = Path(config.path).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"dataset.path={config.path}: no such file")
+        rows = jsonl_rows(path)
+    elif config.source is DataSource.bundled:
+        rows = jsonl_rows(bundled_sample_path())
+    elif config.source is DataSource.openai:
+        rows = jsonl_rows(official_file(config))
+    else:
+        rows = _hf_rows(config.hf_repo, config.hf_split)
+    return parse_examples(rows)
+
+
+def sample_examples(examples: list[T], num_examples: int | None, seed: int) -> list[T]:
+    """The reference's subset: `random.Random(seed).sample(...)` when fewer than all are asked.
+
+    With seed 0 this picks exactly the examples simple-evals picks for `--examples`.
+    """
+    if num_examples is None or num_examples >= len(examples):
+        return list(examples)
+    return random.Random(seed).sample(examples, num_examples)

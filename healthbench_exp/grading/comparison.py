@@ -1,0 +1,83 @@
+"""Statistics beyond the reference's aggregates: repeats, length adjustment, paired comparisons.
+
+All pure functions over plain numbers. Scores are example scores (unclipped); every aggregate
+below is, like the reference's, a mean over examples clipped to [0, 1] after averaging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+
+from healthbench_exp.grading.scoring import clipped_mean
+
+
+def expected_min_of_k(scores: Sequence[float], k: int) -> float:
+    """The mean of min(subset) over all C(n, k) subsets of `scores`, in closed form.
+
+    With scores sorted ascending, the i-th smallest (0-based) is the minimum of C(n-1-i, k-1)
+    of the subsets.
+    """
+    ordered = sorted(scores)
+    n = len(ordered)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in 1..{n}, got {k}")
+    return sum(ordered[i] * comb(n - 1 - i, k - 1) for i in range(n - k + 1)) / comb(n, k)
+
+
+def worst_at_k(scores_by_example: Sequence[Sequence[float]]) -> dict[int, float]:
+    """For k = 1..n (n = the fewest repeats of any example): the mean over examples of the
+    expected minimum score of k repeats, clipped to [0, 1]. k = 1 is the plain mean."""
+    if not scores_by_example:
+        return {}
+    n = min(len(s) for s in scores_by_example)
+    return {
+        k: clipped_mean([expected_min_of_k(s, k) for s in scores_by_example])
+        for k in range(1, n + 1)
+    }
+
+
+def run_to_run_std(scores_by_rollout: Mapping[int, Sequence[float]]) -> float | None:
+    """Sample std (ddof 1) across rollouts of each rollout's overall (clipped mean) score."""
+    overall = [clipped_mean(s) for s in scores_by_rollout.values() if s]
+    if len(overall) < 2:
+        return None
+    return float(np.std(overall, ddof=1))
+
+
+def length_adjusted(score: float, length: int, penalty_per_500_chars: float, center: int) -> float:
+    """`score - penalty_per_500_chars * (length - center) / 500`, per example (SPEC section 3)."""
+    return score - penalty_per_500_chars * (length - center) / 500
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    n: int  # prompt_ids both sides scored
+    mean_difference: float  # clipped mean of A minus clipped mean of B, on those prompt_ids
+    ci_low: float  # 2.5th percentile of the bootstrap differences
+    ci_high: float  # 97.5th percentile
+    sign_flip_fraction: float  # share of resamples whose difference does not share its sign
+
+
+def paired_bootstrap(
+    a: Mapping[str, float], b: Mapping[str, float], samples: int = 1000, seed: int = 0
+) -> PairedDifference | None:
+    """Paired bootstrap of the score difference A - B over the prompt_ids both scored.
+
+    Each resample draws prompt_ids with replacement and uses the same draw for both sides, so the
+    per-prompt pairing (and its correlation) is kept. None when no prompt_id is shared.
+    """
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    x = np.array([a[p] for p in shared], dtype=float)
+    y = np.array([b[p] for p in shared], dtype=float)
+    point = clipped_mean(x) - clipped_mean(y)
+    index = np.random.RandomState(seed).randint(0, len(shared), size=(samples, len(shared)))
+    diffs = np.clip(x[index].mean(axis=1), 0, 1) - np.clip(y[index].mean(axis=1), 0, 1)
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    flips = float(np.mean(diffs * point <= 0)) if point != 0 else 1.0
+    return PairedDifference(len(shared), point, float(low), float(high), flips)

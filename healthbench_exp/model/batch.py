@@ -1,0 +1,211 @@
+"""`judge.batch=true`: judge calls through OpenAI's Batch API (half price, results within 24 h).
+
+NOT the reference protocol's transport (the prompts and parameters are the same). `BatchJudge`
+stands in for the judge's ChatEndpoint: `complete` answers from the response cache or queues the
+call. When the queue has stopped growing (no model reply pending, nothing added for
+`SETTLE_S`), the queued calls are uploaded as one JSONL file and submitted as one batch; the
+batch is polled every `judge.batch_poll_s` seconds and its replies are stored in the response
+cache (keyed exactly as synchronous calls, so either transport replays the other) before the
+waiting graders get them. Verdicts that cannot be parsed are resampled in a further batch.
+
+Every submitted batch is recorded in `<run dir>/batches.json` when it is created. A run that
+stops while a batch is pending is resumed with `resume=<run dir>`: it waits for the recorded
+batches and harvests them instead of submitting the calls again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from healthbench_exp.model.cache import CachedReply
+from healthbench_exp.model.endpoint import ChatEndpoint, EmptyReply, Reply, RequestFailed
+
+log = logging.getLogger(__name__)
+
+SETTLE_S = 1.0
+FINAL_STATES = ("completed", "failed", "expired", "cancelled")
+
+
+class BatchJudge:
+    """The judge endpoint, with calls sent in batches; `complete` as ChatEndpoint's."""
+
+    def __init__(
+        self,
+        endpoint: ChatEndpoint,
+        run_dir: Path,
+        poll_s: float,
+        busy: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.endpoint = endpoint
+        self.config = endpoint.config
+        self.stats = endpoint.stats
+        self.record = run_dir / "batches.json"
+        self.poll_s = poll_s
+        self.busy = busy  # True while replies that will need grading are still being sampled
+        self.pending: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]] = {}
+        self.last_added = 0.0
+        self.worker: asyncio.Task[None] | None = None
+
+    def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        return self.endpoint.messages_for(messages)
+
+    async def complete(
+        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
+    ) -> Reply:
+        sent = self.endpoint.messages_for(messages)
+        key = self.endpoint.request_key(sent, tag)
+        cache = self.endpoint.cache
+        if cache is not None:
+            cached = cache.get(key)
+            if cached is not None:
+                self.stats.cache_hits += 1
+                self.stats.replayed_prompt_tokens += cached.prompt_tokens
+                self.stats.replayed_completion_tokens += cached.completion_tokens
+                return Reply(cached.text, cached.prompt_tokens, cached.completion_tokens, True)
+        if key not in self.pending:
+            future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+            self.pending[key] = (sent, future)
+            self.last_added = time.monotonic()
+        return await asyncio.shield(self.pending[key][1])
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Harvest the batches an earlier attempt of this run submitted, then start submitting."""
+        for entry in self._recorded():
+            if not entry.get("harvested"):
+                log.info("waiting for batch %s submitted by an earlier attempt", entry["id"])
+                await self._wait_and_harvest(entry["id"])
+        self.worker = asyncio.create_task(self._submit_when_settled())
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.worker
+
+    async def _submit_when_settled(self) -> None:
+        while True:
+            await asyncio.sleep(min(0.2, SETTLE_S))
+            settled = time.monotonic() - self.last_added >= SETTLE_S
+            if self.pending and settled and not self.busy():
+                batch, self.pending = self.pending, {}
+                try:
+                    await self._submit(batch)
+                except Exception as exc:  # every waiting grader learns why
+                    for _, future in batch.values():
+                        if not future.done():
+                            future.set_exception(RequestFailed(f"batch failed: {exc}"))
+
+    # -- the Batch API -----------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        return self.endpoint.clients[0]
+
+    async def _submit(self, batch: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]]):
+        lines = "".join(
+            json.dumps(
+                {
+                    "custom_id": key,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": {**self.endpoint.body, "messages": sent},
+                }
+            )
+            + "\n"
+            for key, (sent, _) in batch.items()
+        )
+        uploaded = await self.client.files.create(
+            file=("healthbench-judge-calls.jsonl", lines.encode("utf-8")), purpose="batch"
+        )
+        created = await self.client.batches.create(
+            input_file_id=uploaded.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"harness": "healthbench-exp"},
+        )
+        self._write_record([*self._recorded(), {"id": created.id, "requests": len(batch)}])
+        log.info("submitted batch %s with %d judge calls", created.id, len(batch))
+        await self._wait_and_harvest(created.id, batch)
+
+    async def _wait_and_harvest(
+        self,
+        batch_id: str,
+        waiting: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]] | None = None,
+    ) -> None:
+        """Poll until the batch ends; cache its replies; answer (or fail) the waiting calls."""
+        waiting = waiting or {}
+        while True:
+            batch = await self.client.batches.retrieve(batch_id)
+            if batch.status in FINAL_STATES:
+                break
+            counts = batch.request_counts
+            log.info(
+                "batch %s %s: %s of %s done",
+                batch_id,
+                batch.status,
+                getattr(counts, "completed", "?"),
+                getattr(counts, "total", "?"),
+            )
+            await asyncio.sleep(self.poll_s)
+        answered: set[str] = set()
+        if batch.output_file_id:
+            content = await self.client.files.content(batch.output_file_id)
+            for line in content.text.splitlines():
+                if line.strip():
+                    key = self._harvest_line(json.loads(line), waiting)
+                    if key is not None:
+                        answered.add(key)
+        for key, (_, future) in waiting.items():
+            if key not in answered and not future.done():
+                future.set_exception(RequestFailed(f"batch {batch_id} ended {batch.status}"))
+        self._write_record(
+            [
+                {**e, "harvested": True, "status": batch.status} if e["id"] == batch_id else e
+                for e in self._recorded()
+            ]
+        )
+
+    def _harvest_line(
+        self,
+        line: dict[str, Any],
+        waiting: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]],
+    ) -> str | None:
+        key = line.get("custom_id")
+        response = line.get("response") or {}
+        body = response.get("body") or {}
+        future = waiting[key][1] if key in waiting else None
+        if response.get("status_code") != 200:
+            self.endpoint._failed(f"Batch{response.get('status_code')}")
+            if future is not None and not future.done():
+                future.set_exception(RequestFailed(f"batch item failed: {line.get('error')}"))
+            return key
+        prompt, _, completion = self.stats.count_paid(body.get("usage") or {})
+        text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        if self.endpoint.cache is not None and key is not None and text:
+            self.endpoint.cache.put(key, CachedReply(text, prompt, completion))
+        if future is not None and not future.done():
+            if text:
+                future.set_result(Reply(text, prompt, completion))
+            else:
+                future.set_exception(EmptyReply("empty reply in batch output"))
+        return key
+
+    def _recorded(self) -> list[dict[str, Any]]:
+        try:
+            return json.loads(self.record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+
+    def _write_record(self, entries: list[dict[str, Any]]) -> None:
+        from healthbench_exp.output.files import write_json
+
+        write_json(self.record, entries)

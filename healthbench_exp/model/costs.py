@@ -1,0 +1,253 @@
+"""What calls cost: token usage per endpoint, dollars from the configured prices, the budget.
+
+Usage is what the endpoints reported for the calls this run paid for. Calls answered by the
+response cache are counted apart (`replayed_*`): they were paid for once, by an earlier run, and
+cost nothing now.
+
+A run may take several invocations (a budget stop, then `resume=`). Each appends its own usage
+to `<run dir>/invocations.jsonl` when it ends; `summary.json`'s `usage` is the sum over all of
+them, with the per-invocation breakdown under `usage.invocations`. `budget.max_usd` caps what
+one invocation spends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from healthbench_exp.config.schema import Config, PriceConfig, needed_roles
+
+CHARS_PER_TOKEN = 4  # rough English ratio, for requests whose usage is not known yet
+BATCH_PRICE_FACTOR = 0.5  # OpenAI bills Batch API tokens at half the listed price
+
+
+def cost_usd(
+    price: PriceConfig, prompt_tokens: int, cached_prompt_tokens: int, completion_tokens: int
+) -> float | None:
+    """Dollars for this usage; None when the price is not configured."""
+    if price.input_per_mtok is None or price.output_per_mtok is None:
+        return None
+    cached_rate = (
+        price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
+    )
+    return (
+        (prompt_tokens - cached_prompt_tokens) * price.input_per_mtok
+        + cached_prompt_tokens * cached_rate
+        + completion_tokens * price.output_per_mtok
+    ) / 1e6
+
+
+def request_estimate_usd(price: PriceConfig, prompt_chars: int, completion_tokens: int) -> float:
+    """A request's likely cost before its usage is known: prompt at ~4 characters per token."""
+    return cost_usd(price, prompt_chars // CHARS_PER_TOKEN, 0, completion_tokens) or 0.0
+
+
+class BudgetExhausted(Exception):
+    """Sending this request could pass `budget.max_usd`; it was not sent."""
+
+
+class Budget:
+    """Measured spend plus the estimated cost of requests in flight, kept under `max_usd`.
+
+    `reserve` before sending (refused: the request is not sent), `settle` when it has finished,
+    with its measured cost (0 for a request that failed without a reply).
+    """
+
+    def __init__(self, max_usd: float) -> None:
+        self.max_usd = max_usd
+        self.spent = 0.0
+        self.in_flight = 0.0
+        self.refused = 0
+
+    def reserve(self, estimate: float) -> None:
+        if self.spent + self.in_flight + estimate > self.max_usd:
+            self.refused += 1
+            raise BudgetExhausted(
+                f"budget.max_usd={self.max_usd:g} reached (spent ${self.spent:.4f}, "
+                f"${self.in_flight:.4f} in flight)"
+            )
+        self.in_flight += estimate
+
+    def settle(self, estimate: float, actual: float) -> None:
+        self.in_flight -= estimate
+        self.spent += actual
+
+    @property
+    def stopped(self) -> bool:
+        return self.refused > 0
+
+
+USAGE_FIELDS = (
+    "requests",
+    "prompt_tokens",
+    "cached_prompt_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "cache_hits",
+    "replayed_prompt_tokens",
+    "replayed_completion_tokens",
+)
+
+
+def usage_summary(config: Config, endpoint_stats: dict[str, Any]) -> dict[str, Any]:
+    """Per role: the usage counters, the price used and `cost_usd`; plus `total_cost_usd`.
+
+    A role the run did not use (the model, for given replies) shows zeros and cost 0. The total
+    is None when a used role has no price.
+    """
+    usage: dict[str, Any] = {}
+    total: float | None = 0.0
+    for role in ("model", "judge"):
+        stats = endpoint_stats[role]
+        price = getattr(config, role).price
+        entry = {name: stats[name] for name in USAGE_FIELDS}
+        used = role in needed_roles(config)
+        cost = (
+            cost_usd(
+                price,
+                stats["prompt_tokens"],
+                stats["cached_prompt_tokens"],
+                stats["completion_tokens"],
+            )
+            if used
+            else 0.0
+        )
+        if cost is not None and role == "judge" and config.judge.batch:
+            cost *= BATCH_PRICE_FACTOR
+        entry["cost_usd"] = cost
+        entry["price"] = {
+            "input_per_mtok": price.input_per_mtok,
+            "cached_input_per_mtok": price.cached_input_per_mtok,
+            "output_per_mtok": price.output_per_mtok,
+            "as_of": price.as_of,
+        }
+        usage[role] = entry
+        total = None if total is None or cost is None else total + cost
+    usage["total_cost_usd"] = total
+    return usage
+
+
+def format_usage(usage: dict[str, Any]) -> str:
+    """One line per role and the total, for the end-of-run table."""
+
+    def dollars(value: float | None) -> str:
+        return "unknown (no price configured)" if value is None else f"${value:.4f}"
+
+    lines = []
+    for role in ("model", "judge"):
+        u = usage[role]
+        if not u["requests"] and not u["cache_hits"]:
+            continue
+        reasoning = f", {u['reasoning_tokens']} reasoning" if u["reasoning_tokens"] else ""
+        lines.append(
+            f"  {role} tokens: {u['prompt_tokens']} prompt ({u['cached_prompt_tokens']} cached by "
+            f"the provider), {u['completion_tokens']} completion{reasoning}; "
+            f"cost {dollars(u['cost_usd'])}"
+        )
+        if u["cache_hits"]:
+            lines.append(
+                f"    + {u['cache_hits']} calls replayed from the response cache, not billed "
+                f"again ({u['replayed_prompt_tokens']} prompt, "
+                f"{u['replayed_completion_tokens']} completion tokens)"
+            )
+    lines.append(f"  total cost {dollars(usage['total_cost_usd'])}")
+    return "\n".join(lines)
+
+
+INVOCATIONS_FILE = "invocations.jsonl"
+
+
+def read_invocations(output_dir: Path) -> list[dict[str, Any]]:
+    """The invocations of the run in `output_dir` recorded so far, oldest first."""
+    path = output_dir / INVOCATIONS_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut short by a kill: that invocation is lost
+            continue
+    return entries
+
+
+def record_invocation(
+    output_dir: Path,
+    usage: dict[str, Any],
+    budget: dict[str, Any] | None,
+    started: datetime,
+    measured: str,
+) -> list[dict[str, Any]]:
+    """Append this invocation's `usage` (and `budget`) to `invocations.jsonl`; return the
+    invocations of this run, this one last: the latest ones that measured the same thing
+    (`measured`: a fingerprint of the config), so a directory reused for another config starts
+    its sum afresh (the older lines stay in the file)."""
+    previous = read_invocations(output_dir)
+    entry = {
+        "invocation": len(previous) + 1,
+        "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "measured_config_sha256": measured,
+        "usage": usage,
+        "budget": budget,
+    }
+    with open(output_dir / INVOCATIONS_FILE, "a", encoding="utf-8") as out:
+        out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    same = [entry]
+    for earlier in reversed(previous):
+        if earlier.get("measured_config_sha256") != measured:
+            break
+        same.insert(0, earlier)
+    return same
+
+
+def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The usage of every invocation of a run, summed per role (prices: the last one's), with
+    `invocations`: each one's counters and cost. A cost is None when any invocation's is."""
+    last = invocations[-1]["usage"]
+    usage: dict[str, Any] = {}
+    for role in ("model", "judge"):
+        entries = [i["usage"][role] for i in invocations]
+        usage[role] = {name: sum(e.get(name, 0) for e in entries) for name in USAGE_FIELDS}
+        usage[role]["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
+        usage[role]["price"] = last[role]["price"]
+    usage["total_cost_usd"] = _sum_or_none(i["usage"]["total_cost_usd"] for i in invocations)
+    usage["invocations"] = [
+        {
+            "invocation": i["invocation"],
+            "started_at": i["started_at"],
+            "finished_at": i["finished_at"],
+            **{
+                role: {k: v for k, v in i["usage"][role].items() if k != "price"}
+                for role in ("model", "judge")
+            },
+            "total_cost_usd": i["usage"]["total_cost_usd"],
+            "budget": i["budget"],
+        }
+        for i in invocations
+    ]
+    return usage
+
+
+def _sum_or_none(values: Any) -> float | None:
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def budget_to_finish(usage: dict[str, Any], rows_done: int, rows_left: int) -> float | None:
+    """A `budget.max_usd` that should let one more invocation finish `rows_left` rows: 1.5x
+    their cost at this run's cost per finished row so far, rounded up to two significant
+    digits. None when no row finished or no cost is known (then nothing can be extrapolated)."""
+    spent = usage.get("total_cost_usd")
+    if not rows_done or not rows_left or not spent:
+        return None
+    needed = 1.5 * spent / rows_done * rows_left
+    step = 10.0 ** (math.floor(math.log10(needed)) - 1)
+    return round(math.ceil(needed / step) * step, 12)

@@ -1,0 +1,459 @@
+"""Chat-completions endpoints over the real `openai.AsyncOpenAI` client.
+
+Clients are created inside the running event loop (one per run), never at import time: a
+module-level client breaks the second job of a multirun with "Event loop is closed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import ssl
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from healthbench_exp.config.schema import ConfigError, EndpointConfig, HttpClient
+from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache
+from healthbench_exp.model.costs import Budget, BudgetExhausted, cost_usd, request_estimate_usd
+from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+CONNECTIONS_PER_CLIENT = 16
+
+
+class RequestFailed(Exception):
+    """A request that failed for good (after the client's retries) or returned no usable text."""
+
+
+class EmptyReply(RequestFailed):
+    """The endpoint answered with no text; a judge call resamples it like an unparseable verdict
+    (the reference retries both), a model call fails."""
+
+
+class FatalEndpointError(Exception):
+    """An error no retry can fix (bad key, unknown model, unreachable endpoint): stop the run."""
+
+
+class QuotaExhausted(FatalEndpointError):
+    """429 `insufficient_quota` (billing, credit): stop the run; once fixed, resume it."""
+
+
+class RateLimited(Exception):
+    """A rate-limit 429: the request is sent again after `wait_s` (not a failure)."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"rate limited; wait {wait_s:.3f} s")
+        self.wait_s = wait_s
+
+
+@dataclass
+class Reply:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False  # answered from the response cache, not paid again
+
+
+@dataclass
+class EndpointStats:
+    requests: int = 0  # completed paid calls (the client's own HTTP retries not counted)
+    cache_hits: int = 0  # calls answered from the response cache
+    failures: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    rate_limited: int = 0  # HTTP 429 answers seen, retries included
+    lowest_limit: int = 0  # the smallest in-flight limit the adaptive limiter went down to
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # prompt tokens the provider served from its prompt cache
+    completion_tokens: int = 0  # reasoning tokens included
+    reasoning_tokens: int = 0
+    replayed_prompt_tokens: int = 0  # usage of the calls answered by the response cache
+    replayed_completion_tokens: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def count_paid(self, usage: dict[str, Any]) -> tuple[int, int, int]:
+        """Count one paid call with the `usage` its endpoint reported; return its (prompt,
+        provider-cached prompt, completion) tokens."""
+        prompt = usage.get("prompt_tokens") or 0
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        completion = usage.get("completion_tokens") or 0
+        self.requests += 1
+        self.prompt_tokens += prompt
+        self.cached_prompt_tokens += cached
+        self.completion_tokens += completion
+        details = usage.get("completion_tokens_details") or {}
+        self.reasoning_tokens += details.get("reasoning_tokens") or 0
+        return prompt, cached, completion
+
+
+class AdaptiveLimit:
+    """At most `limit` requests in flight, adapted to rate limiting (AIMD).
+
+    A 429 answer halves the limit (at most once per `cooldown_s`, so one burst counts once); every
+    `limit` successes raise it by one, back up to `maximum`. Waiters queue first in, first out;
+    every operation is O(1), with no wake-ups of waiters that cannot proceed.
+    """
+
+    def __init__(self, maximum: int, cooldown_s: float = 1.0) -> None:
+        self.maximum = self.limit = self.lowest = maximum
+        self.cooldown_s = cooldown_s
+        self.in_use = 0
+        self.successes = 0
+        self.last_cut = float("-inf")
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self) -> None:
+        if self.in_use < self.limit and not self.waiters:
+            self.in_use += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter  # _wake counts this request in before resolving it
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release(success=False)  # woken, then cancelled: give the slot back
+            elif waiter in self.waiters:  # not when _wake already dropped it as cancelled
+                self.waiters.remove(waiter)
+            raise
+
+    def release(self, success: bool) -> None:
+        self.in_use -= 1
+        if success and self.limit < self.maximum:
+            self.successes += 1
+            if self.successes >= self.limit:
+                self.successes = 0
+                self.limit += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self.waiters and self.in_use < self.limit:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                self.in_use += 1
+                waiter.set_result(None)
+
+    def rate_limited(self) -> None:
+        now = time.monotonic()
+        if now - self.last_cut >= self.cooldown_s:
+            self.last_cut = now
+            self.limit = max(1, self.limit // 2)
+            self.lowest = min(self.lowest, self.limit)
+            self.successes = 0
+
+
+@cache
+def shared_tls_context() -> ssl.SSLContext:
+    """One TLS context for all clients (each builds its own otherwise: ~25 ms apiece)."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def resolve_api_key(role: str, config: EndpointConfig) -> str:
+    """The key from the env var named in config; a clear error before any request if unset."""
+    if config.builtin or config.api_key_env is None:
+        return "no-key-needed"
+    key = os.environ.get(config.api_key_env, "")
+    if not key:
+        raise ConfigError(
+            f"{role}: set the environment variable {config.api_key_env} to your API key "
+            f"(named by {role}.api_key_env), or choose {role}=offline to run without one"
+        )
+    return key
+
+
+def check_reachable(role: str, base_url: str, timeout_s: float) -> None:
+    """Open (and close) a TCP connection to the endpoint so a wrong URL fails in seconds."""
+    parts = urlsplit(base_url)
+    if not parts.hostname:
+        raise FatalEndpointError(f"{role}.base_url={base_url!r} is not a URL")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise FatalEndpointError(
+            f"{role} endpoint {base_url} is unreachable ({exc}); check {role}.base_url "
+            "and your network"
+        ) from exc
+
+
+class Completer(Protocol):
+    """What graders need of a judge: ChatEndpoint, or batch.BatchJudge in front of one."""
+
+    config: EndpointConfig
+
+    async def complete(
+        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
+    ) -> Reply: ...
+
+
+class ChatEndpoint:
+    """One endpoint's client, adaptive concurrency limit, fixed parameters, cache and counters."""
+
+    def __init__(
+        self,
+        role: str,
+        config: EndpointConfig,
+        *,
+        base_url: str | None,
+        api_key: str,
+        temperature: float | None,
+        max_tokens: int | None,
+        max_retries: int,
+        timeout_s: float,
+        connect_timeout_s: float | None = None,
+        cache: ResponseCache | None = None,
+        shared_limit: asyncio.Semaphore | None = None,
+        identity: str | None = None,
+        budget: Budget | None = None,
+        http_client: HttpClient = HttpClient.aiohttp,
+    ) -> None:
+        self.role = role
+        self.config = config
+        self.limit = AdaptiveLimit(config.max_concurrency)
+        self.stats = EndpointStats(lowest_limit=config.max_concurrency)
+        # every request starts through it: a rate-limit 429 pauses and paces them all
+        self.pacer = EndpointPacer(role, config.rate_limit.requests_per_minute)
+        self.url = base_url or OPENAI_DEFAULT_URL
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        # when a reply (any HTTP answer) last came, and since when requests have been in flight:
+        # the later of the two is how long the endpoint has been silent (see `silent_for`)
+        self.last_reply_at = self.busy_since = time.monotonic()
+        # 429s are not retried by the client (see _on_response) but here, without a bound
+        self.client_settings = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": max_retries,
+        }
+        self.http_client = http_client
+        self._clients: list[Any] = []  # made at the first request: a run answered from the
+        # response cache never imports openai (about half a second)
+        self.sent = 0
+        self.cache = cache
+        self.shared_limit = shared_limit  # runner.max_in_flight, shared with the other endpoint
+        self.budget = budget  # budget.max_usd, shared with the other endpoint
+        # what identifies the endpoint in cache keys (the built-in server's port changes per run,
+        # so it is named by its settings instead)
+        self.identity = identity or base_url or OPENAI_DEFAULT_URL
+        self.body = request_body(config, temperature, max_tokens)
+        self.request_key = RequestKeys(self.identity, self.body)
+
+    @property
+    def clients(self) -> list[Any]:
+        """The `openai.AsyncOpenAI` clients, used in turn; made on first use, in the event loop."""
+        if not self._clients:
+            import openai
+
+            tls = shared_tls_context()
+            hooks = {"response": [self._on_response]}
+            if self.http_client is HttpClient.aiohttp:
+                # aiohttp's pool hands out connections in O(1): one client serves any concurrency
+                transports = [openai.DefaultAioHttpClient(event_hooks=hooks, verify=tls)]
+            else:
+                # httpx's pool scans all its connections for every request, so one pool of 256
+                # connections costs more CPU than the rest of the harness: several clients, used
+                # in turn, of about CONNECTIONS_PER_CLIENT connections each keep that scan short
+                transports = [
+                    openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=tls)
+                    for _ in range(-(-self.config.max_concurrency // CONNECTIONS_PER_CLIENT))
+                ]
+            connect = self.connect_timeout_s or self.timeout_s
+            timeout = openai.Timeout(self.timeout_s, connect=connect)
+            self._clients = [
+                openai.AsyncOpenAI(**self.client_settings, timeout=timeout, http_client=transport)
+                for transport in transports
+            ]
+        return self._clients
+
+    async def _on_response(self, response: Any) -> None:
+        self.last_reply_at = time.monotonic()
+        if response.status_code == 429:
+            if response.request.url.path.endswith("/chat/completions"):
+                # not retried by the client's bounded retries: `_request` waits as the server
+                # says and sends it again (or stops the run on insufficient_quota)
+                response.headers["x-should-retry"] = "false"
+            self.stats.rate_limited += 1
+            self.limit.rate_limited()
+            self.stats.lowest_limit = self.limit.lowest
+
+    def silent_for(self, now: float) -> float | None:
+        """Seconds since the endpoint last answered while requests wait on it (None: none do)."""
+        if self.stats.in_flight <= 0:
+            return None
+        return now - max(self.last_reply_at, self.busy_since)
+
+    def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages actually sent: the configured system message first, if any."""
+        return messages_sent(self.config, messages)
+
+    async def complete(
+        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
+    ) -> Reply:
+        """The reply to `messages_for(messages)`, from the cache or the endpoint.
+
+        `tag` (rollout and attempt) tells apart calls that are meant to be sampled anew.
+        `prefix_key` groups calls that share a long prompt prefix; with `prompt_cache_key` on, it
+        is sent so the provider's prompt cache can reuse that prefix (it does not change the reply,
+        so it is not part of the response-cache key).
+        Raises RequestFailed (this call failed for good) or FatalEndpointError (stop the run).
+        """
+        sent = self.messages_for(messages)
+        key = self.request_key(sent, tag) if self.cache is not None else ""
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.stats.cache_hits += 1
+                self.stats.replayed_prompt_tokens += cached.prompt_tokens
+                self.stats.replayed_completion_tokens += cached.completion_tokens
+                return Reply(cached.text, cached.prompt_tokens, cached.completion_tokens, True)
+        reply = await self._request(sent, prefix_key if self.config.prompt_cache_key else None)
+        if self.cache is not None:
+            self.cache.put(
+                key, CachedReply(reply.text, reply.prompt_tokens, reply.completion_tokens)
+            )
+        return reply
+
+    async def _request(self, sent: list[dict[str, str]], prefix_key: str | None) -> Reply:
+        """Send when the pacer allows; a rate-limited request waits and is sent again."""
+        while True:
+            started = await self.pacer.wait_turn()
+            try:
+                reply = await self._send(sent, prefix_key)
+            except RateLimited as refused:
+                self.pacer.rate_limited(refused.wait_s, started)
+                continue
+            self.pacer.succeeded()
+            return reply
+
+    async def _send(self, sent: list[dict[str, str]], prefix_key: str | None) -> Reply:
+        import openai
+
+        stats = self.stats
+        await self.limit.acquire()
+        if self.shared_limit is not None:
+            await self.shared_limit.acquire()
+        estimate = 0.0
+        if self.budget is not None:
+            estimate = request_estimate_usd(
+                self.config.price,
+                sum(len(m["content"]) for m in sent),
+                self.config.expected_completion_tokens,
+            )
+            try:
+                self.budget.reserve(estimate)
+            except BudgetExhausted:
+                if self.shared_limit is not None:
+                    self.shared_limit.release()
+                self.limit.release(success=False)
+                raise
+        cost = 0.0
+        if stats.in_flight == 0:
+            self.busy_since = time.monotonic()
+        stats.in_flight += 1
+        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+        success = False
+        try:
+            # The client's low-level post: its auth, retries, timeouts and error types, without
+            # re-validating a body of plain strings or building pydantic models of the reply
+            # (together about 2 ms of CPU per request, more than the rest of the harness).
+            client = self.clients[self.sent % len(self.clients)]
+            self.sent += 1
+            body = {**self.body, "messages": sent}
+            if prefix_key is not None:
+                body["prompt_cache_key"] = prefix_key
+            response: dict[str, Any] = await client.post(
+                "/chat/completions", body=body, cast_to=object
+            )
+            success = True
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise FatalEndpointError(
+                f"{self.role} endpoint refused the API key ({exc.status_code}); "
+                f"check {self.config.api_key_env}"
+            ) from exc
+        except openai.NotFoundError as exc:
+            raise FatalEndpointError(
+                f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
+                f"path ({exc.status_code}); check {self.role}.name and {self.role}.base_url"
+            ) from exc
+        except openai.RateLimitError as exc:
+            refusal = classify_429(exc.response.headers, exc.body and {"error": exc.body})
+            if refusal.quota:
+                raise QuotaExhausted(
+                    f"{self.role} endpoint {self.url}: insufficient_quota (429): "
+                    f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
+                ) from exc
+            if not refusal.too_large:
+                raise RateLimited(refusal.wait_s) from None
+            self._failed("RequestTooLarge")
+            raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
+        except openai.APIError as exc:
+            self._failed(type(exc).__name__)
+            raise RequestFailed(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            stats.in_flight -= 1
+            if self.shared_limit is not None:
+                self.shared_limit.release()
+            self.limit.release(success)
+            if success:
+                prompt_tokens, cached, completion_tokens = stats.count_paid(
+                    response.get("usage") or {}
+                )
+                cost = cost_usd(self.config.price, prompt_tokens, cached, completion_tokens)
+            if self.budget is not None:
+                self.budget.settle(estimate, cost or 0.0)
+        choices = response.get("choices") or [{}]
+        text = (choices[0].get("message") or {}).get("content")
+        reason = choices[0].get("finish_reason", "no choices")
+        if reason == "content_filter":
+            self._failed("Refused")
+            raise RequestFailed(f"refused reply (finish_reason={reason})")
+        if not text:
+            self._failed("EmptyReply")
+            raise EmptyReply(f"empty reply (finish_reason={reason})")
+        return Reply(text, prompt_tokens, completion_tokens)
+
+    def _failed(self, kind: str) -> None:
+        self.stats.failures += 1
+        self.stats.errors[kind] = self.stats.errors.get(kind, 0) + 1
+
+    async def close(self) -> None:
+        for client in self._clients:
+            await client.close()
+
+
+def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """What an endpoint is sent for `messages`: its system message first, if it has one."""
+    if config.system_message is None:
+        return list(messages)
+    return [{"role": "system", "content": config.system_message}, *messages]
+
+
+def request_body(
+    config: EndpointConfig, temperature: float | None, max_tokens: int | None
+) -> dict[str, Any]:
+    """The request body but the messages; also what identifies the call in cache keys."""
+    body: dict[str, Any] = {"model": config.name}
+    if not config.reasoning:
+        if temperature is not None:
+            body["temperature"] = temperature
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+    body.update(config.extra_body)
+    return body
+
+
+def endpoint_url(config: EndpointConfig, builtin_url: str | None) -> str | None:
+    """The base URL a client should use (None = the openai client's default)."""
+    if config.builtin:
+        if builtin_url is None:
+            raise ConfigError("the built-in server was not started")
+        return builtin_url
+    return config.base_url

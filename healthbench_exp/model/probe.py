@@ -1,0 +1,79 @@
+"""`dry_run=true` with `<role>.rate_limit.probe=true`: read the account's limits from one request.
+
+OpenAI reports an account's limits on every reply (`x-ratelimit-limit-requests`,
+`x-ratelimit-limit-tokens`, both per minute). With `probe` on, a dry run sends each such role
+one minimal request (a one-word prompt, one completion token: a fraction of a cent) and takes
+the limits it does not have configured from those headers; the estimate then includes the time
+the calls take at those limits. Without `probe` a dry run sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from healthbench_exp.config.schema import Config, EndpointConfig, RateLimitConfig, needed_roles
+from healthbench_exp.model.endpoint import FatalEndpointError, resolve_api_key
+
+PROBE_MESSAGES = [{"role": "user", "content": "Reply with OK."}]
+
+
+def limits_from_headers(headers: Mapping[str, str]) -> RateLimitConfig:
+    """The per-minute limits in `x-ratelimit-limit-*` (None where absent or unreadable)."""
+
+    def number(name: str) -> float | None:
+        try:
+            value = float(headers.get(name, ""))
+        except ValueError:
+            return None
+        return value if value > 0 else None
+
+    return RateLimitConfig(
+        requests_per_minute=number("x-ratelimit-limit-requests"),
+        tokens_per_minute=number("x-ratelimit-limit-tokens"),
+    )
+
+
+async def probe_headers(
+    endpoint: EndpointConfig, base_url: str | None, api_key: str, timeout_s: float
+) -> Mapping[str, str]:
+    """The headers of one minimal chat completion to `endpoint`."""
+    import openai
+
+    limit = "max_completion_tokens" if endpoint.reasoning else "max_tokens"
+    body: dict[str, Any] = {"model": endpoint.name, "messages": PROBE_MESSAGES, limit: 1}
+    async with openai.AsyncOpenAI(
+        api_key=api_key, base_url=base_url, max_retries=2, timeout=timeout_s
+    ) as client:
+        try:
+            raw = await client.chat.completions.with_raw_response.create(**body)
+        except openai.APIError as exc:
+            raise FatalEndpointError(
+                f"rate_limit.probe: the request to read the limits failed ({exc}); "
+                "set the limits by hand or drop probe"
+            ) from exc
+    return raw.headers
+
+
+def with_probed_limits(config: Config, urls: dict[str, str | None]) -> Config:
+    """`config` with each probed role's unset limits filled from its endpoint's headers."""
+    probed = {}
+    for role in needed_roles(config):
+        endpoint: EndpointConfig = getattr(config, role)
+        if not endpoint.rate_limit.probe:
+            continue
+        key = resolve_api_key(role, endpoint)
+        headers = asyncio.run(
+            probe_headers(endpoint, urls[role], key, config.runner.request_timeout_s)
+        )
+        found = limits_from_headers(headers)
+        limits = dataclasses.replace(
+            endpoint.rate_limit,
+            requests_per_minute=endpoint.rate_limit.requests_per_minute
+            or found.requests_per_minute,
+            tokens_per_minute=endpoint.rate_limit.tokens_per_minute or found.tokens_per_minute,
+        )
+        probed[role] = dataclasses.replace(endpoint, rate_limit=limits)
+    return dataclasses.replace(config, **probed)

@@ -1,0 +1,230 @@
+"""What a job's W&B run holds at the end: summary metrics, tables with charts, the artifact.
+
+- summary: every metric of summary.json under its reference name, plus `counts/*`, cost, usage;
+- tables: `per_example`, `by_theme`, `by_axis`, `by_consensus_criterion` with bar charts (a
+  meta-eval: `by_category`, `per_physician`, `per_row`);
+- artifact `results-<run id>` (type `healthbench-results`): summary.json, the JSONL files, the HF
+  results dataset and the `per_criterion` table (too large for `run.log`, which keeps 10,000 rows).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from healthbench_exp.grading.scoring import tag_metric_names
+
+ARTIFACT_TYPE = "healthbench-results"
+TABLE_LOG_MAX_ROWS = 10_000  # what run.log keeps of a table
+ARTIFACT_TABLE_MAX_ROWS = 200_000  # what one artifact table holds; larger ones are split
+
+
+def log_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
+    """An eval's summary metrics, tables with bar charts, and the results artifact."""
+    import wandb
+
+    update_summary(run, summary)
+    per_example = example_table(output_dir / "examples.jsonl")
+    breakdowns = breakdown_tables(summary)
+    logged: dict[str, Any] = dict(breakdowns)
+    if len(per_example.data) <= TABLE_LOG_MAX_ROWS:
+        logged["per_example"] = per_example
+    for name, table in breakdowns.items():
+        logged[f"{name}_chart"] = wandb.plot.bar(
+            table, "name", "score", title=f"HealthBench score {name.replace('_', ' ')}"
+        )
+    run.log(logged)
+
+    artifact = wandb.Artifact(f"results-{run.id}", type=ARTIFACT_TYPE)
+    for name in ("summary.json", "per_criterion.jsonl", "examples.jsonl"):
+        artifact.add_file(str(output_dir / name), name=name)
+    artifact.add_dir(str(output_dir / "results"), name="results")
+    with tempfile.TemporaryDirectory() as staging:
+        add_table(artifact, "per_example", PER_EXAMPLE_COLUMNS, per_example.data, Path(staging))
+        for index, part in enumerate(criterion_rows(output_dir / "per_criterion.jsonl")):
+            name = "per_criterion" if index == 0 else f"per_criterion_{index}"
+            add_table(artifact, name, PER_CRITERION_COLUMNS, part, Path(staging))
+        run.log_artifact(artifact)
+
+
+def log_meta_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
+    """Tables by category and per physician, per-row verdicts, the results artifact."""
+    import wandb
+
+    update_summary(run, summary)
+    by_category = meta_category_table(summary)
+    per_row = meta_row_table(output_dir / "meta_eval.jsonl")
+    logged: dict[str, Any] = {
+        "by_category": by_category,
+        "by_category_chart": wandb.plot.bar(
+            by_category, "category", "model_f1_balanced", title="Judge balanced F1 by category"
+        ),
+        "per_physician": physician_table(summary),
+    }
+    if len(per_row.data) <= TABLE_LOG_MAX_ROWS:
+        logged["per_row"] = per_row
+    run.log(logged)
+    artifact = wandb.Artifact(f"results-{run.id}", type=ARTIFACT_TYPE)
+    for name in ("summary.json", "meta_eval.jsonl"):
+        artifact.add_file(str(output_dir / name), name=name)
+    artifact.add_dir(str(output_dir / "results"), name="results")
+    with tempfile.TemporaryDirectory() as staging:
+        add_table(artifact, "per_row", META_ROW_COLUMNS, per_row.data, Path(staging))
+        run.log_artifact(artifact)
+
+
+def update_summary(run: Any, summary: dict[str, Any]) -> None:
+    """Every defined metric under its reference name, `counts/*`, cost and usage."""
+    run.summary.update({k: v for k, v in summary["metrics"].items() if v is not None})
+    run.summary.update({f"counts/{k}": v for k, v in summary["counts"].items()})
+    run.summary.update(usage_metrics(summary))
+    run.summary.update({k: bool(summary.get(k)) for k in ("partial", "demo")})
+
+
+def usage_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary."""
+    from healthbench_exp.model.costs import USAGE_FIELDS
+
+    usage = summary.get("usage") or {}
+    metrics: dict[str, Any] = {}
+    if usage.get("total_cost_usd") is not None:
+        metrics["cost/total_usd"] = usage["total_cost_usd"]
+    for role in ("model", "judge"):
+        entry = usage.get(role) or {}
+        if entry.get("cost_usd") is not None:
+            metrics[f"cost/{role}_usd"] = entry["cost_usd"]
+        metrics.update({f"usage/{role}/{k}": entry[k] for k in USAGE_FIELDS if k in entry})
+    return metrics
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+PER_CRITERION_COLUMNS = [
+    "prompt_id", "rollout", "criterion_index", "criterion_id", "criterion", "points", "axis",
+    "theme", "tags", "cluster", "consensus_theme", "consensus_behavior_category",
+    "consensus_criterion", "criteria_met", "explanation", "judge_attempts", "error",
+]  # fmt: skip
+PER_EXAMPLE_COLUMNS = [
+    "prompt_id", "theme", "rollout", "score", "reward", "completion", "ungraded_criteria", "error",
+]  # fmt: skip
+
+
+def plain_table(columns: list[str], rows: list[list[Any]]) -> Any:
+    """A W&B table of JSON values (str, number, bool, None), every column of any type.
+
+    `wandb.Table(data=...)` infers a type union cell by cell (50 s of CPU for the 23,000
+    criteria of a 2,000-example run); these rows come from our own JSONL files and are JSON
+    already, so they are set as they are on a table whose columns take anything.
+    """
+    import wandb
+
+    table = wandb.Table(columns=columns, data=[], allow_mixed_types=True)
+    table.data = rows
+    return table
+
+
+def add_table(
+    artifact: Any, name: str, columns: list[str], rows: list[list[Any]], staging: Path
+) -> None:
+    """Add `<name>.table.json` to `artifact`: what `artifact.add(table, name)` writes, without
+    its cell-by-cell conversion (another 15 s of CPU for 23,000 criteria), since the rows are
+    JSON values already. W&B writes the envelope (columns, column types) itself."""
+    document = plain_table(columns, []).to_json(artifact)
+    document.update(data=rows, nrows=len(rows))
+    path = staging / f"{name}.table.json"
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(document, f, ensure_ascii=False, allow_nan=False)
+    artifact.add_file(str(path), name=f"{name}.table.json")
+
+
+def criterion_rows(path: Path) -> Iterator[list[list[Any]]]:
+    """per_criterion.jsonl as table rows, in parts of at most ARTIFACT_TABLE_MAX_ROWS rows."""
+    rows: list[list[Any]] = []
+    for row in _jsonl(path):
+        row["tags"] = ",".join(row["tags"])
+        rows.append([row[c] for c in PER_CRITERION_COLUMNS])
+        if len(rows) == ARTIFACT_TABLE_MAX_ROWS:
+            yield rows
+            rows = []
+    if rows or path.stat().st_size == 0:
+        yield rows
+
+
+def example_table(path: Path) -> Any:
+    return plain_table(
+        PER_EXAMPLE_COLUMNS, [[row[c] for c in PER_EXAMPLE_COLUMNS] for row in _jsonl(path)]
+    )
+
+
+def breakdown_tables(summary: dict[str, Any]) -> dict[str, Any]:
+    """by_theme, by_axis, by_consensus_criterion: name, score, bootstrap_std, n_samples."""
+    import wandb
+
+    metrics = summary["metrics"]
+    columns = ["name", "score", "bootstrap_std", "n_samples"]
+    tables = {}
+    for table_name, prefix in (("by_theme", "theme:"), ("by_axis", "axis:")):
+        names = tag_metric_names(metrics, prefix)
+        data = [
+            [n[len(prefix) :], metrics[n], metrics[f"{n}:bootstrap_std"], metrics[f"{n}:n_samples"]]
+            for n in names
+        ]
+        tables[table_name] = wandb.Table(columns=columns, data=data)
+    consensus = [
+        [
+            f"{row['theme']} / {row['behavior_category']} / {row['criterion']}",
+            row["score"],
+            row["bootstrap_std"],
+            row["n_samples"],
+        ]
+        for row in summary["consensus"]
+    ]
+    tables["by_consensus_criterion"] = wandb.Table(columns=columns, data=consensus)
+    return tables
+
+
+META_CATEGORY_COLUMNS = [
+    "category", "model_f1_balanced", "model_n", "physicians_mean_f1_balanced",
+    "physicians_weighted_mean_f1_balanced", "physicians", "rows", "rows_graded",
+]  # fmt: skip
+META_ROW_COLUMNS = [
+    "prompt_id", "completion_id", "repeat", "category", "rubric", "criteria_met",
+    "binary_labels", "explanation", "judge_attempts", "error",
+]  # fmt: skip
+
+
+def meta_category_table(summary: dict[str, Any]) -> Any:
+    """The judge's and the physicians' balanced F1 per category (undefined: empty cell)."""
+    import wandb
+
+    data = [[row[c] for c in META_CATEGORY_COLUMNS] for row in summary["by_category"]]
+    return wandb.Table(columns=META_CATEGORY_COLUMNS, data=data, allow_mixed_types=True)
+
+
+def physician_table(summary: dict[str, Any]) -> Any:
+    """Each physician's leave-one-out precision, recall and F1 (pos, neg, balanced), overall."""
+    import wandb
+
+    names = [f"pairwise_physician_{k}_{c}" for k in ("f1", "precision", "recall")
+             for c in ("balanced", "pos", "neg")]  # fmt: skip
+    columns = ["physician", *(n.removeprefix("pairwise_physician_") for n in names), "n_f1"]
+    data = [
+        [pid, *(m[n]["value"] for n in names), m["pairwise_physician_f1_balanced"]["n"]]
+        for pid, m in summary["agreement"]["physicians"].items()
+    ]
+    return wandb.Table(columns=columns, data=data, allow_mixed_types=True)
+
+
+def meta_row_table(path: Path) -> Any:
+    data = []
+    for row in _jsonl(path):
+        row["binary_labels"] = ",".join("1" if x else "0" for x in row["binary_labels"])
+        data.append([row[c] for c in META_ROW_COLUMNS])
+    return plain_table(META_ROW_COLUMNS, data)

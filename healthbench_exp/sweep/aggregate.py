@@ -1,0 +1,425 @@
+"""Comparing finished runs: one row per run, paired comparisons, judge agreement, reports.
+
+    python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00
+    python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00 outputs/2026-11-23/09-12-44 \
+        --out comparisons/mini-vs-full
+
+Inputs are read-only: any mix of sweep directories and run directories (a run directory is never
+written into). The comparison (`sweep_summary.csv`, `.json`, `.md` and `report.html`) goes to
+`--out`; without it, into the sweep directory when exactly one sweep directory was given, else
+into a new folder `aggregates/<date>/<time>` named on screen. The Hydra callback
+`SweepSummaryCallback` (registered in `conf/config.yaml`) writes a sweep's own when it ends.
+
+Failed and unfinished runs appear as such. Every pair of completed eval runs that scored shared
+prompt_ids gets a paired bootstrap of the score difference (overall and per theme). Every pair of
+completed runs whose judges graded the same items (the same reply, or meta-eval row, against the
+same criterion) gets the judges' agreement rate and Cohen's kappa over those items. Runs are
+labelled by the overrides that set them apart (`model=gpt41 T=0.7`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+from healthbench_exp.grading.agreement import cohen_agreement
+from healthbench_exp.grading.comparison import paired_bootstrap
+from healthbench_exp.grading.scoring import ci95, tag_metric_names
+from healthbench_exp.output.files import write_json
+from healthbench_exp.output.html.report import sweep_report
+from healthbench_exp.output.run_context import utc_date
+from healthbench_exp.sweep.jobs import (
+    Job,
+    find_jobs,
+    is_run_dir,
+    job_labels,
+    read_json,
+    sweep_context,
+    total,
+)
+from healthbench_exp.sweep.markdown import markdown, write_csv
+
+BOOTSTRAP_SAMPLES = 1000
+SEED = 0
+
+
+def job_row(job: Job) -> dict[str, Any]:
+    """The flat summary row of one run: what defines it, its banners, then its results."""
+    config, context = job.config, job.context
+    row: dict[str, Any] = {
+        "job": job.name,
+        "path": str(job.path.resolve()),
+        "status": job.status,
+        "banners": " ".join(b.label for b in context.banners),
+        "error": job.error,
+        "overrides": " ".join(job.overrides),
+        "task": context.task,
+        "replies": context.replies,
+        "model": context.model,
+        "judge": context.judge,
+        "data": context.data,
+        "difficulty": (config.get("dataset") or {}).get("difficulty"),
+        "temperature": (config.get("sampling") or {}).get("temperature"),
+        "date": context.date,
+    }
+    summary = job.summary
+    if job.status == "dry_run":
+        estimate = read_json(job.path / "estimate.json") or {}
+        return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
+    if summary is None or not summary.get("counts"):
+        return row
+    counts, metrics = summary["counts"], summary["metrics"]
+    if summary.get("task") == "meta_eval":
+        return {**row, **meta_eval_row(job)}
+    row.update(
+        {
+            "rollouts": counts["rollouts_per_example"],
+            "overall_score": metrics.get("overall_score"),
+            "bootstrap_std": metrics.get("overall_score:bootstrap_std"),
+            "n": metrics.get("overall_score:n_samples", 0),
+            "ungraded_criteria": counts["ungraded_criteria"],
+            "rows_failed": counts["rows_failed"],
+            "tokens": sum(
+                counts[f"{r}_{k}_tokens"]
+                for r in ("model", "judge")
+                for k in ("prompt", "completion")
+            ),
+            "wall_time_s": counts["wall_time_s"],
+            **job_costs(summary),
+        }
+    )
+    if row["overall_score"] is not None:
+        std = row["bootstrap_std"]
+        row["ci_low"], row["ci_high"] = ci95(row["overall_score"], std)
+    if "length_adjusted_score" in metrics:
+        row["length_adjusted_score"] = metrics["length_adjusted_score"]
+    repeats = summary.get("repeats")
+    if repeats:
+        row["run_to_run_std"] = repeats["run_to_run_std"]
+        row.update({f"worst_at_{k}": v for k, v in repeats["worst_at_k"].items()})
+    for name in tag_metric_names(metrics, "theme:") + tag_metric_names(metrics, "axis:"):
+        row[name] = metrics[name]
+    row["files"] = {
+        n: (job.path / n).exists() for n in ("report.html", "summary.json", "per_criterion.jsonl")
+    }
+    return row
+
+
+def meta_eval_row(job: Job) -> dict[str, Any]:
+    """The sweep-summary columns of a completed meta-eval job."""
+    assert job.summary is not None
+    counts, metrics = job.summary["counts"], job.summary["metrics"]
+    physicians = "physicians_weighted_mean:pairwise_physician_f1_balanced"
+    return {
+        "pairwise_model_f1_balanced": metrics.get("pairwise_model_f1_balanced"),
+        "pairwise_model_f1_pos": metrics.get("pairwise_model_f1_pos"),
+        "pairwise_model_f1_neg": metrics.get("pairwise_model_f1_neg"),
+        "physicians_f1_balanced": metrics.get(physicians),
+        "category_mean_model_f1_balanced": metrics.get("category_mean:pairwise_model_f1_balanced"),
+        "category_mean_physicians_f1_balanced": metrics.get(f"category_mean:{physicians}"),
+        "rows": counts["rows"],
+        "ungraded_rows": counts["rows_failed"],
+        "tokens": counts["judge_prompt_tokens"] + counts["judge_completion_tokens"],
+        "wall_time_s": counts["wall_time_s"],
+        **job_costs(job.summary),
+        "files": {n: (job.path / n).exists() for n in ("report.html", "summary.json")},
+    }
+
+
+def job_costs(summary: dict[str, Any]) -> dict[str, Any]:
+    """`cost_usd` (None: a price is missing) and each endpoint's share."""
+    usage = summary.get("usage") or {}
+    return {
+        "cost_usd": usage.get("total_cost_usd"),
+        "model_cost_usd": (usage.get("model") or {}).get("cost_usd"),
+        "judge_cost_usd": (usage.get("judge") or {}).get("cost_usd"),
+    }
+
+
+def judge_verdicts(job: Job) -> dict[tuple[Any, ...], bool | None]:
+    """Each item the job's judge graded -> its verdict (None: ungraded).
+
+    An item is (prompt_id, rollout, criterion, the reply's sha256) for an eval, and (prompt_id,
+    completion_id, repeat, rubric) for a meta-eval, so two jobs share an item only when their
+    judges saw the same reply and criterion.
+    """
+    verdicts: dict[tuple[Any, ...], bool | None] = {}
+    if (job.path / "meta_eval.jsonl").exists():
+        with open(job.path / "meta_eval.jsonl", encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                key = ("meta", r["prompt_id"], r["completion_id"], r["repeat"], r["rubric"])
+                verdicts[key] = r["criteria_met"]
+        return verdicts
+    replies: dict[tuple[str, int], str] = {}
+    with open(job.path / "examples.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["completion"] is not None:
+                digest = hashlib.sha256(r["completion"].encode("utf-8")).hexdigest()
+                replies[r["prompt_id"], r["rollout"]] = digest
+    with open(job.path / "per_criterion.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            reply = replies.get((r["prompt_id"], r["rollout"]))
+            if reply is not None:
+                key = ("eval", r["prompt_id"], r["rollout"], r["criterion_id"], reply)
+                verdicts[key] = r["criteria_met"]
+    return verdicts
+
+
+def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """Agreement rate and Cohen's kappa for every pair of completed jobs with shared items,
+    over the items both judges graded."""
+    done = [
+        j
+        for j in jobs
+        if j.status == "completed"
+        and ((j.path / "meta_eval.jsonl").exists() or (j.path / "per_criterion.jsonl").exists())
+    ]
+    verdicts = {j.name: judge_verdicts(j) for j in done}
+    pairs = []
+    for i, a in enumerate(done):
+        for b in done[i + 1 :]:
+            va, vb = verdicts[a.name], verdicts[b.name]
+            shared = va.keys() & vb.keys()
+            if not shared:
+                continue
+            both = [(va[k], vb[k]) for k in shared if va[k] is not None and vb[k] is not None]
+            result = cohen_agreement(both)  # type: ignore[arg-type]
+            judges = [
+                (j.summary or {}).get("config", {}).get("judge", {}).get("name") for j in (a, b)
+            ]
+            pairs.append(
+                {
+                    "a": a.name,
+                    "b": b.name,
+                    "a_label": labels[a.name],
+                    "b_label": labels[b.name],
+                    "a_judge": judges[0],
+                    "b_judge": judges[1],
+                    "shared_items": len(shared),
+                    **result.__dict__,
+                }
+            )
+    return pairs
+
+
+def prompt_scores(job: Job) -> tuple[dict[str, float], dict[str, str]]:
+    """Per prompt_id: the mean example score over its scored rollouts, and its theme."""
+    totals: dict[str, list[float]] = defaultdict(list)
+    themes: dict[str, str] = {}
+    with open(job.path / "examples.jsonl", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if row["score"] is not None:
+                totals[row["prompt_id"]].append(row["score"])
+                themes[row["prompt_id"]] = row["theme"]
+    return {p: sum(s) / len(s) for p, s in totals.items()}, themes
+
+
+def pairwise(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """Paired bootstrap A - B for every pair of completed jobs with shared prompt_ids."""
+    done = [j for j in jobs if j.status == "completed" and (j.path / "examples.jsonl").exists()]
+    scores = {j.name: prompt_scores(j) for j in done}
+    pairs = []
+    for i, a in enumerate(done):
+        for b in done[i + 1 :]:
+            (sa, themes), (sb, _) = scores[a.name], scores[b.name]
+            overall = paired_bootstrap(sa, sb, BOOTSTRAP_SAMPLES, SEED)
+            if overall is None:
+                continue
+            by_theme = {}
+            for theme in sorted({themes[p] for p in set(sa) & set(sb)}):
+                in_theme = {p for p in sa if themes[p] == theme}
+                diff = paired_bootstrap(
+                    {p: sa[p] for p in in_theme},
+                    {p: sb[p] for p in in_theme if p in sb},
+                    BOOTSTRAP_SAMPLES,
+                    SEED,
+                )
+                if diff is not None:
+                    by_theme[theme] = diff.__dict__
+            pairs.append(
+                {
+                    "a": a.name,
+                    "b": b.name,
+                    "a_label": labels[a.name],
+                    "b_label": labels[b.name],
+                    "a_overrides": " ".join(a.overrides),
+                    "b_overrides": " ".join(b.overrides),
+                    **overall.__dict__,
+                    "themes": by_theme,
+                }
+            )
+    return pairs
+
+
+def summarize(inputs: list[Path]) -> dict[str, Any]:
+    """The comparison of every run in or below `inputs` (read only)."""
+    jobs = find_jobs(*inputs)
+    labels = job_labels(jobs)
+    rows = [{**job_row(j), "label": labels[j.name]} for j in jobs]
+    return {
+        "inputs": [str(p) for p in inputs],
+        "written_at": utc_date(datetime.now().timestamp()),
+        "context": sweep_context(jobs),
+        "jobs": rows,
+        "pairs": pairwise(jobs, labels),
+        "judge_agreement": judge_agreement(jobs, labels),
+        "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
+        "cost_usd": total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
+        "estimated_cost_usd": total(
+            [r.get("estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
+        ),
+    }
+
+
+def write_summary(out_dir: Path, data: dict[str, Any]) -> None:
+    """Write the csv, json, md and html files of a comparison into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data["out_dir"] = str(out_dir)
+    write_csv(out_dir / "sweep_summary.csv", data["jobs"])
+    write_json(out_dir / "sweep_summary.json", data)
+    (out_dir / "sweep_summary.md").write_text(markdown(data), encoding="utf-8")
+    (out_dir / "report.html").write_text(sweep_report(data, out_dir), encoding="utf-8")
+
+
+def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
+    """Summarize one sweep and write the comparison into the sweep directory."""
+    data = summarize([sweep_dir])
+    write_summary(sweep_dir, data)
+    return data
+
+
+class SweepSummaryCallback(Callback):
+    """Writes the sweep summary when a multirun ends; exits 1 if any job did not complete,
+    naming the jobs by status (failed, partial, ungraded, interrupted) as the table does.
+
+    Hydra turns exceptions from callbacks into warnings, so a failed sweep ends with SystemExit
+    (after every job has run and the summary is written).
+    """
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        data = write_sweep_summary(sweep_dir)
+        print(markdown(data))
+        print(
+            f"sweep summary: {sweep_dir / 'sweep_summary.md'}; report: {sweep_dir / 'report.html'}"
+        )
+        if data["estimated_cost_usd"] is not None:
+            print(f"dry run: the sweep would cost about ${data['estimated_cost_usd']:.4f}")
+        unfinished: dict[str, list[str]] = {}  # status -> jobs, as the table names them
+        for row in data["jobs"]:
+            if row["status"] not in ("completed", "dry_run"):
+                unfinished.setdefault(row["status"], []).append(row["job"])
+        if unfinished:
+            total = len(data["jobs"])
+            told = "; ".join(
+                f"{len(jobs)} of {total} jobs {'' if status == 'failed' else 'ended '}{status} "
+                f"({', '.join(jobs)})"
+                for status, jobs in unfinished.items()
+            )
+            print(f"error: {told}; see {sweep_dir / 'sweep_summary.md'}", file=sys.stderr)
+            raise SystemExit(1)
+
+
+EXAMPLES = """examples:
+  python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00
+      compare the jobs of one sweep; the summary goes into that sweep directory
+  python -m healthbench_exp.aggregate outputs/2026-11-23/09-12-44 outputs/2026-11-23/11-40-02
+      compare two single runs; the summary goes into a new folder aggregates/<date>/<time>
+  python -m healthbench_exp.aggregate multirun/2026-11-22/10-00-00 outputs/2026-11-23/09-12-44 \\
+      --out comparisons/gpt41-vs-mini
+      a sweep and a run, compared in the folder you name
+
+Run directories are only read, never written. Writes sweep_summary.csv/.json/.md and report.html.
+Exit status 2 when there is nothing to compare."""
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m healthbench_exp.aggregate",
+        description="Compare finished HealthBench runs: one row per run (labelled by the\n"
+        "overrides that set it apart), paired score differences, judge agreement, and an\n"
+        "HTML report. Failed and unfinished runs are listed as such.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "dirs",
+        nargs="+",
+        metavar="DIR",
+        type=Path,
+        help="a sweep directory (multirun/<date>/<time>), a run directory "
+        "(outputs/<date>/<time>, or one job of a sweep), or a folder holding either; any mix",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where to write the comparison (created if missing; never inside a run directory). "
+        "Default: the sweep directory when exactly one sweep directory is given, else a new "
+        "folder aggregates/<date>/<time>",
+    )
+    return parser.parse_args(argv)
+
+
+def new_out_dir(root: Path = Path("aggregates")) -> Path:
+    """A folder `aggregates/<date>/<time>` that does not exist yet (suffixed -2, -3, ...)."""
+    now = datetime.now()
+    base = root / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def choose_out_dir(inputs: list[Path], out: Path | None, runs: list[Path]) -> Path:
+    """Where the comparison goes (see `parse_args`); SystemExit(2) if `out` is a run directory
+    or inside one."""
+    if out is not None:
+        target = out.resolve()
+        for run in runs:
+            if target == run.resolve() or run.resolve() in target.parents:
+                _fail(f"--out {out} is inside the run directory {run}; runs are read-only, "
+                      "choose a folder outside it")  # fmt: skip
+        return out
+    if len(inputs) == 1 and not is_run_dir(inputs[0]):
+        return inputs[0]
+    return new_out_dir()
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command line: see `parse_args` and the module docstring."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    for directory in args.dirs:
+        if not directory.is_dir():
+            _fail(f"{directory} is not a directory; give sweep or run directories")
+    data = summarize(args.dirs)
+    if not data["jobs"]:
+        _fail(
+            f"nothing to aggregate in {', '.join(map(str, args.dirs))}: no run directory (one "
+            "with .hydra/overrides.yaml, status.json or summary.json) in or below it"
+        )
+    out_dir = choose_out_dir(args.dirs, args.out, [Path(r["path"]) for r in data["jobs"]])
+    write_summary(out_dir, data)
+    print(markdown(data))
+    print(f"written: {out_dir}/sweep_summary.{{csv,json,md}} and {out_dir}/report.html")
+
+
+if __name__ == "__main__":
+    main()

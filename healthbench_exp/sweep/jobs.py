@@ -1,0 +1,214 @@
+"""Finding and reading finished runs for a comparison, read-only.
+
+A run directory is one holding `.hydra/overrides.yaml`, `status.json` or `summary.json` (a single
+run's `outputs/<date>/<time>`, or one job of a sweep). Any other directory is searched below for
+run directories (a sweep's `multirun/<date>/<time>`, or a folder of sweeps); nothing below a run
+directory is searched. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from healthbench_exp.output.run_context import RunContext, run_context
+
+SEARCH_DEPTH = 4  # levels below a given directory searched for run directories
+SKIPPED = {"wandb", "results", ".hydra", ".submitit", "__pycache__"}
+SHORT_KEYS = {
+    "sampling.temperature": "T",
+    "model.name": "model",
+    "judge.name": "judge",
+    "dataset.difficulty": "difficulty",
+    "sampling.num_examples": "n",
+    "sampling.rollouts_per_example": "rollouts",
+    "completions.path": "replies",
+}
+
+
+@dataclass
+class Job:
+    """One run as found on disk; `name` is unique among the runs compared."""
+
+    name: str
+    path: Path
+    status: str  # completed | partial | dry_run | failed | unfinished | another final status
+    error: str | None
+    overrides: list[str]
+    summary: dict[str, Any] | None
+    config: dict[str, Any]  # as resolved, when the run's records hold it (else as composed)
+    context: RunContext
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content, or None when it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def is_run_dir(path: Path) -> bool:
+    return any(
+        (path / name).is_file() for name in (".hydra/overrides.yaml", "status.json", "summary.json")
+    )
+
+
+def _composed_config(path: Path) -> dict[str, Any]:
+    """The run's config: from summary.json, a dry run's estimate, or `.hydra/config.yaml`."""
+    for name in ("summary.json", "estimate.json"):
+        config = (read_json(path / name) or {}).get("config")
+        if isinstance(config, dict):
+            return config
+    composed = path / ".hydra" / "config.yaml"
+    if composed.is_file():
+        try:
+            plain = OmegaConf.to_container(OmegaConf.load(composed), resolve=False)
+        except Exception:  # a damaged file: the run is still listed, without its config
+            return {}
+        return plain if isinstance(plain, dict) else {}  # type: ignore[return-value]
+    return {}
+
+
+def load_job(path: Path, name: str | None = None) -> Job:
+    """Read one run directory: its overrides, status, summary and context."""
+    overrides_file = path / ".hydra" / "overrides.yaml"
+    overrides = [str(o) for o in OmegaConf.load(overrides_file)] if overrides_file.exists() else []
+    status = read_json(path / "status.json") or {}
+    summary = read_json(path / "summary.json")
+    state = status.get("status")
+    if state == "dry_run" and (path / "estimate.json").exists():
+        kind = "dry_run"
+    elif state in (None, "running"):
+        kind = "completed" if summary is not None and state is None else "unfinished"
+    else:
+        kind = str(state)  # completed, partial, failed, or any other final status
+    record = next((path / n for n in ("summary.json", "status.json") if (path / n).exists()), None)
+    written_at = record.stat().st_mtime if record is not None else None
+    unfinished = {"status": "unfinished", "error": "killed, or still running"}
+    config = _composed_config(path)
+    context = run_context(
+        summary, unfinished if kind == "unfinished" else status, config, written_at
+    )
+    name = name or path.name
+    return Job(name, path, kind, status.get("error"), overrides, summary, config, context)
+
+
+def _order(path: Path) -> tuple[bool, int, str]:
+    return (not path.name.isdigit(), int(path.name) if path.name.isdigit() else 0, path.name)
+
+
+def run_dirs_below(directory: Path, depth: int = SEARCH_DEPTH) -> list[Path]:
+    """`directory` itself if it is a run directory, else the run directories below it, in job
+    order (numbered jobs by number)."""
+    if is_run_dir(directory):
+        return [directory]
+    if depth == 0:
+        return []
+    found = []
+    children = [
+        c
+        for c in directory.iterdir()
+        if c.is_dir() and c.name not in SKIPPED and not c.name.startswith(".")
+    ]
+    for child in sorted(children, key=_order):
+        found += run_dirs_below(child, depth - 1)
+    return found
+
+
+def find_jobs(*inputs: Path) -> list[Job]:
+    """Every run in or below the given directories, each once, named by its path relative to
+    what the runs have in common (a single sweep's jobs: `0`, `1`, ...)."""
+    paths: list[Path] = []
+    for directory in inputs:
+        for path in run_dirs_below(directory):
+            if path.resolve() not in {p.resolve() for p in paths}:
+                paths.append(path)
+    if not paths:
+        return []
+    resolved = [p.resolve() for p in paths]
+    if len(paths) == 1:
+        return [load_job(paths[0])]
+    base = Path(os.path.commonpath(resolved))
+    names = [r.relative_to(base).as_posix() for r in resolved]
+    return [load_job(p, name) for p, name in zip(paths, names, strict=True)]
+
+
+def short_override(override: str) -> str:
+    """`sampling.temperature=0.7` -> `T=0.7`; other dotted keys keep their last part."""
+    key, _, value = override.partition("=")
+    key = key.lstrip("+~")
+    return f"{SHORT_KEYS.get(key, key.rsplit('.', 1)[-1])}={value}"
+
+
+def job_labels(jobs: list[Job]) -> dict[str, str]:
+    """Each job named by the overrides that set it apart (`model=gpt41 T=0.7`); a lone job by
+    all its overrides; a job nothing sets apart by its name."""
+    settings = [dict(o.lstrip("+~").partition("=")[::2] for o in j.overrides) for j in jobs]
+    keys = {k for s in settings for k in s}
+    varying = {k for k in keys if len({s.get(k) for s in settings}) > 1 or len(jobs) == 1}
+    labels = {
+        j.name: " ".join(
+            short_override(o) for o in j.overrides if o.lstrip("+~").partition("=")[0] in varying
+        )
+        for j in jobs
+    }
+    seen: dict[str, int] = {}
+    for label in labels.values():
+        seen[label] = seen.get(label, 0) + 1
+    return {
+        name: (f"{label} ({name})" if label else name) if seen[label] > 1 or not label else label
+        for name, label in labels.items()
+    }
+
+
+def _distinct(values: list[str | None]) -> str:
+    """The distinct values in first-seen order, `; `-joined."""
+    return "; ".join(dict.fromkeys(str(v) for v in values if v is not None)) or "–"
+
+
+def sweep_context(jobs: list[Job]) -> dict[str, Any]:
+    """The header of a comparison: what its runs used (each distinct value once) and the banners
+    of its runs, each naming the runs it concerns."""
+    contexts = [j.context for j in jobs]
+    dates = sorted(c.date for c in contexts if c.date)
+    costs = [j.context.cost_usd for j in jobs if j.status != "dry_run"]
+    by_status: dict[str, int] = defaultdict(int)
+    for j in jobs:
+        by_status[j.status] += 1
+    protocols = [c.protocol for c in contexts if c.protocol != "unknown"]
+    fields = [
+        ("runs", f"{len(jobs)} ({', '.join(f'{n} {s}' for s, n in by_status.items())})"),
+        ("model", _distinct([c.replies for c in contexts])),
+        ("judge", _distinct([c.judge for c in contexts])),
+        ("data", _distinct([c.data for c in contexts])),
+        ("count", _distinct([c.count for c in contexts])),
+        ("sampling", _distinct([c.sampling for c in contexts])),
+        ("date", _distinct([dates[0], dates[-1]]).replace("; ", " to ") if dates else "unknown"),
+        ("cost", "unknown" if total(costs) is None else f"${total(costs):.4f}"),
+        ("protocol", _distinct(protocols) if protocols else "unknown"),
+    ]
+    named: dict[str, list[str]] = defaultdict(list)
+    for j in jobs:
+        for banner in j.context.banners:
+            named[banner.label].append(j.name)
+    reasons = {b.label: b.reason for j in jobs for b in j.context.banners if b.label == "DEMO"}
+    banners = [
+        [label, f"{reasons.get(label, 'see each run')}: {len(names)} of {len(jobs)} runs "
+         f"({', '.join(names)})"]
+        for label, names in named.items()
+    ]  # fmt: skip
+    return {"fields": [list(f) for f in fields], "banners": banners}
+
+
+def total(values: list[float | None]) -> float | None:
+    """The sum, or None when there is nothing to sum or some value is unknown."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)

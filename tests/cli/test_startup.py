@@ -1,0 +1,156 @@
+"""Start-up end to end: every problem at once, an unreachable data source in seconds, and a
+failed start leaves nothing but its log."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_e2e import run_cli
+
+ALTERNATIVES = ("dataset.source=openai", "dataset.path=", "HF_DATASETS_OFFLINE=1")
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def silent_host() -> Iterator[str]:
+    """A loopback server that accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    for name in ("OPENAI_API_KEY", "WANDB_API_KEY", "WANDB_MODE", "WANDB_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    return {"HOME": str(tmp_path / "home"), "NETRC": str(tmp_path / "no-netrc")}
+
+
+def test_every_problem_is_reported_at_once_before_the_data(tmp_path, monkeypatch) -> None:
+    env = no_keys(monkeypatch, tmp_path)
+    out = tmp_path / "run"
+    began = time.monotonic()
+    result = run_cli(
+        "sampling.rollouts_per_example=0", "completions=file",
+        f"completions.path={tmp_path / 'missing.jsonl'}", "wandb=online",
+        f"hydra.run.dir={out}", env={**env, "HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"},
+    )  # fmt: skip
+    elapsed = time.monotonic() - began
+    assert result.returncode == 2
+    assert "4 problems, nothing was sent" in result.stderr
+    for problem in (
+        "sampling.rollouts_per_example must be >= 1",
+        f"completions.path={tmp_path / 'missing.jsonl'}: no such file",
+        "judge: set the environment variable OPENAI_API_KEY",
+        "wandb login",
+    ):
+        assert problem in result.stderr, problem
+    assert "Hugging Face" not in result.stderr  # checked before the data source is contacted
+    assert elapsed < 10
+    assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
+
+
+def test_the_problems_are_shown_once_and_kept_in_the_log(tmp_path, monkeypatch) -> None:
+    env = no_keys(monkeypatch, tmp_path)
+    out = tmp_path / "run"
+    result = run_cli("model.api_key_env=MODEL_KEY", f"hydra.run.dir={out}", env=env)
+    assert result.returncode == 2
+    output = result.stdout + result.stderr
+    for problem in ("2 problems, nothing was sent", "set the environment variable MODEL_KEY"):
+        assert output.count(problem) == 1, output  # not once logged and once printed
+        assert problem in (out / "healthbench.log").read_text()
+
+
+def test_a_dry_run_checks_the_same_keys_aside(tmp_path, monkeypatch) -> None:
+    env = no_keys(monkeypatch, tmp_path)
+    out = tmp_path / "run"
+    result = run_cli(
+        "dry_run=true", "sampling.rollouts_per_example=0",
+        f"dataset.path={tmp_path / 'missing.jsonl'}", f"hydra.run.dir={out}", env=env,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "2 problems, nothing was sent" in result.stderr
+    assert "OPENAI_API_KEY" not in result.stderr and "wandb" not in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
+
+
+@pytest.mark.parametrize("host", ["closed", "silent"])
+def test_an_unreachable_hub_fails_within_10_s(tmp_path, silent_host, host) -> None:
+    endpoint = silent_host if host == "silent" else f"http://127.0.0.1:{closed_port()}"
+    out = tmp_path / "run"
+    began = time.monotonic()
+    result = run_cli(
+        "model=offline",
+        "judge=offline",
+        "wandb=offline",
+        f"hydra.run.dir={out}",
+        env={"HF_ENDPOINT": endpoint},
+    )
+    elapsed = time.monotonic() - began
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, result.stderr
+    assert f"the Hugging Face Hub ({endpoint}) is unreachable" in errors[0]
+    assert "neuralleap/healthbench-regular" in errors[0]
+    for alternative in ALTERNATIVES:
+        assert alternative in errors[0], alternative
+    assert "Retrying" not in result.stdout + result.stderr
+    assert elapsed < 10, elapsed
+    # nothing left behind but the log: no status, no config copy, no W&B run
+    assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
+
+
+def test_the_offline_cache_variables_skip_the_hub(tmp_path, silent_host) -> None:
+    """HF_DATASETS_OFFLINE=1 reads `datasets`' cache: the silent hub is never asked."""
+    began = time.monotonic()
+    result = run_cli(
+        "model=offline", "judge=offline", "wandb=disabled", f"hydra.run.dir={tmp_path / 'run'}",
+        env={"HF_ENDPOINT": silent_host, "HF_DATASETS_OFFLINE": "1"},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "unreachable" not in result.stderr
+    assert "OfflineModeIsEnabled" in result.stderr  # no cached copy on this machine
+    assert time.monotonic() - began < 10
+
+
+def test_a_failed_start_in_a_run_directory_keeps_its_results(tmp_path) -> None:
+    out = tmp_path / "run"
+    first = run_cli("experiment=demo", "sampling.num_examples=3", f"hydra.run.dir={out}")
+    assert first.returncode == 0, first.stderr
+    before = sorted(p.name for p in out.iterdir())
+    summary = (out / "summary.json").read_bytes()
+    again = run_cli("experiment=demo", "sampling.rollouts_per_example=0", f"hydra.run.dir={out}")
+    assert again.returncode == 2
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert (out / "summary.json").read_bytes() == summary
+    assert json.loads((out / "status.json").read_text())["status"] == "failed"

@@ -1,0 +1,145 @@
+"""`python -m healthbench_exp` in a subprocess, exactly as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+
+from healthbench_exp.config.schema import DatasetConfig, DataSource
+from healthbench_exp.data.healthbench import load_examples
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "healthbench_exp", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_demo_runs_offline_and_writes_every_output(tmp_path) -> None:
+    result = run_cli("experiment=demo", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    assert "overall_score" in result.stdout and "by theme:" in result.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary) >= {"metrics", "config", "counts"}
+    sample = load_examples(DatasetConfig(source=DataSource.bundled))
+    n_criteria = sum(len(e.rubrics) for e in sample)
+    assert summary["counts"]["criteria"] == n_criteria
+    assert summary["metrics"]["overall_score:n_samples"] == len(sample)
+    assert 0.0 <= summary["metrics"]["overall_score"] <= 1.0
+    assert summary["config"]["model"]["builtin"] is True
+    per_criterion = (tmp_path / "per_criterion.jsonl").read_text().splitlines()
+    assert len(per_criterion) == n_criteria
+    assert len((tmp_path / "examples.jsonl").read_text().splitlines()) == len(sample)
+    results = datasets.load_from_disk(str(tmp_path / "results"))
+    assert len(results) == len(sample)
+    assert sum(len(r["performance_by_rubric"]) for r in results) == n_criteria
+    log = (tmp_path / "healthbench.log").read_text()
+    assert "24 examples x 1 rollouts" in log
+    assert "HTTP Request" not in log  # openai/httpx request logs stay at WARNING
+    # W&B wrote an offline run under the output directory
+    runs = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(runs) == 1
+
+
+def test_api_key_never_lands_on_disk(tmp_path) -> None:
+    from healthbench_exp.testing.server import ServerProcess
+
+    secret = "sk-test-4f9c2e-never-write-me"
+    with ServerProcess([]) as server:
+        result = run_cli(
+            "experiment=demo",
+            "model=openai_compatible",
+            "model.name=my-model",
+            f"model.base_url={server.base_url}",
+            "model.api_key_env=HB_E2E_SECRET",
+            "judge=openai_compatible",
+            "judge.name=my-judge",
+            f"judge.base_url={server.base_url}",
+            "judge.api_key_env=HB_E2E_SECRET",
+            "sampling.num_examples=4",
+            f"hydra.run.dir={tmp_path}",
+            env={"HB_E2E_SECRET": secret},
+        )
+    assert result.returncode == 0, result.stderr
+    assert secret not in result.stdout + result.stderr
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]  # the response cache lives here too
+    assert any(p.name == "config.yaml" for p in files) and any(p.suffix == ".wandb" for p in files)
+    assert any(p.name == "responses.sqlite" for p in files)
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
+    assert "HB_E2E_SECRET" in (tmp_path / ".hydra" / "config.yaml").read_text()
+
+
+def test_bad_input_gets_one_clear_line(tmp_path) -> None:
+    typo = run_cli("experiment=demo", "sampling.temprature=0.7")
+    assert typo.returncode == 2 and "Did you mean 'temperature'?" in typo.stderr
+    bad = tmp_path / "bad.jsonl"
+    row = {"prompt_id": "x1", "prompt": [{"role": "user", "content": "hi"}], "rubrics": []}
+    bad.write_text(json.dumps({**row, "example_tags": ["theme:hedging"]}) + "\n")
+    data = run_cli("experiment=demo", f"dataset.path={bad}", f"hydra.run.dir={tmp_path / 'out'}")
+    assert data.returncode == 2
+    assert "bad.jsonl line 1 (prompt_id x1): 'rubrics' is missing or empty" in data.stderr
+    key = run_cli(
+        "difficulty=sample",
+        "wandb=disabled",
+        f"hydra.run.dir={tmp_path / 'out2'}",
+        env={"OPENAI_API_KEY": ""},
+    )
+    assert key.returncode == 2 and "set the environment variable OPENAI_API_KEY" in key.stderr
+    assert "Traceback" not in typo.stderr + data.stderr + key.stderr
+
+
+def test_multirun_runs_every_job(tmp_path) -> None:
+    result = run_cli(
+        "-m",
+        "experiment=demo",
+        "wandb=disabled",
+        "sampling.temperature=0,0.7",
+        "sampling.num_examples=6",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    summaries = [json.loads((tmp_path / str(job) / "summary.json").read_text()) for job in (0, 1)]
+    assert [s["config"]["sampling"]["temperature"] for s in summaries] == [0.0, 0.7]
+    assert all(s["counts"]["rows_scored"] == 6 for s in summaries)
+    # different temperatures give different offline replies, hence different verdicts
+    per_job = [(tmp_path / str(job) / "examples.jsonl").read_text() for job in (0, 1)]
+    assert per_job[0] != per_job[1]
+    assert (tmp_path / "0" / "healthbench.log").exists()
+
+
+def test_physician_and_meta_eval_modes_from_the_command_line(tmp_path) -> None:
+    result = run_cli(
+        "experiment=demo", "completions=physician", "completions.group=3", "wandb=disabled",
+        f"hydra.run.dir={tmp_path / 'physician'}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "physician" / "summary.json").read_text())
+    assert summary["completions"]["source"] == "physician" and summary["counts"]["rows"] == 2
+    assert summary["counts"]["model_requests"] == 0
+    assert "physician completions, Group 3" in (tmp_path / "physician" / "report.html").read_text()
+
+    result = run_cli("experiment=demo", "completions=physician", f"hydra.run.dir={tmp_path / 'x'}")
+    assert result.returncode == 2
+    assert "error: completions=physician needs completions.group=1 or 2 or 3" in result.stderr
+
+    result = run_cli(
+        "experiment=demo", "task=meta_eval", "wandb=disabled", f"hydra.run.dir={tmp_path / 'm'}"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pairwise_model_f1_balanced" in result.stdout and "by category:" in result.stdout
+    assert json.loads((tmp_path / "m" / "status.json").read_text())["status"] == "completed"

@@ -1,0 +1,83 @@
+"""Repeats statistics, length adjustment and the paired bootstrap, against brute force."""
+
+from __future__ import annotations
+
+import random
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from healthbench_exp.grading.comparison import (
+    expected_min_of_k,
+    length_adjusted,
+    paired_bootstrap,
+    run_to_run_std,
+    worst_at_k,
+)
+
+
+def brute_expected_min(scores: list[float], k: int) -> float:
+    subsets = list(combinations(scores, k))
+    return sum(min(s) for s in subsets) / len(subsets)
+
+
+def test_expected_min_equals_brute_force() -> None:
+    rng = random.Random(5)
+    for _ in range(50):
+        scores = [rng.uniform(-0.5, 1.0) for _ in range(rng.randint(1, 8))]
+        for k in range(1, len(scores) + 1):
+            assert expected_min_of_k(scores, k) == pytest.approx(brute_expected_min(scores, k))
+    with pytest.raises(ValueError):
+        expected_min_of_k([0.1, 0.2], 3)
+
+
+def test_worst_at_k_averages_then_clips() -> None:
+    scores = [[0.2, 0.8, 0.5], [1.0, 0.4, 0.6], [-0.9, -0.2, 0.1]]
+    result = worst_at_k(scores)
+    assert set(result) == {1, 2, 3}
+    for k in (1, 2, 3):
+        raw = np.mean([brute_expected_min(s, k) for s in scores])
+        assert result[k] == pytest.approx(min(1.0, max(0.0, raw)))
+    assert result[1] >= result[2] >= result[3]
+    assert result[3] == 0.0  # mean of minima (0.2, 0.4, -0.9) = -0.1, clipped
+    assert worst_at_k([[0.5, 0.7], [0.1, 0.2, 0.3]]).keys() == {1, 2}  # the fewest repeats
+
+
+def test_run_to_run_std() -> None:
+    by_rollout = {0: [0.2, 0.4], 1: [0.6, 0.8], 2: [-1.0, 0.5]}
+    overall = [0.3, 0.7, 0.0]  # the third is clipped from -0.25
+    assert run_to_run_std(by_rollout) == pytest.approx(np.std(overall, ddof=1))
+    assert run_to_run_std({0: [0.3]}) is None
+
+
+def test_length_adjustment() -> None:
+    assert length_adjusted(0.5, 3000, 0.02, 2000) == pytest.approx(0.46)
+    assert length_adjusted(0.5, 1000, 0.02, 2000) == pytest.approx(0.54)
+
+
+def test_paired_bootstrap_finds_a_known_difference() -> None:
+    rng = random.Random(2)
+    base = {f"p{i}": rng.uniform(0.0, 0.8) for i in range(400)}
+    better = {p: s + 0.1 + rng.gauss(0, 0.05) for p, s in base.items()}
+    result = paired_bootstrap(better, base, samples=1000, seed=0)
+    assert result is not None and result.n == 400
+    assert result.mean_difference == pytest.approx(
+        np.clip(np.mean(list(better.values())), 0, 1) - np.clip(np.mean(list(base.values())), 0, 1)
+    )
+    assert 0.09 < result.mean_difference < 0.11
+    assert result.ci_low < result.mean_difference < result.ci_high
+    assert result.ci_high - result.ci_low < 0.02  # pairing removes the between-prompt spread
+    assert result.sign_flip_fraction == 0.0
+    assert paired_bootstrap(better, base, seed=0) == result  # seeded
+
+
+def test_paired_bootstrap_of_noise_flips_sign_and_uses_only_shared_ids() -> None:
+    rng = random.Random(3)
+    a = {f"p{i}": rng.uniform(0, 1) for i in range(200)}
+    b = {f"p{i}": rng.uniform(0, 1) for i in range(100, 300)}
+    result = paired_bootstrap(a, b, samples=500, seed=1)
+    assert result is not None and result.n == 100
+    assert result.ci_low < 0 < result.ci_high
+    assert 0.05 < result.sign_flip_fraction < 0.95
+    assert paired_bootstrap({"x": 1.0}, {"y": 1.0}) is None

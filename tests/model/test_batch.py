@@ -1,0 +1,160 @@
+"""The non-reference grading paths: the Batch API judge and the shared-prefix-first prompt."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from healthbench_exp.config.schema import BudgetConfig, ConfigError, PromptOrder, validate
+from healthbench_exp.engine.runner import run_eval
+from healthbench_exp.grading.grader import (
+    GRADER_TEMPLATE_SHA256,
+    grader_prompt,
+    grader_template,
+    shared_prefix_first_template,
+)
+from healthbench_exp.testing.server import ServerProcess, server_args
+from tests.e2e.test_e2e import REPO, run_cli
+from tests.engine.test_runner import verdicts
+from tests.model.test_cache import endpoint_args
+from tests.model.test_costs import priced_config
+
+
+def batch_config(base_url: str, **changes):
+    config = priced_config(base_url, **changes)
+    return replace(config, judge=replace(config.judge, batch=True, batch_poll_s=0.05))
+
+
+def test_batch_judge_grades_like_synchronous_calls_at_half_price(
+    loopback_server, tmp_path, monkeypatch
+) -> None:
+    sync_server, batch_server = loopback_server(), loopback_server()
+    sync = run_eval(priced_config(sync_server.base_url), tmp_path / "sync", {})
+    monkeypatch.setenv("HEALTHBENCH_CACHE_DIR", str(tmp_path / "batch-cache"))
+    batched = run_eval(batch_config(batch_server.base_url), tmp_path / "batch", {})
+    assert verdicts(tmp_path / "batch") == verdicts(tmp_path / "sync")
+    assert batched["metrics"] == sync["metrics"]
+    stats = batch_server.stats()
+    assert stats["batches_created"] == 1 and stats["batch_requests"] == 106
+    assert stats["requests"] == 24 + 106  # the model calls as usual, the judge calls in a batch
+    usage, sync_usage = batched["usage"]["judge"], sync["usage"]["judge"]
+    assert usage["requests"] == 106 and usage["prompt_tokens"] == sync_usage["prompt_tokens"]
+    assert usage["cost_usd"] == sync_usage["cost_usd"] / 2
+    assert batched["protocol"]["reference"] is False
+    assert batched["protocol"]["judge_transport"] == "batch"
+    assert "NOT the reference protocol" in batched["protocol"]["grading"]
+    assert sync["protocol"]["reference"] is True
+    (record,) = json.loads((tmp_path / "batch" / "batches.json").read_text())
+    assert record["requests"] == 106 and record["harvested"] and record["status"] == "completed"
+
+
+def test_unparseable_batch_verdicts_are_resampled_in_another_batch(
+    loopback_server, tmp_path
+) -> None:
+    server = loopback_server(malformed_rate=0.3, seed=2)
+    summary = run_eval(batch_config(server.base_url), tmp_path, {})
+    stats = server.stats()
+    assert stats["malformed_injected"] > 0 and stats["batches_created"] >= 2
+    assert summary["counts"]["ungraded_criteria"] == 0  # max_parse_retries=8 resampled them
+    assert summary["counts"]["judge_replies"] == 106 + stats["malformed_injected"]
+
+
+def test_a_killed_batch_run_resumes_by_batch_id_without_resubmitting(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    with ServerProcess(server_args(batch_delay_s=4.0)) as server:
+        args = [
+            *endpoint_args(server.base_url), "judge.batch=true", "judge.batch_poll_s=0.1",
+            f"hydra.run.dir={run_dir}",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "healthbench_exp", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while not (run_dir / "batches.json").exists():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)  # killed while its batch is in progress
+        process.wait(timeout=30)
+        (pending,) = json.loads((run_dir / "batches.json").read_text())
+        assert not pending.get("harvested")
+        resumed = run_cli(
+            f"resume={run_dir}", env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")}
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        with open_stats(server.base_url) as stats:
+            assert stats["batches_created"] == 1  # the resumed run waited for the same batch
+    (record,) = json.loads((run_dir / "batches.json").read_text())
+    assert record["id"] == pending["id"] and record["harvested"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["counts"]["rows_scored"] == 24 and summary["counts"]["ungraded_criteria"] == 0
+
+
+class open_stats:
+    def __init__(self, base_url: str) -> None:
+        import urllib.request
+
+        self.response = urllib.request.urlopen(base_url.removesuffix("/v1") + "/stats")
+
+    def __enter__(self) -> dict:
+        return json.loads(self.response.read())
+
+    def __exit__(self, *exc: object) -> None:
+        self.response.close()
+
+
+def test_shared_prefix_first_moves_only_the_rubric_item() -> None:
+    official, reordered = grader_template(), shared_prefix_first_template()
+    assert reordered.endswith("# Rubric item\n<<rubric_item>>")
+    assert sorted(official.splitlines()) == sorted(reordered.splitlines())  # the same words
+    conversation = "user: hi\n\nassistant: hello"
+    a = grader_prompt(conversation, "[5] Greets", "shared_prefix_first")
+    b = grader_prompt(conversation, "[-3] Is rude", "shared_prefix_first")
+    # everything but the rubric item is a prefix both calls share
+    assert shared_prefix(a, b) >= len(a) - len("[5] Greets")
+    reference = grader_prompt(conversation, "[5] Greets")
+    other = grader_prompt(conversation, "[-3] Is rude")
+    assert shared_prefix(reference, other) < len(reference) // 2
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """Characters the two strings share from their start."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def test_shared_prefix_first_caches_more_and_is_labelled(loopback_server, tmp_path) -> None:
+    cached = {}
+    for order in PromptOrder:
+        server = loopback_server()
+        config = priced_config(server.base_url)
+        judge = replace(config.judge, prompt_cache_key=True, prompt_order=order)
+        summary = run_eval(replace(config, judge=judge), tmp_path / order.value, {})
+        usage = summary["usage"]["judge"]
+        cached[order] = usage["cached_prompt_tokens"] / usage["prompt_tokens"]
+        assert summary["protocol"]["prompt_order"] == order.value
+        assert summary["protocol"]["reference"] is (order is PromptOrder.reference)
+        if order is PromptOrder.reference:
+            assert summary["protocol"]["grader_template_sha256"] == GRADER_TEMPLATE_SHA256
+        else:
+            assert summary["protocol"]["grader_template_sha256"] != GRADER_TEMPLATE_SHA256
+    assert cached[PromptOrder.shared_prefix_first] > cached[PromptOrder.reference] + 0.2
+
+
+def test_a_budget_cannot_cap_a_batch() -> None:
+    config = batch_config("http://unused", budget=BudgetConfig(max_usd=1.0))
+    with pytest.raises(ConfigError, match=r"budget\.max_usd cannot cap judge\.batch=true"):
+        validate(config)

@@ -1,0 +1,267 @@
+"""Rate limits, an exhausted quota and a silent endpoint, end to end against the built-in server;
+and the parts that read a 429 and format OpenAI's headers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from healthbench_exp.model.ratelimit import (
+    MIN_RATE,
+    EndpointPacer,
+    classify_429,
+    parse_duration,
+    wait_from_429,
+)
+from healthbench_exp.model.stall import stall_notices
+from healthbench_exp.testing.limits import AccountLimits, format_duration
+from healthbench_exp.testing.server import JUDGE_MARKER
+from tests.e2e.test_e2e import run_cli
+
+DEMO = ("experiment=demo", "wandb=disabled")
+HALF_DEMO = (*DEMO, "sampling.num_examples=12")
+
+
+def summary_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_a_rate_limited_judge_grades_every_criterion_and_scores_the_same(tmp_path) -> None:
+    free = run_cli(*HALF_DEMO, f"hydra.run.dir={tmp_path / 'free'}")
+    assert free.returncode == 0, free.stderr
+    # the judge's account: 20 requests and 60,000 tokens (prompt + max_tokens, about 3,000 a
+    # judge call) per 2 s, so about 10 judge calls a second; the model is not limited
+    limited = run_cli(
+        *HALF_DEMO,
+        "offline_server.rate_limit_requests=20",
+        "offline_server.rate_limit_tokens=60000",
+        "offline_server.rate_limit_window_s=2",
+        "offline_server.limited_role=judge",
+        f"hydra.run.dir={tmp_path / 'limited'}",
+        env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache-limited")},  # nothing replayed
+    )
+    assert limited.returncode == 0, limited.stderr
+    expected, got = summary_of(tmp_path / "free"), summary_of(tmp_path / "limited")
+    counts = got["counts"]
+    assert counts["rate_limited"]["judge"] > 0 and counts["rate_limited"]["model"] == 0
+    assert counts["criteria_graded"] == counts["criteria"] == expected["counts"]["criteria"]
+    assert counts["ungraded_criteria"] == 0 and counts["rows_scored"] == counts["rows"]
+    assert counts["judge_requests"] == expected["counts"]["judge_requests"]  # paid once each
+    assert got["metrics"] == expected["metrics"]  # the same score, to the last digit
+    assert json.loads((tmp_path / "limited" / "status.json").read_text())["status"] == "completed"
+    output = limited.stdout + limited.stderr
+    assert "judge endpoint rate-limited (HTTP 429): waiting" in output
+    assert "rate-limited judge: " in limited.stderr and " req/s" in limited.stderr  # progress
+
+
+def test_an_exhausted_quota_stops_the_run_with_one_line_and_it_resumes(tmp_path) -> None:
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        *HALF_DEMO,
+        "offline_server.quota_exhausted=true",
+        "offline_server.limited_role=judge",
+        "runner.progress=false",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr
+    assert "judge endpoint" in errors[0] and "insufficient_quota" in errors[0]
+    assert errors[0].endswith(f"then finish with: python -m healthbench_exp resume={run_dir}")
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "failed" and "insufficient_quota" in status["error"]
+    # with credit added, the resume command finishes it; the model replies were kept
+    resumed = run_cli(f"resume={run_dir}", "offline_server.quota_exhausted=false")
+    assert resumed.returncode == 0, resumed.stderr
+    counts = summary_of(run_dir)["counts"]
+    assert counts["model_cache_hits"] == counts["rows"] and counts["model_requests"] == 0
+    assert counts["criteria_graded"] == counts["criteria"]
+
+
+def test_a_silent_endpoint_is_reported_within_the_notice_time_and_the_run_ends(
+    tmp_path,
+) -> None:
+    started = time.monotonic()
+    result = run_cli(
+        *DEMO,
+        "offline_server.silent=true",
+        "offline_server.limited_role=model",
+        "runner.request_timeout_s=2",
+        "runner.stall_notice_s=1",
+        "runner.max_retries=0",
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert time.monotonic() - started < 60  # it ends; it does not hang
+    output = result.stdout + result.stderr
+    assert "no reply from the model endpoint http://127.0.0.1:" in output
+    assert "24 requests waiting" in output
+    log = (tmp_path / "healthbench.log").read_text()
+    notice = next(line for line in log.splitlines() if "no reply from the model" in line)
+    silent_s = int(notice.split(" for ")[1].split(" s;")[0])
+    assert 1 <= silent_s <= 2  # the first notice came about 1 s into the silence
+    assert result.returncode == 3  # every row failed (timed out): a failed run
+    summary = summary_of(tmp_path)
+    assert summary["counts"]["rows_failed"] == 24
+    assert all("APITimeoutError" in f["error"] for f in summary["failures"])
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["runner.request_timeout_s=0", "runner.request_timeout_s=-1", "runner.connect_timeout_s=0"],
+)
+def test_timeouts_must_be_positive(override: str, tmp_path) -> None:
+    result = run_cli(*DEMO, "dry_run=true", override, f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 2
+    key, value = override.split("=")
+    assert f"error: {key} must be > 0, got {float(value)}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_dry_run_turns_configured_and_probed_limits_into_an_expected_duration(tmp_path) -> None:
+    result = run_cli(
+        *DEMO,
+        "dry_run=true",
+        "judge.rate_limit.requests_per_minute=53",  # configured: it wins over the headers
+        "judge.rate_limit.probe=true",  # the tokens limit is read from one request's headers
+        "offline_server.rate_limit_requests=1000",  # per minute, as the headers report it
+        "offline_server.rate_limit_tokens=1000000",
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Dry run: one request to the judge endpoint to read its rate limits" in result.stdout
+    estimate = json.loads((tmp_path / "estimate.json").read_text())
+    duration = estimate["rate_limited_duration"]
+    calls = estimate["judge"]["calls"] - estimate["judge"]["cached_calls"]
+    assert calls == 106 and "model" not in duration
+    assert duration["judge"]["requests_per_minute"] == 53
+    assert duration["judge"]["tokens_per_minute"] == 1_000_000
+    # 106 calls at 53 a minute: 2 minutes; their tokens (~3,000 each) at 1M a minute: ~20 s
+    assert duration["judge"]["seconds"] == duration["seconds"] == pytest.approx(120.0)
+    tokens = estimate["judge"]["prompt_tokens"] + calls * 2048  # judge.max_tokens is reserved
+    assert duration["judge"]["tokens"] == tokens
+    assert "judge rate limits: at least 2.0 min (106 requests at 53/min;" in result.stdout
+    assert "expected duration at the known rate limits: at least 2.0 min" in result.stdout
+
+
+def test_the_server_limits_as_openai_does() -> None:
+    limits = AccountLimits(requests=2, tokens=1000, window_s=6.0, limited_role="judge")
+    assert limits.applies(is_judge=True) and not limits.applies(is_judge=False)
+    headers, refusal = limits.admit("m", 400)
+    assert refusal is None and headers["x-ratelimit-limit-requests"] == "20"  # per minute
+    assert headers["x-ratelimit-remaining-requests"] == "1"
+    assert headers["x-ratelimit-remaining-tokens"] == "600"
+    headers, refusal = limits.admit("m", 700)  # 600 tokens left: refused, nothing taken
+    assert refusal is not None
+    status, body, refused_headers = refusal
+    error = body["error"]
+    assert status == 429 and error["code"] == "rate_limit_exceeded" and error["type"] == "tokens"
+    assert "Please try again in" in error["message"]
+    wait = int(refused_headers["retry-after-ms"]) / 1000
+    assert 0.5 < wait <= 0.61  # 100 tokens at 1000 per 6 s
+    assert classify_429(refused_headers, body).wait_s == pytest.approx(wait)
+    assert format_duration(0.02) == "20ms" and format_duration(6) == "6s"
+    assert format_duration(60) == "1m0s" and format_duration(1.2) == "1.2s"
+    status, body, _ = limits.quota_error()
+    assert status == 429 and classify_429({}, body).quota
+
+
+def test_a_429_says_how_long_to_wait_in_several_ways() -> None:
+    assert parse_duration("20ms") == pytest.approx(0.02)
+    assert parse_duration("1m0s") == 60.0 and parse_duration("6m0.5s") == 360.5
+    assert parse_duration("1h2m3s") == 3723.0 and parse_duration("later") is None
+    assert wait_from_429({"retry-after-ms": "1500", "retry-after": "9"}, "", None) == 1.5
+    assert wait_from_429({"retry-after": "3"}, "", None) == 3.0
+    message = "Rate limit reached for gpt-4.1 on tokens per min (TPM). Please try again in 1.2s."
+    assert wait_from_429({}, message, "tokens") == pytest.approx(1.2)
+    assert wait_from_429({}, "Please try again in 20ms. Visit ...", None) == pytest.approx(0.02)
+    resets = {
+        "x-ratelimit-reset-requests": "6s",
+        "x-ratelimit-reset-tokens": "1m0s",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-remaining-tokens": "12000",
+    }
+    assert wait_from_429(resets, "", None) == 6.0  # the exhausted limit's reset
+    assert wait_from_429(resets, "", "tokens") == 60.0  # the one the error names
+    assert wait_from_429({}, "", None) == 1.0  # said nothing: a second
+    too_large = {"error": {"message": "Request too large for gpt-4o on tokens per min"}}
+    assert classify_429({}, too_large).too_large
+    quota = {"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}}
+    assert classify_429({}, quota).quota and not classify_429({}, too_large).quota
+
+
+class _Silent:
+    role, url, timeout_s = "judge", "http://judge.example/v1", 180.0
+
+    def __init__(self, silent: float | None, waiting: int) -> None:
+        self.silent = silent
+        self.stats = type("Stats", (), {"in_flight": waiting})()
+
+    def silent_for(self, now: float) -> float | None:
+        return self.silent
+
+
+def test_stall_notices_name_the_endpoint_and_repeat_while_silent() -> None:
+    endpoint, noticed = _Silent(31.0, 7), {}
+    (notice,) = stall_notices([endpoint], 30.0, noticed, now=100.0)
+    assert "judge endpoint http://judge.example/v1 for 31 s; 7 requests waiting" in notice
+    assert stall_notices([endpoint], 30.0, noticed, now=110.0) == []  # not again so soon
+    assert len(stall_notices([endpoint], 30.0, noticed, now=130.0)) == 1
+    endpoint.silent = None  # replies came: reported afresh next time
+    assert stall_notices([endpoint], 30.0, noticed, now=131.0) == [] and not noticed
+
+
+def test_the_server_answers_429_over_http(loopback_server) -> None:
+    server = loopback_server(
+        rate_limit_requests=1, rate_limit_window_s=60, limited_role="judge", seed=0
+    )
+    judge_prompt = [{"role": "user", "content": JUDGE_MARKER + " ..."}]
+    body = json.dumps({"model": "j", "messages": judge_prompt}).encode()
+
+    def post() -> tuple[int, dict[str, str], dict]:
+        request = urllib.request.Request(
+            server.base_url + "/chat/completions",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request) as response:
+                return response.status, dict(response.headers), json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), json.loads(exc.read())
+
+    status, headers, _ = post()
+    assert status == 200 and headers["x-ratelimit-remaining-requests"] == "0"
+    status, headers, payload = post()
+    assert status == 429 and payload["error"]["type"] == "requests"
+    assert 59 <= float(headers["retry-after"]) <= 60 and headers["x-ratelimit-reset-requests"]
+    assert server.stats()["rate_limited"] == 1 and server.stats()["requests"] == 1
+
+
+def test_the_pacer_pauses_every_request_and_a_burst_cuts_the_pace_once() -> None:
+    async def scenario() -> None:
+        pacer = EndpointPacer("judge")
+        started = [await pacer.wait_turn() for _ in range(5)]  # unpaced: at once
+        assert started[-1] - started[0] < 0.05 and pacer.describe() == ""
+        for _ in range(4):
+            pacer.succeeded()
+        pacer.rate_limited(0.2, started[0])  # the first refusal of a burst sets the pace
+        pace = pacer.base_rate
+        assert pace is not None and pace >= MIN_RATE
+        pacer.rate_limited(0.3, started[1])  # same burst: the pause grows, the pace stays
+        assert pacer.base_rate == pace
+        assert "rate-limited judge: waiting 1s (0 queued), pace" in pacer.describe()
+        before = time.monotonic()
+        turns = await asyncio.gather(*(pacer.wait_turn() for _ in range(3)))
+        assert min(turns) - before >= 0.29  # nobody started during the pause
+        assert sorted(turns) == turns  # in the order they came, spaced by the pace
+        assert turns[2] - turns[1] >= 1 / pacer.rate(turns[1]) - 0.01
+        pacer.rate_limited(0.0, turns[0])  # sent after the cut and refused: cut again
+        assert pacer.base_rate < pace
+
+    asyncio.run(scenario())
