@@ -91,7 +91,7 @@ def reply_json(text: str) -> dict[str, Any]:
 
 
 # The reference scores raw JSON rows on its own threads; healthbench_exp.grading.scoring takes typed
-# criteria, so the re-creation keeps its own two small functions (tests/test_bench.py checks
+# criteria, so the re-creation keeps its own two small functions (tests/e2e/test_bench.py checks
 # that they give the harness's score).
 def example_score(rubrics: list[dict], met: list[bool]) -> float | None:
     possible = sum(r["points"] for r in rubrics if r["points"] > 0)

@@ -13,7 +13,7 @@ from tests.e2e.test_e2e import REPO
 PROBE = """
 from pathlib import Path
 
-from tests.test_aggregate import render
+from tests.sweep.test_aggregate import render
 
 
 def test_render(tmp_path):
