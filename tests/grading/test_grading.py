@@ -130,7 +130,7 @@ def test_judge_sees_system_message_then_filled_template(loopback_server) -> None
     assert sent[0] == {"role": "system", "content": "You are a helpful assistant."}
     assert grade.criteria_met in (True, False) and grade.attempts == 1
     # the built-in judge's verdict is a pure function of the grader prompt
-    from healthbench_exp.testing.server import judge_reply
+    from healthbench_exp.testing.replies import judge_reply
 
     expected = json.loads(
         judge_reply(grader_prompt("user: hi\n\nassistant: hello", "[5] Greets"))[8:-4]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.ratelimit import (
     MIN_RATE,
     EndpointPacer,
@@ -21,7 +22,7 @@ from healthbench_exp.model.ratelimit import (
 )
 from healthbench_exp.model.stall import stall_notices
 from healthbench_exp.testing.limits import AccountLimits, format_duration
-from healthbench_exp.testing.server import JUDGE_MARKER
+from healthbench_exp.testing.replies import JUDGE_MARKER
 from tests.e2e.test_e2e import run_cli
 
 DEMO = ("experiment=demo", "wandb=disabled")
@@ -150,7 +151,14 @@ def test_dry_run_turns_configured_and_probed_limits_into_an_expected_duration(tm
 
 
 def test_the_server_limits_as_openai_does() -> None:
-    limits = AccountLimits(requests=2, tokens=1000, window_s=6.0, limited_role="judge")
+    limits = AccountLimits(
+        OfflineServerConfig(
+            rate_limit_requests=2,
+            rate_limit_tokens=1000,
+            rate_limit_window_s=6.0,
+            limited_role="judge",
+        )
+    )
     assert limits.applies(is_judge=True) and not limits.applies(is_judge=False)
     headers, refusal = limits.admit("m", 400)
     assert refusal is None and headers["x-ratelimit-limit-requests"] == "20"  # per minute
