@@ -158,16 +158,25 @@ class ServerProcess:
                 self.process.stdout.close()
 
 
-def main(argv: list[str] | None = None) -> None:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line: `--port`, `--require-key` and one option per OfflineServerConfig field."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--require-key", default=None, help="answer 401 to any other API key")
     add_server_arguments(parser)
-    args = parser.parse_args(argv)
-    settings = OfflineServerConfig(
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> OfflineServerConfig:
+    """The server's settings from its parsed command line."""
+    return OfflineServerConfig(
         **{field.name: getattr(args, field.name) for field in fields(OfflineServerConfig)}
     )
-    server = OfflineServer(settings, args.require_key)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argument_parser().parse_args(argv)
+    server = OfflineServer(settings_from(args), args.require_key)
     with (
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,
         contextlib.suppress(KeyboardInterrupt),
