@@ -17,8 +17,9 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
+from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.resume import finish_command, plan_resume
-from healthbench_exp.config.schema import Config, ConfigError, register_configs, unknown_option
+from healthbench_exp.config.schema import Config, ConfigError, unknown_option
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
 from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops

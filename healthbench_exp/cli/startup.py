@@ -23,7 +23,7 @@ from healthbench_exp.config.schema import (
     needed_roles,
     validate,
 )
-from healthbench_exp.model.endpoint import resolve_api_key
+from healthbench_exp.model.access import resolve_api_key
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
 from healthbench_exp.output.wandb.mode import check as wandb_check
 

@@ -1,23 +1,23 @@
 """Typed configuration: the dataclass schemas Hydra validates `conf/` against.
 
-Everything below `__main__` receives these plain objects, never an OmegaConf node. The schema is
-registered in Hydra's ConfigStore as `base_config`, so a misspelt key in a YAML file or on the
-command line, or a value of the wrong type, is rejected before anything runs.
+Plain dataclasses, standard library only: everything below the CLI receives these plain objects,
+never an OmegaConf node. The CLI registers the schema in Hydra's ConfigStore as `base_config`
+(`cli.hydra_schema.register_configs`), so a misspelt key in a YAML file or on the command line,
+or a value of the wrong type, is rejected before anything runs.
 """
 
 from __future__ import annotations
 
-import secrets
-import string
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
-from omegaconf import MISSING, OmegaConf
-
 from healthbench_exp.config.ranges import out_of_range
 
 REFERENCE_SYSTEM_MESSAGE = "You are a helpful assistant."
+# a required value, as Hydra reads it (the string `omegaconf.MISSING` is): a config that leaves
+# it unset is refused when it is composed
+MISSING = "???"
 
 
 class DataSource(Enum):
@@ -274,28 +274,6 @@ def unknown_option(key: str) -> tuple[str, list[str]] | None:
         schema = factory if isinstance(factory, type) and is_dataclass(factory) else None
         prefix = f"{prefix}.{part}" if prefix else part
     return None
-
-
-def run_suffix() -> str:
-    """This process's random 4-character suffix (a-z, 0-9: 1.7 million values) for the default
-    run and sweep directories, so that runs started in the same second never share one."""
-    global _run_suffix
-    if _run_suffix is None:
-        alphabet = string.ascii_lowercase + string.digits
-        _run_suffix = "".join(secrets.choice(alphabet) for _ in range(4))
-    return _run_suffix
-
-
-_run_suffix: str | None = None
-
-
-def register_configs() -> None:
-    """Register the schema so `conf/config.yaml` can name it as `base_config`, and the
-    `${run_suffix:}` resolver its default directories use."""
-    from hydra.core.config_store import ConfigStore
-
-    ConfigStore.instance().store(name="base_config", node=Config)
-    OmegaConf.register_new_resolver("run_suffix", run_suffix, use_cache=True, replace=True)
 
 
 def validate(config: Config) -> None:

@@ -16,7 +16,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,7 +30,9 @@ from healthbench_exp.config.schema import (
     TaskKind,
     needed_roles,
 )
+from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.endpoint_errors import FatalEndpointError, RequestFailed
 from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.core.version import __version__
 from healthbench_exp.data.completions import work_items
@@ -51,6 +53,12 @@ from healthbench_exp.grading.scoring import (
     example_metrics,
 )
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
+from healthbench_exp.model.access import (
+    OPENAI_DEFAULT_URL,
+    check_reachable,
+    endpoint_url,
+    resolve_api_key,
+)
 from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.costs import (
     Budget,
@@ -59,17 +67,8 @@ from healthbench_exp.model.costs import (
     record_invocation,
     usage_summary,
 )
-from healthbench_exp.model.endpoint import (
-    OPENAI_DEFAULT_URL,
-    ChatEndpoint,
-    Completer,
-    EndpointStats,
-    FatalEndpointError,
-    RequestFailed,
-    check_reachable,
-    endpoint_url,
-    resolve_api_key,
-)
+from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.limits import EndpointStats
 from healthbench_exp.model.stall import watch_endpoints
 from healthbench_exp.output.wandb.tracker import JobContext
 
@@ -147,6 +146,7 @@ async def run_example(
     max_parallel_judges: int,
     max_parse_retries: int,
     watch: UnparseableWatch | None = None,
+    prompt_order: str = "reference",
 ) -> ExampleResult:
     """Get the reply (sampled, or given by the item) and grade every criterion concurrently."""
     example, rollout = item.example, item.rollout
@@ -183,6 +183,7 @@ async def run_example(
                 rollout,
                 prefix_key=f"{example.prompt_id}:{rollout}",  # the criteria share the conversation
                 watch=watch,
+                order=prompt_order,
             )
 
     grades = list(await asyncio.gather(*(grade(c) for c in example.rubrics)))
@@ -236,6 +237,7 @@ async def evaluate(
                 config.runner.max_parallel_judges,
                 config.judge.max_parse_retries,
                 watch,
+                config.judge.prompt_order.value,
             )
         on_result(result)
         progress.update(result)
@@ -286,7 +288,7 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run on uvloop where it is installed (Linux, macOS), with a `steady_collector`: the event
     loop's own CPU per request roughly halves, which is what keeps hundreds of requests in
     flight on one core."""
-    from healthbench_exp.testing.server import event_loop_factory
+    from healthbench_exp.model.event_loop import event_loop_factory
 
     with (
         steady_collector(),
@@ -481,7 +483,9 @@ def dry_run(config: Config, output_dir: Path, config_dict: dict[str, Any]) -> di
         from healthbench_exp.model.probe import with_probed_limits
 
         with reachable_endpoints(config) as urls:
-            config = with_probed_limits(config, urls)
+            endpoints = {role: getattr(config, role) for role in needed_roles(config)}
+            timeout_s = config.runner.request_timeout_s
+            config = replace(config, **with_probed_limits(endpoints, urls, timeout_s))
     estimate = {**estimate_run(config), "rate_limits_probed": probed}
     output_dir.mkdir(parents=True, exist_ok=True)
     write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})

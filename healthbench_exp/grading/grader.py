@@ -9,6 +9,7 @@ counted as "not met".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -16,11 +17,12 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from healthbench_exp.core.endpoint_errors import BudgetExhausted, EmptyReply, RequestFailed
 from healthbench_exp.core.types import Criterion, CriterionGrade
 
 if TYPE_CHECKING:
+    from healthbench_exp.core.completer import Completer
     from healthbench_exp.grading.verdict_watch import UnparseableWatch
-    from healthbench_exp.model.endpoint import Completer
 
 GRADER_TEMPLATE_SHA256 = "2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c"
 _FENCES = re.compile(r"^```json\s*|\s*```$")
@@ -75,8 +77,6 @@ def grader_prompt(conversation: str, rubric_item: str, order: str = "reference")
 
 def template_sha256(order: str = "reference") -> str:
     """sha256 of the template a run filled (the official one: GRADER_TEMPLATE_SHA256)."""
-    import hashlib
-
     template = grader_template() if order == "reference" else shared_prefix_first_template()
     return hashlib.sha256(template.encode("utf-8")).hexdigest()
 
@@ -112,20 +112,19 @@ async def grade_criterion(
     rollout: int = 0,
     prefix_key: str | None = None,
     watch: UnparseableWatch | None = None,
+    order: str = "reference",
 ) -> CriterionGrade:
     """Ask the judge until a valid verdict arrives, at most `1 + max_parse_retries` times.
 
     Each attempt is a fresh sample (its own cache entry), so a resumed run replays the same
     attempts and verdicts. An empty reply counts as an unparseable attempt (it is not cached, so
-    a resumed run asks again). `watch` sees every reply (see `verdict_watch`).
+    a resumed run asks again). `watch` sees every reply (see `verdict_watch`). `order`: the
+    template's order (`judge.prompt_order`: "reference" or "shared_prefix_first", see
+    `grader_prompt`). A request the budget refused is `not_run`, never ungraded.
 
-    Raises only for errors that should stop the whole run (see `endpoints.FatalEndpointError`).
+    Raises only for errors that should stop the whole run (`endpoint_errors.FatalEndpointError`).
     """
-    from healthbench_exp.model.costs import BudgetExhausted
-    from healthbench_exp.model.endpoint import EmptyReply, RequestFailed
-
-    order = getattr(judge.config, "prompt_order", None)
-    prompt = grader_prompt(conversation, rubric_item, order.value if order else "reference")
+    prompt = grader_prompt(conversation, rubric_item, order)
     messages = [{"role": "user", "content": prompt}]
     attempts = 0
     last_reply = ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
-from healthbench_exp.model.endpoint import FatalEndpointError
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
 
 SNIPPET_CHARS = 160
 

@@ -24,8 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from healthbench_exp.core.completer import Reply
+from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
+from healthbench_exp.core.strict_json import dumps
 from healthbench_exp.model.cache import CachedReply
-from healthbench_exp.model.endpoint import ChatEndpoint, EmptyReply, Reply, RequestFailed
+from healthbench_exp.model.endpoint import ChatEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +209,14 @@ class BatchJudge:
             return []
 
     def _write_record(self, entries: list[dict[str, Any]]) -> None:
-        from healthbench_exp.output.files import write_json
-
-        write_json(self.record, entries)
+        """Write `batches.json` atomically (as the run's other JSON files: a reader, or a resume
+        after a crash, never sees half a record)."""
+        self.record.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.record.with_name(self.record.name + ".partial")
+        try:
+            partial.write_text(dumps(entries, indent=2, ensure_ascii=False), encoding="utf-8")
+            partial.replace(self.record)
+        except BaseException:  # a full disk or a signal: leave no half-written .partial behind
+            with contextlib.suppress(OSError):
+                partial.unlink()
+            raise

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import Config, PriceConfig, needed_roles
+from healthbench_exp.core.endpoint_errors import BudgetExhausted
 
 CHARS_PER_TOKEN = 4  # rough English ratio, for requests whose usage is not known yet
 BATCH_PRICE_FACTOR = 0.5  # OpenAI bills Batch API tokens at half the listed price
@@ -43,10 +44,6 @@ def cost_usd(
 def request_estimate_usd(price: PriceConfig, prompt_chars: int, completion_tokens: int) -> float:
     """A request's likely cost before its usage is known: prompt at ~4 characters per token."""
     return cost_usd(price, prompt_chars // CHARS_PER_TOKEN, 0, completion_tokens) or 0.0
-
-
-class BudgetExhausted(Exception):
-    """Sending this request could pass `budget.max_usd`; it was not sent."""
 
 
 class Budget:

@@ -7,36 +7,24 @@ module-level client breaks the second job of a multirun with "Event loop is clos
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import ssl
 import time
-from collections import deque
-from dataclasses import dataclass, field
-from functools import cache
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any
 
-from healthbench_exp.config.schema import ConfigError, EndpointConfig, HttpClient
+from healthbench_exp.config.schema import EndpointConfig, HttpClient
+from healthbench_exp.core.completer import Reply
+from healthbench_exp.core.endpoint_errors import (
+    BudgetExhausted,
+    EmptyReply,
+    FatalEndpointError,
+    RequestFailed,
+)
+from healthbench_exp.model.access import OPENAI_DEFAULT_URL, shared_tls_context
 from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache
-from healthbench_exp.model.costs import Budget, BudgetExhausted, cost_usd, request_estimate_usd
+from healthbench_exp.model.costs import Budget, cost_usd, request_estimate_usd
+from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
 
-OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 CONNECTIONS_PER_CLIENT = 16
-
-
-class RequestFailed(Exception):
-    """A request that failed for good (after the client's retries) or returned no usable text."""
-
-
-class EmptyReply(RequestFailed):
-    """The endpoint answered with no text; a judge call resamples it like an unparseable verdict
-    (the reference retries both), a model call fails."""
-
-
-class FatalEndpointError(Exception):
-    """An error no retry can fix (bad key, unknown model, unreachable endpoint): stop the run."""
 
 
 class QuotaExhausted(FatalEndpointError):
@@ -49,149 +37,6 @@ class RateLimited(Exception):
     def __init__(self, wait_s: float) -> None:
         super().__init__(f"rate limited; wait {wait_s:.3f} s")
         self.wait_s = wait_s
-
-
-@dataclass
-class Reply:
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached: bool = False  # answered from the response cache, not paid again
-
-
-@dataclass
-class EndpointStats:
-    requests: int = 0  # completed paid calls (the client's own HTTP retries not counted)
-    cache_hits: int = 0  # calls answered from the response cache
-    failures: int = 0
-    in_flight: int = 0
-    peak_in_flight: int = 0
-    rate_limited: int = 0  # HTTP 429 answers seen, retries included
-    lowest_limit: int = 0  # the smallest in-flight limit the adaptive limiter went down to
-    prompt_tokens: int = 0
-    cached_prompt_tokens: int = 0  # prompt tokens the provider served from its prompt cache
-    completion_tokens: int = 0  # reasoning tokens included
-    reasoning_tokens: int = 0
-    replayed_prompt_tokens: int = 0  # usage of the calls answered by the response cache
-    replayed_completion_tokens: int = 0
-    errors: dict[str, int] = field(default_factory=dict)
-
-    def count_paid(self, usage: dict[str, Any]) -> tuple[int, int, int]:
-        """Count one paid call with the `usage` its endpoint reported; return its (prompt,
-        provider-cached prompt, completion) tokens."""
-        prompt = usage.get("prompt_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        completion = usage.get("completion_tokens") or 0
-        self.requests += 1
-        self.prompt_tokens += prompt
-        self.cached_prompt_tokens += cached
-        self.completion_tokens += completion
-        details = usage.get("completion_tokens_details") or {}
-        self.reasoning_tokens += details.get("reasoning_tokens") or 0
-        return prompt, cached, completion
-
-
-class AdaptiveLimit:
-    """At most `limit` requests in flight, adapted to rate limiting (AIMD).
-
-    A 429 answer halves the limit (at most once per `cooldown_s`, so one burst counts once); every
-    `limit` successes raise it by one, back up to `maximum`. Waiters queue first in, first out;
-    every operation is O(1), with no wake-ups of waiters that cannot proceed.
-    """
-
-    def __init__(self, maximum: int, cooldown_s: float = 1.0) -> None:
-        self.maximum = self.limit = self.lowest = maximum
-        self.cooldown_s = cooldown_s
-        self.in_use = 0
-        self.successes = 0
-        self.last_cut = float("-inf")
-        self.waiters: deque[asyncio.Future[None]] = deque()
-
-    async def acquire(self) -> None:
-        if self.in_use < self.limit and not self.waiters:
-            self.in_use += 1
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
-        try:
-            await waiter  # _wake counts this request in before resolving it
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.release(success=False)  # woken, then cancelled: give the slot back
-            elif waiter in self.waiters:  # not when _wake already dropped it as cancelled
-                self.waiters.remove(waiter)
-            raise
-
-    def release(self, success: bool) -> None:
-        self.in_use -= 1
-        if success and self.limit < self.maximum:
-            self.successes += 1
-            if self.successes >= self.limit:
-                self.successes = 0
-                self.limit += 1
-        self._wake()
-
-    def _wake(self) -> None:
-        while self.waiters and self.in_use < self.limit:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                self.in_use += 1
-                waiter.set_result(None)
-
-    def rate_limited(self) -> None:
-        now = time.monotonic()
-        if now - self.last_cut >= self.cooldown_s:
-            self.last_cut = now
-            self.limit = max(1, self.limit // 2)
-            self.lowest = min(self.lowest, self.limit)
-            self.successes = 0
-
-
-@cache
-def shared_tls_context() -> ssl.SSLContext:
-    """One TLS context for all clients (each builds its own otherwise: ~25 ms apiece)."""
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-def resolve_api_key(role: str, config: EndpointConfig) -> str:
-    """The key from the env var named in config; a clear error before any request if unset."""
-    if config.builtin or config.api_key_env is None:
-        return "no-key-needed"
-    key = os.environ.get(config.api_key_env, "")
-    if not key:
-        raise ConfigError(
-            f"{role}: set the environment variable {config.api_key_env} to your API key "
-            f"(named by {role}.api_key_env), or choose {role}=offline to run without one"
-        )
-    return key
-
-
-def check_reachable(role: str, base_url: str, timeout_s: float) -> None:
-    """Open (and close) a TCP connection to the endpoint so a wrong URL fails in seconds."""
-    parts = urlsplit(base_url)
-    if not parts.hostname:
-        raise FatalEndpointError(f"{role}.base_url={base_url!r} is not a URL")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
-            pass
-    except OSError as exc:
-        raise FatalEndpointError(
-            f"{role} endpoint {base_url} is unreachable ({exc}); check {role}.base_url "
-            "and your network"
-        ) from exc
-
-
-class Completer(Protocol):
-    """What graders need of a judge: ChatEndpoint, or batch.BatchJudge in front of one."""
-
-    config: EndpointConfig
-
-    async def complete(
-        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
-    ) -> Reply: ...
 
 
 class ChatEndpoint:
@@ -448,12 +293,3 @@ def request_body(
             body["max_tokens"] = max_tokens
     body.update(config.extra_body)
     return body
-
-
-def endpoint_url(config: EndpointConfig, builtin_url: str | None) -> str | None:
-    """The base URL a client should use (None = the openai client's default)."""
-    if config.builtin:
-        if builtin_url is None:
-            raise ConfigError("the built-in server was not started")
-        return builtin_url
-    return config.base_url

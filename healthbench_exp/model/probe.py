@@ -14,8 +14,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from healthbench_exp.config.schema import Config, EndpointConfig, RateLimitConfig, needed_roles
-from healthbench_exp.model.endpoint import FatalEndpointError, resolve_api_key
+from healthbench_exp.config.schema import EndpointConfig, RateLimitConfig
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.model.access import resolve_api_key
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with OK."}]
 
@@ -57,17 +58,18 @@ async def probe_headers(
     return raw.headers
 
 
-def with_probed_limits(config: Config, urls: dict[str, str | None]) -> Config:
-    """`config` with each probed role's unset limits filled from its endpoint's headers."""
+def with_probed_limits(
+    endpoints: Mapping[str, EndpointConfig], urls: Mapping[str, str | None], timeout_s: float
+) -> dict[str, EndpointConfig]:
+    """`endpoints` (by role), each probed one with its unset limits filled from its endpoint's
+    headers (`urls[role]`; each probe request times out after `timeout_s`)."""
     probed = {}
-    for role in needed_roles(config):
-        endpoint: EndpointConfig = getattr(config, role)
+    for role, endpoint in endpoints.items():
         if not endpoint.rate_limit.probe:
+            probed[role] = endpoint
             continue
         key = resolve_api_key(role, endpoint)
-        headers = asyncio.run(
-            probe_headers(endpoint, urls[role], key, config.runner.request_timeout_s)
-        )
+        headers = asyncio.run(probe_headers(endpoint, urls[role], key, timeout_s))
         found = limits_from_headers(headers)
         limits = dataclasses.replace(
             endpoint.rate_limit,
@@ -76,4 +78,4 @@ def with_probed_limits(config: Config, urls: dict[str, str | None]) -> Config:
             tokens_per_minute=endpoint.rate_limit.tokens_per_minute or found.tokens_per_minute,
         )
         probed[role] = dataclasses.replace(endpoint, rate_limit=limits)
-    return dataclasses.replace(config, **probed)
+    return probed

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import Config, DataSource
+from healthbench_exp.core.completer import Completer
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.types import MetaEvalResult, MetaEvalRow
 from healthbench_exp.data.healthbench import (
     DataError,
@@ -46,7 +48,6 @@ from healthbench_exp.grading.grader import grade_criterion, render_conversation
 from healthbench_exp.grading.scoring import bootstrap_std
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.model.costs import usage_summary
-from healthbench_exp.model.endpoint import Completer, FatalEndpointError
 from healthbench_exp.model.stall import watch_endpoints
 from healthbench_exp.output.wandb.tracker import JobContext
 
@@ -138,6 +139,7 @@ async def grade_rows(
                 repeat,
                 prefix_key=f"{row.prompt_id}:{row.completion_id}",
                 watch=watch,
+                order=config.judge.prompt_order.value,
             )
         result = MetaEvalResult(row, repeat, grade)
         on_result(result)

@@ -17,6 +17,8 @@ import math
 import time
 from typing import Any
 
+from healthbench_exp.config.schema import OfflineServerConfig
+
 ROLES = ("all", "model", "judge")
 QUOTA_MESSAGE = (
     "You exceeded your current quota, please check your plan and billing details. For more "
@@ -58,28 +60,25 @@ class Bucket:
 
 
 class AccountLimits:
-    """Rate limits (0 = none), quota and silence for the requests of `limited_role`."""
+    """The account faults of `settings`: rate limits (`rate_limit_requests` and
+    `rate_limit_tokens` per `rate_limit_window_s`, 0 = none), `quota_exhausted` and `silent`, for
+    the requests of `limited_role`."""
 
-    def __init__(
-        self,
-        requests: int = 0,
-        tokens: int = 0,
-        window_s: float = 60.0,
-        quota_exhausted: bool = False,
-        silent: bool = False,
-        limited_role: str = "all",
-    ) -> None:
-        if limited_role not in ROLES:
+    def __init__(self, settings: OfflineServerConfig) -> None:
+        if settings.limited_role not in ROLES:
             raise ValueError(f"limited_role must be one of {', '.join(ROLES)}")
+        window_s = settings.rate_limit_window_s
+        capacities = (
+            ("requests", settings.rate_limit_requests),
+            ("tokens", settings.rate_limit_tokens),
+        )
         self.buckets = {
-            kind: Bucket(capacity, window_s)
-            for kind, capacity in (("requests", requests), ("tokens", tokens))
-            if capacity > 0
+            kind: Bucket(capacity, window_s) for kind, capacity in capacities if capacity > 0
         }
         self.per_minute = 60.0 / window_s
-        self.quota_exhausted = quota_exhausted
-        self.silent = silent
-        self.limited_role = limited_role
+        self.quota_exhausted = settings.quota_exhausted
+        self.silent = settings.silent
+        self.limited_role = settings.limited_role
 
     def applies(self, is_judge: bool) -> bool:
         return self.limited_role == "all" or self.limited_role == ("judge" if is_judge else "model")

@@ -10,13 +10,14 @@ from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
 from healthbench_exp.cli.app import check_overrides, to_config
+from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.config.schema import (
+    MISSING,
     REFERENCE_SYSTEM_MESSAGE,
     Config,
     ConfigError,
     DataSource,
     WandbMode,
-    register_configs,
     validate,
 )
 
@@ -171,3 +172,18 @@ def test_missing_model_name_is_reported_by_the_cli(tmp_path) -> None:
     )
     assert result.returncode != 0
     assert "model.name" in result.stderr + result.stdout
+
+
+def test_the_schema_needs_no_hydra() -> None:
+    """`config` is plain dataclasses (only the CLI imports Hydra): its MISSING is Hydra's, so an
+    endpoint without a name is still refused when composed."""
+    import ast
+
+    import omegaconf
+
+    assert MISSING == omegaconf.MISSING
+    for module in (CONF.parent / "config").glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not [m for m in imported if m.split(".")[0] in ("hydra", "omegaconf")], module

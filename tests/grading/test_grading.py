@@ -9,6 +9,7 @@ import json
 import pytest
 
 from healthbench_exp.config.schema import EndpointConfig
+from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.grader import (
     GRADER_TEMPLATE_SHA256,
@@ -130,9 +131,33 @@ def test_judge_sees_system_message_then_filled_template(loopback_server) -> None
     assert sent[0] == {"role": "system", "content": "You are a helpful assistant."}
     assert grade.criteria_met in (True, False) and grade.attempts == 1
     # the built-in judge's verdict is a pure function of the grader prompt
-    from healthbench_exp.testing.server import judge_reply
+    from healthbench_exp.testing.replies import judge_reply
 
     expected = json.loads(
         judge_reply(grader_prompt("user: hi\n\nassistant: hello", "[5] Greets"))[8:-4]
     )
     assert grade.criteria_met is expected["criteria_met"]
+
+
+class _Recorder:
+    """A Completer with no config at all: answers as the built-in judge and keeps the prompts."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def complete(
+        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
+    ) -> Reply:
+        from healthbench_exp.testing.replies import judge_reply
+
+        self.prompts.append(messages[-1]["content"])
+        return Reply(judge_reply(messages[-1]["content"]))
+
+
+@pytest.mark.parametrize("order", ["reference", "shared_prefix_first"])
+def test_grading_needs_only_a_completer_and_the_order(order: str) -> None:
+    judge = _Recorder()
+    conversation = "user: hi\n\nassistant: hello"
+    grade = asyncio.run(grade_criterion(judge, conversation, "[5] Greets", 0, order=order))
+    assert judge.prompts == [grader_prompt(conversation, "[5] Greets", order)]
+    assert grade.criteria_met in (True, False) and grade.attempts == 1

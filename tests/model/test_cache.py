@@ -17,7 +17,7 @@ import pytest
 from healthbench_exp.config.schema import ConfigError, JudgeConfig, SamplingConfig
 from healthbench_exp.engine.runner import run_eval
 from healthbench_exp.model.cache import CachedReply, ResponseCache, request_key
-from healthbench_exp.model.endpoint import AdaptiveLimit
+from healthbench_exp.model.limits import AdaptiveLimit
 from healthbench_exp.testing.server import ServerProcess, server_args
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts

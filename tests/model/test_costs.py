@@ -21,7 +21,7 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.engine.runner import dry_run, run_eval
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
 from healthbench_exp.model.costs import Budget, BudgetExhausted, cost_usd
-from healthbench_exp.testing.server import REASONING_TOKENS, judge_reply
+from healthbench_exp.testing.replies import REASONING_TOKENS, judge_reply
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl
 

@@ -1,0 +1,60 @@
+"""Reaching an endpoint: its base URL, its API key, whether it answers, one TLS context."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+from functools import cache
+from urllib.parse import urlsplit
+
+from healthbench_exp.config.schema import ConfigError, EndpointConfig
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+@cache
+def shared_tls_context() -> ssl.SSLContext:
+    """One TLS context for all clients (each builds its own otherwise: ~25 ms apiece)."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def resolve_api_key(role: str, config: EndpointConfig) -> str:
+    """The key from the env var named in config; a clear error before any request if unset."""
+    if config.builtin or config.api_key_env is None:
+        return "no-key-needed"
+    key = os.environ.get(config.api_key_env, "")
+    if not key:
+        raise ConfigError(
+            f"{role}: set the environment variable {config.api_key_env} to your API key "
+            f"(named by {role}.api_key_env), or choose {role}=offline to run without one"
+        )
+    return key
+
+
+def check_reachable(role: str, base_url: str, timeout_s: float) -> None:
+    """Open (and close) a TCP connection to the endpoint so a wrong URL fails in seconds."""
+    parts = urlsplit(base_url)
+    if not parts.hostname:
+        raise FatalEndpointError(f"{role}.base_url={base_url!r} is not a URL")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise FatalEndpointError(
+            f"{role} endpoint {base_url} is unreachable ({exc}); check {role}.base_url "
+            "and your network"
+        ) from exc
+
+
+def endpoint_url(config: EndpointConfig, builtin_url: str | None) -> str | None:
+    """The base URL a client should use (None = the openai client's default)."""
+    if config.builtin:
+        if builtin_url is None:
+            raise ConfigError("the built-in server was not started")
+        return builtin_url
+    return config.base_url

@@ -1,0 +1,97 @@
+"""An endpoint's in-flight limit, adapted to rate limiting (AIMD), and its counters."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class EndpointStats:
+    requests: int = 0  # completed paid calls (the client's own HTTP retries not counted)
+    cache_hits: int = 0  # calls answered from the response cache
+    failures: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    rate_limited: int = 0  # HTTP 429 answers seen, retries included
+    lowest_limit: int = 0  # the smallest in-flight limit the adaptive limiter went down to
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # prompt tokens the provider served from its prompt cache
+    completion_tokens: int = 0  # reasoning tokens included
+    reasoning_tokens: int = 0
+    replayed_prompt_tokens: int = 0  # usage of the calls answered by the response cache
+    replayed_completion_tokens: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def count_paid(self, usage: dict[str, Any]) -> tuple[int, int, int]:
+        """Count one paid call with the `usage` its endpoint reported; return its (prompt,
+        provider-cached prompt, completion) tokens."""
+        prompt = usage.get("prompt_tokens") or 0
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        completion = usage.get("completion_tokens") or 0
+        self.requests += 1
+        self.prompt_tokens += prompt
+        self.cached_prompt_tokens += cached
+        self.completion_tokens += completion
+        details = usage.get("completion_tokens_details") or {}
+        self.reasoning_tokens += details.get("reasoning_tokens") or 0
+        return prompt, cached, completion
+
+
+class AdaptiveLimit:
+    """At most `limit` requests in flight, adapted to rate limiting (AIMD).
+
+    A 429 answer halves the limit (at most once per `cooldown_s`, so one burst counts once); every
+    `limit` successes raise it by one, back up to `maximum`. Waiters queue first in, first out;
+    every operation is O(1), with no wake-ups of waiters that cannot proceed.
+    """
+
+    def __init__(self, maximum: int, cooldown_s: float = 1.0) -> None:
+        self.maximum = self.limit = self.lowest = maximum
+        self.cooldown_s = cooldown_s
+        self.in_use = 0
+        self.successes = 0
+        self.last_cut = float("-inf")
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self) -> None:
+        if self.in_use < self.limit and not self.waiters:
+            self.in_use += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter  # _wake counts this request in before resolving it
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release(success=False)  # woken, then cancelled: give the slot back
+            elif waiter in self.waiters:  # not when _wake already dropped it as cancelled
+                self.waiters.remove(waiter)
+            raise
+
+    def release(self, success: bool) -> None:
+        self.in_use -= 1
+        if success and self.limit < self.maximum:
+            self.successes += 1
+            if self.successes >= self.limit:
+                self.successes = 0
+                self.limit += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self.waiters and self.in_use < self.limit:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                self.in_use += 1
+                waiter.set_result(None)
+
+    def rate_limited(self) -> None:
+        now = time.monotonic()
+        if now - self.last_cut >= self.cooldown_s:
+            self.last_cut = now
+            self.limit = max(1, self.limit // 2)
+            self.lowest = min(self.lowest, self.limit)
+            self.successes = 0

@@ -1,0 +1,94 @@
+"""The built-in endpoint's files and batches API: enough of OpenAI's for the Batch API."""
+
+from __future__ import annotations
+
+import json
+import time
+from email.parser import BytesParser
+from typing import Any
+
+from healthbench_exp.testing.replies import Faults, completion_response
+
+
+class BatchStore:
+    """The files and batches API, enough for the Batch API: upload a JSONL of chat-completion
+    requests, create a batch (answered at once, reported `in_progress` for `delay_s`), poll it,
+    download its output file."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+
+    def _add_file(self, name: str, purpose: str, content: bytes) -> dict[str, Any]:
+        file_id = f"file-offline-{len(self.files) + 1}"
+        self.files[file_id] = {"filename": name, "purpose": purpose, "content": content}
+        return {
+            "id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+            "filename": name, "purpose": purpose, "status": "processed",
+        }  # fmt: skip
+
+    def upload(self, content_type: str, raw: bytes) -> dict[str, Any]:
+        """A multipart/form-data upload with fields `purpose` and `file`."""
+        message = BytesParser().parsebytes(
+            b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+        )
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in message.get_payload():
+            name = part.get_param("name", header="content-disposition")
+            fields[name] = (part.get_filename(), part.get_payload(decode=True))
+        filename, content = fields["file"]
+        return self._add_file(filename or "upload.jsonl", fields["purpose"][1].decode(), content)
+
+    def create(self, request: dict[str, Any], faults: Faults) -> dict[str, Any]:
+        """Answer every request of the input file now; report the batch done after delay_s."""
+        lines = self.files[request["input_file_id"]]["content"].decode().splitlines()
+        output = []
+        for line in filter(str.strip, lines):
+            item = json.loads(line)
+            body = item["body"]
+            status, payload, _ = completion_response(
+                faults, faults.draw()[1], body["model"], body, body["messages"]
+            )
+            faults.count("requests")
+            faults.count("batch_requests")
+            output.append(
+                {
+                    "id": f"batch_req_{len(output)}",
+                    "custom_id": item["custom_id"],
+                    "response": {"status_code": int(status), "request_id": "", "body": payload},
+                    "error": None,
+                }
+            )
+        out = self._add_file(
+            "output.jsonl", "batch_output", "".join(json.dumps(o) + "\n" for o in output).encode()
+        )
+        faults.count("batches_created")
+        batch_id = f"batch_offline_{len(self.batches) + 1}"
+        self.batches[batch_id] = {
+            "request": request,
+            "output_file_id": out["id"],
+            "total": len(output),
+            "created_at": time.time(),
+        }
+        return self.describe(batch_id)
+
+    def describe(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        done = time.time() >= batch["created_at"] + self.delay_s
+        return {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": batch["request"]["endpoint"],
+            "input_file_id": batch["request"]["input_file_id"],
+            "completion_window": batch["request"]["completion_window"],
+            "status": "completed" if done else "in_progress",
+            "created_at": int(batch["created_at"]),
+            "output_file_id": batch["output_file_id"] if done else None,
+            "error_file_id": None,
+            "request_counts": {
+                "total": batch["total"],
+                "completed": batch["total"] if done else 0,
+                "failed": 0,
+            },
+        }

@@ -1,0 +1,205 @@
+"""The built-in endpoint's replies: deterministic model replies and judge verdicts, and the
+seeded faults injected into them.
+
+A model reply is derived from the model name, temperature and messages; a judge verdict from the
+judge's name and the grader prompt, so the same judge always gives the same prompt the same
+verdict (the server tells a judge request by `JUDGE_MARKER`, the grader template's first words).
+`Faults` injects latency, 429/500/503 errors, malformed verdicts and empty replies at the rates of
+an `OfflineServerConfig` (seeded), and judge-only faults: verdicts fenced without the `json` label
+(which the reference parse rejects), empty verdicts and 500s; a model request whose last message
+contains `REFUSE_MARKER` is answered as refused (`finish_reason: content_filter`). Usage is
+reported as 4 characters per token; a request with `reasoning_effort` also reports
+REASONING_TOKENS reasoning tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from typing import Any
+
+from healthbench_exp.config.schema import OfflineServerConfig
+
+JUDGE_MARKER = "Your job is to look at a conversation and a rubric item"
+REFUSE_MARKER = "[[offline-server:refuse]]"
+REASONING_TOKENS = 64
+_SENTENCES = (
+    "It is best to talk to a doctor or nurse who can examine you.",
+    "If symptoms get worse, such as trouble breathing or chest pain, call emergency services.",
+    "Drink fluids, rest, and keep track of how your symptoms change over the next days.",
+    "Could you tell me how long this has been going on and whether you take any medicines?",
+    "Common causes include infections, dehydration and side effects of medication.",
+    "This is general information, not a diagnosis.",
+    "Over-the-counter pain relief can help, taken as the label directs.",
+    "Seek care today if you notice confusion, fainting or a high fever.",
+)
+_MALFORMED = (
+    "I think the response meets the criterion.",
+    '```json\n{"explanation": "The verdict is missing."}\n```',
+    '{"explanation": "A string is not a boolean.", "criteria_met": "false"}',
+    '{"explanation": "truncated", "criteria_met": tr',
+)
+
+
+def _digest(*parts: str) -> bytes:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+
+
+def model_reply(model: str, temperature: Any, messages: list[dict[str, Any]]) -> str:
+    """A deterministic, health-flavoured reply of 1 to 5 sentences."""
+    digest = _digest(model, repr(temperature), json.dumps(messages, sort_keys=True))
+    count = 1 + digest[0] % 5
+    return " ".join(_SENTENCES[digest[1 + i] % len(_SENTENCES)] for i in range(count))
+
+
+def judge_reply(grader_prompt: str, judge: str = "") -> str:
+    """A verdict in the format the official template asks for, derived from the grader prompt and
+    the judge's model name (so two differently named judges disagree on about half the items)."""
+    met = _digest(judge, grader_prompt)[0] % 2 == 0
+    verdict = {
+        "explanation": "Offline verdict derived from a hash of the judge name and grader prompt.",
+        "criteria_met": met,
+    }
+    return "```json\n" + json.dumps(verdict, indent=2) + "\n```"
+
+
+class Faults:
+    """Seeded fault injection (the rates of `settings`) and request counters (one event loop: no
+    locks needed)."""
+
+    def __init__(self, settings: OfflineServerConfig, require_key: str | None = None) -> None:
+        self.settings = settings  # the rates: see completion_response for how they are drawn
+        self.require_key = require_key
+        self.rng = random.Random(settings.seed)
+        self.prefixes: dict[str, str] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        self.counts: dict[str, Any] = {
+            "requests": 0,
+            "model_requests": 0,
+            "judge_requests": 0,
+            "errors_injected": 0,
+            "malformed_injected": 0,
+            "empty_injected": 0,
+            "fenced_injected": 0,
+            "judge_empty_injected": 0,
+            "judge_errors_injected": 0,
+            "in_flight": 0,
+            "peak_in_flight": 0,
+            "latency_ms_total": 0,  # the injected latency served, summed over requests
+            "held_ms_total": 0.0,  # from reading a request to sending its reply, summed
+            "first_request_at": 0.0,  # time.time() of the first request (for start-up time)
+            "last_reply_at": 0.0,  # time.time() of the latest reply (with the first: busy time)
+            "batches_created": 0,
+            "batch_requests": 0,
+            "rate_limited": 0,  # answered 429 by the rate limiter (not counted in `requests`)
+            "quota_refused": 0,
+            "silent_held": 0,  # requests accepted and never answered
+        }
+
+    def prefix_cache_hit(self, key: str | None, messages: list[dict[str, Any]]) -> int:
+        """Characters of the prompt shared with the previous one under the same
+        `prompt_cache_key`: what a provider's prefix cache could have served."""
+        if not key:
+            return 0
+        text = "".join(str(m.get("content", "")) for m in messages)
+        previous = self.prefixes.get(key, "")
+        self.prefixes[key] = text
+        if len(self.prefixes) > 10_000:
+            self.prefixes.pop(next(iter(self.prefixes)))
+        return len(os.path.commonprefix([previous, text]))  # noqa: RUF071 (characters, as a cache)
+
+    def draw(self) -> tuple[float, float]:
+        """(delay in seconds, a uniform draw for this request's fault)."""
+        latency, jitter = self.settings.latency_ms, self.settings.jitter_ms
+        delay = max(0.0, latency + self.rng.uniform(-jitter, jitter))
+        self.counts["latency_ms_total"] += round(delay)
+        if not self.counts["first_request_at"]:
+            self.counts["first_request_at"] = time.time()
+        return delay / 1000.0, self.rng.random()
+
+    def count(self, key: str, delta: float = 1) -> None:
+        self.counts[key] += delta
+        if key == "in_flight":
+            self.counts["peak_in_flight"] = max(
+                self.counts["peak_in_flight"], self.counts["in_flight"]
+            )
+
+
+def completion_response(
+    faults: Faults, draw: float, model: str, body: dict[str, Any], messages: list[dict[str, Any]]
+) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    """(status, body, headers) of one chat completion; `draw` picks an injected fault.
+
+    Every request may get an injected 429/500/503 (`error_rate`); the rest of the draw picks,
+    for a judge request, a malformed verdict, then a verdict fenced without `json`, an empty one
+    or a 500, in that order; for a model request, an empty reply.
+    """
+    rates = faults.settings
+    if draw < rates.error_rate:
+        faults.count("errors_injected")
+        status = (429, 500, 503)[int(draw * 1_000_003) % 3]
+        return (
+            status,
+            {"error": {"message": f"injected {status}", "type": "injected"}},
+            {"retry-after-ms": "5"},
+        )
+    draw = (draw - rates.error_rate) / max(1e-12, 1.0 - rates.error_rate)
+    last = str(messages[-1].get("content", "")) if messages else ""
+    is_judge = JUDGE_MARKER in last
+    faults.count("judge_requests" if is_judge else "model_requests")
+    if is_judge:
+        fenced = rates.malformed_rate + rates.fenced_rate
+        empty = fenced + rates.judge_empty_rate
+        if draw < rates.malformed_rate:
+            faults.count("malformed_injected")
+            text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
+        elif draw < fenced:  # ``` without `json`: the reference parse cannot read it
+            faults.count("fenced_injected")
+            text = judge_reply(last, model).replace("```json\n", "```\n", 1)
+        elif draw < empty:
+            faults.count("judge_empty_injected")
+            text = ""
+        elif draw < empty + rates.judge_error_rate:
+            faults.count("judge_errors_injected")
+            return 500, {"error": {"message": "injected judge 500", "type": "injected"}}, None
+        else:
+            text = judge_reply(last, model)
+    elif draw < rates.empty_reply_rate:
+        faults.count("empty_injected")
+        text = ""
+    else:
+        text = model_reply(model, body.get("temperature"), messages)
+    finish_reason = "content_filter" if not is_judge and REFUSE_MARKER in last else "stop"
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
+    # a request with `reasoning_effort` "thinks" REASONING_TOKENS tokens, billed as output
+    reasoning = REASONING_TOKENS if body.get("reasoning_effort") else 0
+    cached_chars = faults.prefix_cache_hit(body.get("prompt_cache_key"), messages)
+    return (
+        200,
+        {
+            "id": "offline-" + hashlib.sha256(text.encode()).hexdigest()[:12],
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_chars // 4,
+                "prompt_tokens_details": {"cached_tokens": cached_chars // 4},
+                "completion_tokens": len(text) // 4 + reasoning,
+                "completion_tokens_details": {"reasoning_tokens": reasoning},
+                "total_tokens": prompt_chars // 4 + len(text) // 4 + reasoning,
+            },
+        },
+        None,
+    )

@@ -1,0 +1,146 @@
+"""The built-in endpoint's HTTP side: aiohttp routes over the replies, the batch store and the
+account's limits, served on the loopback interface.
+
+`POST /v1/chat/completions` answers as `replies.completion_response` says (after the account's
+limits, see `limits`); `GET /stats` returns request counters, `POST /stats/reset` zeroes them;
+the files and batches routes are `batches.BatchStore`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.testing.batches import BatchStore
+from healthbench_exp.testing.limits import AccountLimits, request_tokens
+from healthbench_exp.testing.replies import JUDGE_MARKER, Faults, completion_response
+
+if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
+    from aiohttp import web
+
+
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
+    from aiohttp import web
+
+    return web.Response(
+        body=json.dumps(body).encode("utf-8"),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def _not_found(path: str) -> web.Response:
+    return _json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+
+class OfflineServer:
+    """The routes, over one Faults, one BatchStore and the account's limits, all set by
+    `settings`; `require_key`: answer 401 to requests without `Authorization: Bearer <it>`."""
+
+    def __init__(self, settings: OfflineServerConfig, require_key: str | None = None) -> None:
+        self.faults = Faults(settings, require_key)
+        self.batches = BatchStore(settings.batch_delay_s)
+        self.limits = AccountLimits(settings)
+
+    def app(self) -> web.Application:
+        from aiohttp import web
+
+        app = web.Application(client_max_size=1 << 30)  # batch input files can be large
+        app.router.add_route("GET", "/{path:.*}", self.get)
+        app.router.add_route("POST", "/{path:.*}", self.post)
+        return app
+
+    async def get(self, request: web.Request) -> web.Response:
+        store = self.batches
+        path = request.path
+        parts = path.strip("/").split("/")
+        if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in store.batches:
+            return _json(200, store.describe(parts[2]))
+        if parts[:2] == ["v1", "files"] and parts[3:] == ["content"] and parts[2] in store.files:
+            from aiohttp import web
+
+            return web.Response(
+                body=store.files[parts[2]]["content"], content_type="application/octet-stream"
+            )
+        if path.rstrip("/") == "/stats":
+            return _json(200, dict(self.faults.counts))
+        if path.rstrip("/") == "/v1/models":
+            return _json(200, {"object": "list", "data": []})
+        return _not_found(path)
+
+    async def post(self, request: web.Request) -> web.Response:
+        path = request.path.rstrip("/")
+        raw = await request.read()
+        if path == "/stats/reset":
+            self.faults.reset()
+            return _json(200, {"ok": True})
+        if path == "/v1/files":
+            return _json(200, self.batches.upload(request.headers["Content-Type"], raw))
+        if path == "/v1/batches":
+            batch = json.loads(raw)
+            if batch.get("input_file_id") not in self.batches.files:
+                return _json(404, {"error": {"message": "no such file", "type": "not_found"}})
+            return _json(200, self.batches.create(batch, self.faults))
+        if path != "/v1/chat/completions":
+            return _not_found(request.path)
+        try:
+            body = json.loads(raw)
+            messages = body["messages"]
+            model = body["model"]
+        except (ValueError, KeyError, TypeError):
+            return _json(
+                400, {"error": {"message": "invalid request body", "type": "invalid_request"}}
+            )
+        faults = self.faults
+        if (
+            faults.require_key
+            and request.headers.get("Authorization") != f"Bearer {faults.require_key}"
+        ):
+            return _json(401, {"error": {"message": "invalid API key", "type": "invalid_api_key"}})
+        limits = self.limits
+        headers: dict[str, str] = {}
+        last = str(messages[-1].get("content", "")) if messages else ""
+        if limits.applies(JUDGE_MARKER in last):
+            if limits.silent:
+                faults.count("silent_held")
+                await asyncio.Event().wait()  # accepted, never answered
+            if limits.quota_exhausted:
+                faults.count("quota_refused")
+                return _json(*limits.quota_error())
+            headers, refusal = limits.admit(model, request_tokens(body, messages))
+            if refusal is not None:
+                faults.count("rate_limited")
+                return _json(*refusal)
+        faults.count("requests")
+        faults.count("in_flight")
+        received = time.perf_counter()
+        try:
+            delay, draw = faults.draw()
+            if delay:
+                await asyncio.sleep(delay)
+            status, payload, extra = completion_response(faults, draw, model, body, messages)
+            return _json(status, payload, {**headers, **(extra or {})} or None)
+        finally:
+            faults.count("in_flight", -1)
+            faults.count("held_ms_total", (time.perf_counter() - received) * 1000.0)
+            faults.counts["last_reply_at"] = time.time()
+
+
+async def serve(server: OfflineServer, port: int) -> None:
+    """Serve on 127.0.0.1:`port` (0: a free one), print "listening on <base URL>", run forever."""
+    from aiohttp import web
+
+    runner = web.AppRunner(server.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+    await site.start()
+    bound = runner.addresses[0][1]
+    print(f"listening on http://127.0.0.1:{bound}/v1", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
