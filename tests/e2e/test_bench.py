@@ -1,14 +1,19 @@
-"""The side-by-side's fairness: the reference re-creation grades exactly as the harness does."""
+"""The benches: each script starts, the two that only print run, and the side-by-side is fair
+(the reference re-creation grades exactly as the harness does)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from healthbench_exp.testing.server import ServerProcess, server_args
 from tests.e2e.test_e2e import REPO, run_cli
@@ -77,3 +82,35 @@ def test_throughput_times_harness_and_reference_on_one_server(tmp_path: Path) ->
             assert 1 <= figures["peak_in_flight"] <= args.concurrency, runner
             assert 0 < figures["evaluation_s"] <= figures["wall_s"], runner
             assert figures["ideal_s"] == max(stats["latency_ms_total"] / 1000 / 16, 0.040)
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
+def test_every_bench_script_starts(script: str) -> None:
+    """Each script's imports of the package resolve (they name modules that move) and it parses
+    its arguments."""
+    result = subprocess.run(
+        [sys.executable, str(BENCH / script), "--help"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout
+
+
+def test_startup_and_wandb_overhead_print_their_figures(tmp_path: Path) -> None:
+    """The two benches that only print run end to end on the demo and on a few synthetic rows."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    startup = subprocess.run(
+        [sys.executable, str(BENCH / "startup.py"), "--repeat", "1"],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert startup.returncode == 0, startup.stderr
+    assert re.search(r"^run 1: first request \d+\.\d\d s after launch$", startup.stdout, re.M)
+    overhead = subprocess.run(
+        [sys.executable, str(BENCH / "wandb_overhead.py"), "--n", "8", "--zero-latency",
+         "--repeat", "1"],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert overhead.returncode == 0, overhead.stderr
+    for mode in ("disabled", "offline"):
+        assert re.search(rf"^1 +{mode} +[\d.]+ +[\d.]+ +[\d.]+ +\d+$", overhead.stdout, re.M)
+    assert "median wall s: disabled" in overhead.stdout
