@@ -20,6 +20,7 @@ from omegaconf.errors import MissingMandatoryValue
 from healthbench_exp.cli.resume import finish_command, plan_resume
 from healthbench_exp.config.schema import Config, ConfigError, register_configs, unknown_option
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
@@ -107,6 +108,7 @@ def app(cfg: DictConfig) -> float | None:
 
     from healthbench_exp.cli import run_lock, startup
     from healthbench_exp.engine import runner
+    from healthbench_exp.output import console
     from healthbench_exp.output import files as reporting
     from healthbench_exp.output.wandb.tracker import JobContext
 
@@ -181,11 +183,12 @@ def app(cfg: DictConfig) -> float | None:
         if line is None:
             raise
         raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
-    print(reporting.format_report(summary))
+    record = RunSummary.from_dict(summary)
+    print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
-    if summary.get("budget") and summary["budget"]["stopped"]:
+    if record.budget_stopped:
         status, code = "partial", 4
-        message = finish_command(output_dir, summary)
+        message = finish_command(output_dir, record)
     else:
         outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
         if outcome.status == "completed":
