@@ -5,7 +5,7 @@ protocol, and DEMO / PARTIAL / status banners (`run_context`).
 
 - `write_run_report`: one run's `report.html`: score with CI, bar charts by theme and axis,
   consensus criteria, and every example (conversation, reply, each criterion with verdict and
-  explanation), paged from the companion `report_examples.js` (`html_examples`), so the page
+  explanation), paged from the companion `report_examples.js` (`output.html.examples`), so the page
   stays small at any run size.
 - `write_meta_eval_report`: a meta-eval's judge vs physicians overall, by category, per
   physician.

@@ -17,7 +17,7 @@ W&B run; the worker's own messages go to `<run dir>/wandb/worker.log`.
 
 A run holds the resolved Hydra config (it names API-key variables, never a key), the Hydra
 overrides, the harness version and git commit; live progress (`progress/*`) while examples
-finish; and at the end what `wandb_content` logs (summary, tables, the results artifact).
+finish; and at the end what `content` logs (summary, tables, the results artifact).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The W&B side of a job, in its own process: `python -m healthbench_exp.output.wandb.worker`.
 
-`tracking.Tracker` starts it when the job's first result is written and talks to it in JSON
+`tracker.Tracker` starts it when the job's first result is written and talks to it in JSON
 lines: on stdin `open` (the `wandb.init` arguments), then any number of `progress` (a dict for
 `run.log`), then `finish` (the summary and the run directory, after every local output is
 written) or `fail` (an exit code); on stdout it answers `opened` (run id, mode, run folder),
@@ -9,7 +9,7 @@ written) or `fail` (an exit code); on stdout it answers `opened` (run id, mode, 
 interpreter lock while requests are in flight, and a W&B crash or hang costs the job nothing.
 
 An online run that cannot open falls back to an offline run with the same id. The run id is
-written to `<run dir>/wandb/run.json` once the run is open (see `tracking.saved_run_id`).
+written to `<run dir>/wandb/run.json` once the run is open (see `tracker.saved_run_id`).
 """
 
 from __future__ import annotations
