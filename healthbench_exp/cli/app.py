@@ -190,10 +190,10 @@ def app(cfg: DictConfig) -> float | None:
         status, code = "partial", 4
         message = finish_command(output_dir, record)
     else:
-        outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
+        outcome = run_outcome(Tally.of(record), config.runner.max_failure_fraction, output_dir)
         if outcome.status == "completed":
             reporting.write_status(output_dir, "completed")
-            return summary["metrics"].get("score")
+            return record.metrics.get("score")
         status, code, message = outcome.status, outcome.exit_code, outcome.message
     reporting.write_status(output_dir, status, message)
     print(f"error: {message}", file=sys.stderr)
