@@ -21,6 +21,7 @@ from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.resume import finish_command, plan_resume
 from healthbench_exp.config.schema import Config, ConfigError, unknown_option
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
@@ -108,6 +109,7 @@ def app(cfg: DictConfig) -> float | None:
 
     from healthbench_exp.cli import run_lock, startup
     from healthbench_exp.engine import runner
+    from healthbench_exp.output import console
     from healthbench_exp.output import files as reporting
     from healthbench_exp.output.wandb.tracker import JobContext
 
@@ -182,16 +184,17 @@ def app(cfg: DictConfig) -> float | None:
         if line is None:
             raise
         raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
-    print(reporting.format_report(summary))
+    record = RunSummary.from_dict(summary)
+    print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
-    if summary.get("budget") and summary["budget"]["stopped"]:
+    if record.budget_stopped:
         status, code = "partial", 4
-        message = finish_command(output_dir, summary)
+        message = finish_command(output_dir, record)
     else:
-        outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
+        outcome = run_outcome(Tally.of(record), config.runner.max_failure_fraction, output_dir)
         if outcome.status == "completed":
             reporting.write_status(output_dir, "completed")
-            return summary["metrics"].get("score")
+            return record.metrics.get("score")
         status, code, message = outcome.status, outcome.exit_code, outcome.message
     reporting.write_status(output_dir, status, message)
     print(f"error: {message}", file=sys.stderr)

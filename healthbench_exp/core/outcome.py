@@ -14,9 +14,9 @@ Exit 2 (configuration or data error) and 4 (`budget.max_usd` reached) are decide
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from healthbench_exp.core.summary import RunSummary
 
 EXIT_FAILED = 3
 EXIT_UNGRADED = 5
@@ -33,24 +33,25 @@ class Tally:
     criteria_ungraded: int  # of those, the ones with no valid verdict
 
     @classmethod
-    def of(cls, summary: Mapping[str, Any]) -> Tally:
+    def of(cls, summary: RunSummary) -> Tally:
         """From a run's summary: `counts` of an eval, or of a meta-eval (one criterion a row)."""
-        counts = summary["counts"]
-        if summary.get("task") == "meta_eval":
-            ungraded = counts["rows_failed"]  # a meta-eval row fails only for want of a verdict
+        if summary.is_meta_eval:
+            meta = summary.meta_counts
+            ungraded = meta.rows_failed  # a meta-eval row fails only for want of a verdict
             return cls(
-                rows=counts["rows"],
-                rows_scored=counts["rows_graded"],
+                rows=meta.rows,
+                rows_scored=meta.rows_graded,
                 rows_failed=0,
-                criteria_judged=counts["rows_graded"] + ungraded,
+                criteria_judged=meta.rows_graded + ungraded,
                 criteria_ungraded=ungraded,
             )
+        counts = summary.eval_counts
         return cls(
-            rows=counts["rows"],
-            rows_scored=counts["rows_scored"],
-            rows_failed=counts["rows_failed"],
-            criteria_judged=counts["criteria_graded"] + counts["ungraded_criteria"],
-            criteria_ungraded=counts["ungraded_criteria"],
+            rows=counts.rows,
+            rows_scored=counts.rows_scored,
+            rows_failed=counts.rows_failed,
+            criteria_judged=counts.criteria_graded + counts.ungraded_criteria,
+            criteria_ungraded=counts.ungraded_criteria,
         )
 
 

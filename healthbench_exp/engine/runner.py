@@ -33,6 +33,7 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import FatalEndpointError, RequestFailed
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.core.version import __version__
 from healthbench_exp.data.completions import work_items
@@ -510,7 +511,8 @@ def run_eval(
     Raises ConfigError / DataError / FatalEndpointError before or instead of a partial result.
     """
     from healthbench_exp.output import files as reporting
-    from healthbench_exp.output.html import report as html_report
+    from healthbench_exp.output.dataset import write_results_dataset
+    from healthbench_exp.output.html import pages as html_report
     from healthbench_exp.output.wandb import tracker as tracking
 
     if config.task.kind is TaskKind.meta_eval:
@@ -557,13 +559,14 @@ def run_eval(
         summary["completions"] = completions_info
         account_invocation(summary, config, output_dir, began)
         summary["wandb"] = tracker.describe()
-        reporting.write_summary(output_dir, summary)
-        reporting.write_results_dataset(output_dir / "results", results)
+        record = RunSummary.from_dict(summary)
+        reporting.write_summary(output_dir, record)
+        write_results_dataset(output_dir / "results", results)
         html_report.write_run_report(output_dir)
     except BaseException as exc:
         tracker.fail(exc)
         raise
-    tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
+    tracker.finish(record, output_dir)  # local outputs are complete; W&B failures only warn
     return summary
 
 

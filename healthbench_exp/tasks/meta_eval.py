@@ -27,6 +27,7 @@ from typing import Any
 from healthbench_exp.config.schema import Config, DataSource
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import MetaEvalResult, MetaEvalRow
 from healthbench_exp.data.healthbench import (
     DataError,
@@ -327,7 +328,8 @@ def run_meta_eval(
         run_async,
     )
     from healthbench_exp.output import files as reporting
-    from healthbench_exp.output.html import report as html_report
+    from healthbench_exp.output.dataset import write_meta_eval_dataset
+    from healthbench_exp.output.html import pages as html_report
     from healthbench_exp.output.wandb import tracker as tracking
 
     started = time.monotonic()
@@ -366,11 +368,12 @@ def run_meta_eval(
         )
         account_invocation(summary, config, output_dir, began)
         summary["wandb"] = tracker.describe()
-        reporting.write_summary(output_dir, summary)
-        reporting.write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
-        html_report.write_meta_eval_report(output_dir, summary)
+        record = RunSummary.from_dict(summary)
+        reporting.write_summary(output_dir, record)
+        write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
+        html_report.write_meta_eval_report(output_dir, record)
     except BaseException as exc:
         tracker.fail(exc)
         raise
-    tracker.finish(summary, output_dir)  # local outputs are complete; W&B failures only warn
+    tracker.finish(record, output_dir)  # local outputs are complete; W&B failures only warn
     return summary

@@ -1,6 +1,6 @@
 """The W&B side of a job, in its own process: `python -m healthbench_exp.output.wandb.worker`.
 
-`tracking.Tracker` starts it when the job's first result is written and talks to it in JSON
+`tracker.Tracker` starts it when the job's first result is written and talks to it in JSON
 lines: on stdin `open` (the `wandb.init` arguments), then any number of `progress` (a dict for
 `run.log`), then `finish` (the summary and the run directory, after every local output is
 written) or `fail` (an exit code); on stdout it answers `opened` (run id, mode, run folder),
@@ -9,7 +9,7 @@ written) or `fail` (an exit code); on stdout it answers `opened` (run id, mode, 
 interpreter lock while requests are in flight, and a W&B crash or hang costs the job nothing.
 
 An online run that cannot open falls back to an offline run with the same id. The run id is
-written to `<run dir>/wandb/run.json` once the run is open (see `tracking.saved_run_id`).
+written to `<run dir>/wandb/run.json` once the run is open (see `tracker.saved_run_id`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ import signal
 import sys
 from pathlib import Path
 from typing import IO, Any
+
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.output.wandb.content import log_eval, log_meta_eval
 
 
 def emit(channel: IO[str], event: str, **fields: Any) -> None:
@@ -65,8 +68,6 @@ def open_run(init: dict[str, Any], channel: IO[str]) -> Any | None:
 
 def serve(commands: IO[str], channel: IO[str]) -> None:
     """Open the run from the first command, then follow the rest until finish, fail or EOF."""
-    from healthbench_exp.output.wandb.content import log_eval, log_meta_eval
-
     first = json.loads(commands.readline() or "{}")
     if first.get("op") != "open":
         return
@@ -88,8 +89,8 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
             if command["op"] == "progress":
                 run.log(command["data"])
             elif command["op"] == "finish":
-                summary = command["summary"]
-                if summary.get("task") == "meta_eval":
+                summary = RunSummary.from_dict(command["summary"])
+                if summary.is_meta_eval:
                     log_meta_eval(run, summary, output_dir)
                 else:
                     log_eval(run, summary, output_dir)
