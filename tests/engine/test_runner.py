@@ -13,6 +13,7 @@ from pathlib import Path
 import datasets
 import pytest
 
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import (
     Config,
     ConfigError,
@@ -26,7 +27,7 @@ from healthbench_exp.config.schema import (
     WandbConfig,
     WandbMode,
 )
-from healthbench_exp.engine.runner import run_eval, steady_collector
+from healthbench_exp.engine.loop import steady_collector
 from healthbench_exp.model.endpoint import FatalEndpointError
 from tests.grading.test_scoring import reference_aggregate
 

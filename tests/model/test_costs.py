@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from healthbench_exp import dry_run
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import (
     REFERENCE_SYSTEM_MESSAGE,
     BudgetConfig,
@@ -18,7 +20,6 @@ from healthbench_exp.config.schema import (
     SamplingConfig,
     validate,
 )
-from healthbench_exp.engine.runner import dry_run, run_eval
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
 from healthbench_exp.model.costs import Budget, BudgetExhausted, cost_usd
 from healthbench_exp.testing.server import REASONING_TOKENS, judge_reply
