@@ -3,11 +3,12 @@
 The public API (what the tests and the docs use; everything else is internal):
 
 - `run(config, output_dir)`: run one job from a `Config`, as `python -m healthbench_exp` does,
-  writing the same outputs; returns the summary (the content of `summary.json`).
+  writing the same outputs; returns the summary as `summary.json` holds it.
 - `dry_run(config, output_dir)`: the cost estimate (`estimate.json`); nothing is sent.
 - `load_config(overrides)`: `conf/` composed with command-line style overrides, as the CLI
   composes it: the `Config` and the resolved config as plain data.
-- `Config`: the typed configuration (`config.schema`).
+- `Config`: the typed configuration (`config.schema`); `RunSummary`: the typed summary
+  (`core.summary`, the schema of `summary.json`; `RunSummary.from_dict` reads one).
 - Loaders: `load_examples` (HealthBench rows), `load_meta_rows` (meta-eval rows) and
   `work_items` (the rows to grade, with their given replies or none to sample).
 
@@ -27,12 +28,14 @@ if TYPE_CHECKING:
     from healthbench_exp.cli.compose import load_config
     from healthbench_exp.cli.job import dry_run, run
     from healthbench_exp.config.schema import Config
+    from healthbench_exp.core.summary import RunSummary
     from healthbench_exp.data.completions import work_items
     from healthbench_exp.data.healthbench import load_examples
     from healthbench_exp.data.meta_eval import load_meta_rows
 
 _PUBLIC = {
     "Config": "healthbench_exp.config.schema",
+    "RunSummary": "healthbench_exp.core.summary",
     "dry_run": "healthbench_exp.cli.job",
     "load_config": "healthbench_exp.cli.compose",
     "load_examples": "healthbench_exp.data.healthbench",
@@ -43,6 +46,7 @@ _PUBLIC = {
 
 __all__ = [
     "Config",
+    "RunSummary",
     "__version__",
     "dry_run",
     "load_config",

@@ -31,6 +31,7 @@ from healthbench_exp.engine.estimate import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import FatalEndpointError, QuotaExhausted
+from healthbench_exp.output import console
 from healthbench_exp.output import files as reporting
 
 log = logging.getLogger("healthbench_exp")
@@ -121,7 +122,7 @@ def app(cfg: DictConfig) -> float | None:
             print(format_estimate(estimate, output_dir))
             reporting.write_status(output_dir, "dry_run")
             return None
-        summary = jobs.run(config, output_dir, plain, job)
+        record = jobs.run_job(config, output_dir, plain, job)
     except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
         reporting.write_status(output_dir, "ungraded", str(exc))
         log_to_file(f"error: {exc}")
@@ -162,16 +163,18 @@ def app(cfg: DictConfig) -> float | None:
         if line is None:
             raise
         raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
-    print(reporting.format_report(summary))
+    print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
-    if summary.get("budget") and summary["budget"]["stopped"]:
+    if record.budget_stopped:
         status, code = "partial", 4
-        message = finish_command(output_dir, summary)
+        message = finish_command(output_dir, record)
     else:
-        outcome = run_outcome(Tally.of(summary), config.runner.max_failure_fraction, output_dir)
+        outcome = run_outcome(
+            Tally.of(record.to_dict()), config.runner.max_failure_fraction, output_dir
+        )
         if outcome.status == "completed":
             reporting.write_status(output_dir, "completed")
-            return summary["metrics"].get("score")
+            return record.metrics.get("score")
         status, code, message = outcome.status, outcome.exit_code, outcome.message
     reporting.write_status(output_dir, status, message)
     print(f"error: {message}", file=sys.stderr)

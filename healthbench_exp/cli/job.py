@@ -16,6 +16,7 @@ from typing import Any
 from healthbench_exp.cli import startup
 from healthbench_exp.config.schema import Config, ConfigError, TaskKind
 from healthbench_exp.core.sink import Sink
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine import run as engine
 from healthbench_exp.output.files import write_json
 from healthbench_exp.output.sinks import local_files
@@ -76,30 +77,41 @@ def build_sinks(
     return [local_files(config.task.kind, output_dir), WandbSink(tracker, output_dir)]
 
 
+def run_job(
+    config: Config,
+    output_dir: Path,
+    config_dict: dict[str, Any],
+    job: tracking.JobContext | None = None,
+) -> RunSummary:
+    """Run the configured task, write every output into `output_dir`, return the summary.
+
+    The outputs are the CLI's: the JSONL files, `summary.json`, `invocations.jsonl`, the
+    `results/` dataset, `report.html` and the W&B run (`config.wandb`); the CLI's own job
+    bookkeeping (`status.json`, the run lock, exit codes) is not done here. `config_dict` is
+    the resolved config as plain data, written as the summary's `config` and W&B's; `job`
+    carries what Hydra knows (overrides, sweep directory). Every start-up problem is reported
+    at once (ConfigError) before any data load or request; raises ConfigError / DataError /
+    FatalEndpointError before or instead of a partial result.
+    """
+    readiness = startup.check(config)  # every problem found without a network, at once
+    task = build_task(config, config_dict)
+    sinks = build_sinks(config, config_dict, output_dir, job or tracking.JobContext(), readiness)
+    return engine.run(task, engine.RunSettings(config, output_dir), sinks)
+
+
 def run(
     config: Config,
     output_dir: Path | str,
     config_dict: dict[str, Any] | None = None,
     job: tracking.JobContext | None = None,
 ) -> dict[str, Any]:
-    """Run the configured task, write every output into `output_dir`, return the summary.
-
-    The outputs are the CLI's: the JSONL files, `summary.json`, `invocations.jsonl`, the
-    `results/` dataset, `report.html` and the W&B run (`config.wandb`); the CLI's own job
-    bookkeeping (`status.json`, the run lock, exit codes) is not done here. `config_dict` is
-    the resolved config as plain data, written as the summary's `config` and W&B's (default:
-    `plain_config(config)`); `job` carries what Hydra knows (overrides, sweep directory).
-    Every start-up problem is reported at once (ConfigError) before any data load or request;
-    raises ConfigError / DataError / FatalEndpointError before or instead of a partial result.
-    """
+    """`run_job` for a caller with a `Config`: the same outputs; returns the summary as
+    summary.json holds it (`RunSummary.from_dict` reads it typed). `config_dict` defaults to
+    `plain_config(config)`. A config with `dry_run` set is refused: call `dry_run`."""
     if config.dry_run:
         raise ConfigError("dry_run=true: call healthbench_exp.dry_run for the estimate")
-    output_dir = Path(output_dir)
     config_dict = plain_config(config) if config_dict is None else config_dict
-    readiness = startup.check(config)  # every problem found without a network, at once
-    task = build_task(config, config_dict)
-    sinks = build_sinks(config, config_dict, output_dir, job or tracking.JobContext(), readiness)
-    return engine.run(task, engine.RunSettings(config, output_dir), sinks)
+    return run_job(config, Path(output_dir), config_dict, job).to_dict()
 
 
 def dry_run(

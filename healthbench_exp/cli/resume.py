@@ -28,6 +28,7 @@ from omegaconf import OmegaConf
 
 from healthbench_exp.config.measured import flat_keys, measured_changes
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.model.costs import budget_to_finish
 
 
@@ -153,25 +154,26 @@ def _status(run_dir: Path) -> str | None:
         return None
 
 
-def finish_command(run_dir: Path, summary: dict[str, Any]) -> str:
+def finish_command(run_dir: Path, summary: RunSummary) -> str:
     """What a run stopped by its budget says: how many rows are left and the command that
     finishes them, with the `budget.max_usd` to raise to (never the one that stopped it)."""
-    counts, budget = summary["counts"], summary["budget"]
-    left, rows = counts["rows_not_run"], counts["rows"]
+    counts, budget, usage = summary.counts, summary.budget, summary.usage
+    assert counts is not None and budget is not None and usage is not None, "a budget stop's"
+    left, rows = counts.rows_not_run, counts.rows
     per_row = ""
-    cap = budget_to_finish(summary["usage"], rows - left, left)
-    if cap is None:  # no row finished: nothing to extrapolate from
-        cap = 10 * budget["max_usd"]
+    spent = usage.total_cost_usd
+    cap = budget_to_finish(spent, rows - left, left)
+    if cap is None or spent is None:  # no row finished: nothing to extrapolate from
+        cap = 10 * budget.max_usd
         per_row = "no row finished to estimate their cost from"
     else:
-        spent = summary["usage"]["total_cost_usd"]
         per_row = (
             f"the {left} rows left should cost about ${spent / (rows - left) * left:.4f} at "
             f"this run's ${spent / (rows - left):.4f} per finished row"
         )
-    cap = max(cap, budget["max_usd"])
+    cap = max(cap, budget.max_usd)
     return (
-        f"budget.max_usd={budget['max_usd']:g} reached: {left} of {rows} rows not run; finish "
+        f"budget.max_usd={budget.max_usd:g} reached: {left} of {rows} rows not run; finish "
         f"with: python -m healthbench_exp resume={run_dir} budget.max_usd={cap:g} "
         f"(budget.max_usd caps each invocation's new spend; {per_row}; "
         "budget.max_usd=null removes the cap; finished calls are not paid again)"

@@ -9,8 +9,8 @@ For one run the engine calls, on every sink in the order given:
    leaves no result file behind);
 2. `on_result(result)` as each row finishes (an `ExampleResult` or a `MetaEvalResult`), from
    the event loop's thread: it must be quick and must not block;
-3. `describe()` once the summary is built, on every sink before any sink finishes: entries the
-   sink adds to the summary (W&B: where its run is; most sinks: none);
+3. `describe()` once the summary is built, on every sink before any sink finishes: fields of
+   the `RunSummary` the sink sets (W&B: `wandb`, where its run is; most sinks: none);
 4. `finish(summary, results)` in order, so sinks listed first (local files) are complete before
    later ones (W&B) run; or, when anything raised on the way, `fail(error)` on every sink that
    had not finished, and the error propagates.
@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from healthbench_exp.core.summary import RunSummary
+
 
 class Sink(Protocol):
     """Receives one run's results as they finish and its summary at the end."""
@@ -35,9 +37,9 @@ class Sink(Protocol):
         """One row finished (an `ExampleResult` or a `MetaEvalResult`)."""
 
     def describe(self) -> dict[str, Any]:
-        """Entries to add to the summary (top-level key -> value) before any sink finishes."""
+        """`RunSummary` fields this sink sets (name -> value), before any sink finishes."""
 
-    def finish(self, summary: dict[str, Any], results: Sequence[Any]) -> None:
+    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
         """The run ended: the summary (with every sink's `describe()`) and every result."""
 
     def fail(self, error: BaseException) -> None:

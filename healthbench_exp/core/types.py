@@ -9,6 +9,25 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+AXES = frozenset(
+    {
+        "accuracy",
+        "completeness",
+        "context_awareness",
+        "communication_quality",
+        "instruction_following",
+    }
+)  # the five rubric axes (`axis:<name>` tags)
+THEMES = (
+    "emergency_referrals",
+    "context_seeking",
+    "global_health",
+    "health_data_tasks",
+    "communication",
+    "hedging",
+    "complex_responses",
+)  # the seven themes of HealthBench, in the paper's order
+
 
 def tag_value(tags: Iterable[str], key: str) -> str | None:
     prefix = key + ":"

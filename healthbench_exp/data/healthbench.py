@@ -21,29 +21,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from healthbench_exp.config.schema import ConfigError, DatasetConfig, DataSource
-from healthbench_exp.core.types import Criterion, Example, tag_value
+from healthbench_exp.core.types import AXES, Criterion, Example, tag_value
+from healthbench_exp.core.types import THEMES as THEMES  # re-exported: the data's vocabulary
 
 log = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://openaipublic.blob.core.windows.net/simple-evals/healthbench/"
-AXES = frozenset(
-    {
-        "accuracy",
-        "completeness",
-        "context_awareness",
-        "communication_quality",
-        "instruction_following",
-    }
-)
-THEMES = (
-    "emergency_referrals",
-    "context_seeking",
-    "global_health",
-    "health_data_tasks",
-    "communication",
-    "hedging",
-    "complex_responses",
-)  # the seven themes of HealthBench, in the paper's order
 SAMPLE_FILE = "sample.jsonl"
 SOURCE_TIMEOUT_S = 4.0  # a data source that does not answer within this fails the start
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, needed_roles
 from healthbench_exp.core.sink import Sink
+from healthbench_exp.core.summary import RunSummary, Usage
 from healthbench_exp.engine.builtin import builtin_server
 from healthbench_exp.engine.endpoints import (
     Role,
@@ -64,7 +65,7 @@ def roles_of(config: Config, needed_only: bool = True) -> dict[str, Role]:
     }
 
 
-def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> dict[str, Any]:
+def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> RunSummary:
     """Run `task`, feeding `sinks`; return the summary (see the module docstring)."""
     config, output_dir = settings.config, settings.output_dir
     started = time.monotonic()
@@ -90,10 +91,11 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> d
                 evaluate_with_clients(task, items, roles, urls, keys, loop, on_result)
             )
         measured = Measured(stats, usage_summary(config, stats), time.monotonic() - started)
-        summary = task.summarize(results, measured)
-        account_invocation(summary, demo, output_dir, began)
+        summary = account_invocation(
+            task.summarize(results, measured), measured, demo, output_dir, began
+        )
         for sink in sinks:
-            summary.update(sink.describe())
+            summary = replace(summary, **sink.describe())
         for sink in sinks:  # in order: local outputs complete before W&B finishes
             sink.finish(summary, results)
             finished += 1
@@ -105,25 +107,23 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> d
 
 
 def account_invocation(
-    summary: dict[str, Any], demo: bool, output_dir: Path, began: datetime
-) -> None:
-    """Record this invocation's usage in the run's `invocations.jsonl`; make `summary`'s usage
-    the run's whole (every invocation, with the breakdown), and state what kind of result it
-    is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in endpoint
-    answered: the scores mean nothing)."""
+    summary: RunSummary, measured: Measured, demo: bool, output_dir: Path, began: datetime
+) -> RunSummary:
+    """Record this invocation's usage (`measured`) in the run's `invocations.jsonl`; return
+    `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
+    of result it is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in
+    endpoint answered: the scores mean nothing)."""
+    budget = measured.endpoints.get("budget")
     invocations = record_invocation(
-        output_dir,
-        summary["usage"],
-        summary.get("budget"),
-        began,
-        measured_fingerprint(summary["config"]),
+        output_dir, measured.usage, budget, began, measured_fingerprint(summary.config)
     )
-    summary["usage"] = cumulative_usage(invocations)
-    budget = summary.get("budget")
-    summary["partial"] = bool(summary["counts"].get("rows_not_run")) or bool(
-        budget and budget["stopped"]
+    rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
+    return replace(
+        summary,
+        usage=Usage.from_dict(cumulative_usage(invocations)),
+        partial=bool(rows_not_run) or bool(budget and budget["stopped"]),
+        demo=demo,
     )
-    summary["demo"] = demo
 
 
 def estimate(task: Task[Any, Any], settings: RunSettings) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from healthbench_exp.core.errors import OutputWriteError
+
 T = TypeVar("T")
 
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -41,15 +43,6 @@ class RunInterrupted(BaseException):
     def exit_code(self) -> int:
         """The shell's convention for a process ended by a signal: 128 + its number."""
         return 128 + self.signum
-
-
-class OutputWriteError(Exception):
-    """Writing `path` failed with the OSError `error` (disk full, read-only, no permission)."""
-
-    def __init__(self, path: Path, error: OSError) -> None:
-        self.path = path
-        self.error = error
-        super().__init__(f"cannot write {path}: {error.strerror or error}")
 
 
 def _raise_interrupted(signum: int, frame: Any) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import Config, PriceConfig, needed_roles
+from healthbench_exp.core.summary import USAGE_FIELDS
 
 CHARS_PER_TOKEN = 4  # rough English ratio, for requests whose usage is not known yet
 BATCH_PRICE_FACTOR = 0.5  # OpenAI bills Batch API tokens at half the listed price
@@ -80,18 +81,6 @@ class Budget:
         return self.refused > 0
 
 
-USAGE_FIELDS = (
-    "requests",
-    "prompt_tokens",
-    "cached_prompt_tokens",
-    "completion_tokens",
-    "reasoning_tokens",
-    "cache_hits",
-    "replayed_prompt_tokens",
-    "replayed_completion_tokens",
-)
-
-
 def usage_summary(config: Config, endpoint_stats: dict[str, Any]) -> dict[str, Any]:
     """Per role: the usage counters, the price used and `cost_usd`; plus `total_cost_usd`.
 
@@ -128,33 +117,6 @@ def usage_summary(config: Config, endpoint_stats: dict[str, Any]) -> dict[str, A
         total = None if total is None or cost is None else total + cost
     usage["total_cost_usd"] = total
     return usage
-
-
-def format_usage(usage: dict[str, Any]) -> str:
-    """One line per role and the total, for the end-of-run table."""
-
-    def dollars(value: float | None) -> str:
-        return "unknown (no price configured)" if value is None else f"${value:.4f}"
-
-    lines = []
-    for role in ("model", "judge"):
-        u = usage[role]
-        if not u["requests"] and not u["cache_hits"]:
-            continue
-        reasoning = f", {u['reasoning_tokens']} reasoning" if u["reasoning_tokens"] else ""
-        lines.append(
-            f"  {role} tokens: {u['prompt_tokens']} prompt ({u['cached_prompt_tokens']} cached by "
-            f"the provider), {u['completion_tokens']} completion{reasoning}; "
-            f"cost {dollars(u['cost_usd'])}"
-        )
-        if u["cache_hits"]:
-            lines.append(
-                f"    + {u['cache_hits']} calls replayed from the response cache, not billed "
-                f"again ({u['replayed_prompt_tokens']} prompt, "
-                f"{u['replayed_completion_tokens']} completion tokens)"
-            )
-    lines.append(f"  total cost {dollars(usage['total_cost_usd'])}")
-    return "\n".join(lines)
 
 
 INVOCATIONS_FILE = "invocations.jsonl"
@@ -241,11 +203,11 @@ def _sum_or_none(values: Any) -> float | None:
     return total
 
 
-def budget_to_finish(usage: dict[str, Any], rows_done: int, rows_left: int) -> float | None:
+def budget_to_finish(spent: float | None, rows_done: int, rows_left: int) -> float | None:
     """A `budget.max_usd` that should let one more invocation finish `rows_left` rows: 1.5x
-    their cost at this run's cost per finished row so far, rounded up to two significant
-    digits. None when no row finished or no cost is known (then nothing can be extrapolated)."""
-    spent = usage.get("total_cost_usd")
+    their cost at this run's cost per finished row so far (`spent` over `rows_done`: the
+    run's `usage.total_cost_usd`), rounded up to two significant digits. None when no row
+    finished or no cost is known (then nothing can be extrapolated)."""
     if not rows_done or not rows_left or not spent:
         return None
     needed = 1.5 * spent / rows_done * rows_left

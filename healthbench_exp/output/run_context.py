@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from healthbench_exp.core.summary import Completions, EvalCounts, RunSummary
+
 NOT_FINAL = ("running", None)
 
 
@@ -78,14 +80,17 @@ def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def replies_label(summary: dict[str, Any]) -> str:
+def replies_label(completions: Completions | None, config: dict[str, Any]) -> str:
     """Whose replies a run graded: the model's name, or the physician / file source."""
-    completions = summary.get("completions") or {"source": "model"}
-    if completions["source"] == "model":
-        return str(_section(summary.get("config") or {}, "model").get("name", "?"))
-    if completions["source"] == "file":
-        return f"replies from {completions.get('path')}"
-    return f"{completions['source']} completions, Group {completions.get('group')}"
+    if completions is None or completions.source == "model":
+        return str(_section(config, "model").get("name", "?"))
+    if completions.source == "file":
+        return f"replies from {completions.path}"
+    return f"{completions.source} completions, Group {completions.group}"
+
+
+def _known(value: Any) -> Any:
+    return "?" if value is None else value
 
 
 def _g(value: Any) -> str:
@@ -120,17 +125,19 @@ def sampling_label(config: dict[str, Any], task: str = "eval") -> str:
     return ", ".join(parts)
 
 
-def count_label(summary: dict[str, Any] | None) -> str:
+def count_label(summary: RunSummary | None) -> str:
     """How much was graded, e.g. `24 examples x 1 rollout (24 rows)`."""
-    counts = (summary or {}).get("counts") or {}
-    if (summary or {}).get("task") == "meta_eval":
-        return f"{counts.get('rows', '?')} rows, {counts.get('rows_graded', '?')} graded"
-    if not counts:
+    counts = summary.counts if summary is not None else None
+    if summary is not None and summary.is_meta_eval:
+        rows, graded = (counts.rows, summary.meta_counts.rows_graded) if counts else (None, None)
+        return f"{_known(rows)} rows, {_known(graded)} graded"
+    if counts is None:
         return "not run"
-    rollouts = counts.get("rollouts_per_example", 1)
+    assert isinstance(counts, EvalCounts)
+    rollouts = 1 if counts.rollouts_per_example is None else counts.rollouts_per_example
     return (
-        f"{counts.get('examples', '?')} examples x {rollouts} rollout{'s' * (rollouts != 1)} "
-        f"({counts.get('rows_scored', '?')} of {counts.get('rows', '?')} rows scored)"
+        f"{_known(counts.examples)} examples x {rollouts} rollout{'s' * (rollouts != 1)} "
+        f"({_known(counts.rows_scored)} of {_known(counts.rows)} rows scored)"
     )
 
 
@@ -142,18 +149,18 @@ def is_demo(config: dict[str, Any], reply_source: str = "model") -> bool:
 
 def banners(
     config: dict[str, Any],
-    summary: dict[str, Any] | None,
+    summary: RunSummary | None,
     status: dict[str, Any] | None,
 ) -> list[Banner]:
     """DEMO, PARTIAL and non-completed status banners (see the module docstring)."""
-    source = ((summary or {}).get("completions") or {}).get("source", "model")
+    completions = summary.completions if summary is not None else None
     out = []
-    if is_demo(config, source):
+    if is_demo(config, completions.source if completions else "model"):
         out.append(Banner("DEMO", "built-in offline endpoint: the scores mean nothing"))
     state = (status or {}).get("status")
-    budget = (summary or {}).get("budget") or {}
-    if budget.get("stopped") or state == "partial":
-        not_run = ((summary or {}).get("counts") or {}).get("rows_not_run")
+    if (summary is not None and summary.budget_stopped) or state == "partial":
+        counts = summary.counts if summary is not None else None
+        not_run = counts.rows_not_run if counts is not None else None
         reason = (status or {}).get("error") or (
             f"budget reached; {not_run} rows not run" if not_run is not None else "budget reached"
         )
@@ -163,13 +170,13 @@ def banners(
     return out
 
 
-def protocol_label(summary: dict[str, Any] | None) -> str:
+def protocol_label(summary: RunSummary | None) -> str:
     """`reference (...)` or the grading description naming what differs from the reference."""
-    protocol = (summary or {}).get("protocol") or {}
-    if not protocol:
+    protocol = summary.protocol if summary is not None else None
+    if protocol is None:
         return "unknown"
-    grading = str(protocol.get("grading", ""))
-    return f"reference: {grading}" if protocol.get("reference") else grading
+    grading = "" if protocol.grading is None else str(protocol.grading)
+    return f"reference: {grading}" if protocol.reference else grading
 
 
 def utc_date(timestamp: float | None) -> str | None:
@@ -180,17 +187,22 @@ def utc_date(timestamp: float | None) -> str | None:
 
 
 def run_context(
-    summary: dict[str, Any] | None,
+    summary: RunSummary | None,
     status: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     written_at: float | None = None,
 ) -> RunContext:
     """The context of one run from its records; `config` defaults to the one summary.json holds
     (a dry run or a failed job has none: pass the estimate's or `.hydra/config.yaml`'s)."""
-    config = config if config is not None else (summary or {}).get("config") or {}
-    task = (summary or {}).get("task") or _section(config, "task").get("kind") or "eval"
-    usage = (summary or {}).get("usage") or {}
-    replies = replies_label({**(summary or {}), "config": config})
+    if config is None:
+        config = (summary.config if summary is not None else None) or {}
+    task = (
+        (summary.task if summary is not None else None)
+        or _section(config, "task").get("kind")
+        or "eval"
+    )
+    usage = summary.usage if summary is not None else None
+    replies = replies_label(summary.completions if summary is not None else None, config)
     return RunContext(
         task=str(task),
         replies="meta-eval (judge vs physicians)" if task == "meta_eval" else replies,
@@ -200,7 +212,7 @@ def run_context(
         count=count_label(summary),
         sampling=sampling_label(config, str(task)),
         date=utc_date(written_at),
-        cost_usd=usage.get("total_cost_usd"),
+        cost_usd=usage.total_cost_usd if usage is not None else None,
         protocol=protocol_label(summary),
         banners=banners(config, summary, status),
     )

@@ -15,15 +15,11 @@ from typing import Any
 
 from healthbench_exp.config.schema import TaskKind
 from healthbench_exp.core.sink import Sink
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import ExampleResult, MetaEvalResult
-from healthbench_exp.output.files import (
-    JsonlWriter,
-    ResultWriter,
-    write_meta_eval_dataset,
-    write_results_dataset,
-    write_summary,
-)
-from healthbench_exp.output.html.report import write_meta_eval_report, write_run_report
+from healthbench_exp.output.dataset import write_meta_eval_dataset, write_results_dataset
+from healthbench_exp.output.files import JsonlWriter, ResultWriter, write_summary
+from healthbench_exp.output.html.pages import write_meta_eval_report, write_run_report
 
 
 class _RowFiles:
@@ -57,7 +53,7 @@ class EvalFiles(_RowFiles):
     def on_result(self, result: ExampleResult) -> None:
         self.writer.write(result)
 
-    def finish(self, summary: dict[str, Any], results: Sequence[ExampleResult]) -> None:
+    def finish(self, summary: RunSummary, results: Sequence[ExampleResult]) -> None:
         self.open.close()
         write_summary(self.output_dir, summary)
         write_results_dataset(self.output_dir / "results", list(results))
@@ -74,7 +70,7 @@ class MetaEvalFiles(_RowFiles):
     def on_result(self, result: MetaEvalResult) -> None:
         self.writer.write(result.record)
 
-    def finish(self, summary: dict[str, Any], results: Sequence[MetaEvalResult]) -> None:
+    def finish(self, summary: RunSummary, results: Sequence[MetaEvalResult]) -> None:
         self.open.close()
         write_summary(self.output_dir, summary)
         write_meta_eval_dataset(self.output_dir / "results", [r.record for r in results])

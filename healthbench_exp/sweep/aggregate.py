@@ -20,22 +20,19 @@ labelled by the overrides that set them apart (`model=gpt41 T=0.7`).
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
-from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 
-from healthbench_exp.grading.agreement import cohen_agreement
-from healthbench_exp.grading.comparison import paired_bootstrap
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.scoring import ci95, tag_metric_names
 from healthbench_exp.output.files import write_json
-from healthbench_exp.output.html.report import sweep_report
+from healthbench_exp.output.html.pages import sweep_report
 from healthbench_exp.output.run_context import utc_date
+from healthbench_exp.sweep.compare import judge_agreement, pairwise
 from healthbench_exp.sweep.jobs import (
     Job,
     find_jobs,
@@ -46,9 +43,6 @@ from healthbench_exp.sweep.jobs import (
     total,
 )
 from healthbench_exp.sweep.markdown import markdown, write_csv
-
-BOOTSTRAP_SAMPLES = 1000
-SEED = 0
 
 
 def job_row(job: Job) -> dict[str, Any]:
@@ -74,25 +68,24 @@ def job_row(job: Job) -> dict[str, Any]:
     if job.status == "dry_run":
         estimate = read_json(job.path / "estimate.json") or {}
         return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
-    if summary is None or not summary.get("counts"):
+    if summary is None or summary.counts is None:
         return row
-    counts, metrics = summary["counts"], summary["metrics"]
-    if summary.get("task") == "meta_eval":
+    if summary.is_meta_eval:
         return {**row, **meta_eval_row(job)}
+    counts, metrics = summary.eval_counts, summary.metrics
     row.update(
         {
-            "rollouts": counts["rollouts_per_example"],
+            "rollouts": counts.rollouts_per_example,
             "overall_score": metrics.get("overall_score"),
             "bootstrap_std": metrics.get("overall_score:bootstrap_std"),
             "n": metrics.get("overall_score:n_samples", 0),
-            "ungraded_criteria": counts["ungraded_criteria"],
-            "rows_failed": counts["rows_failed"],
-            "tokens": sum(
-                counts[f"{r}_{k}_tokens"]
-                for r in ("model", "judge")
-                for k in ("prompt", "completion")
-            ),
-            "wall_time_s": counts["wall_time_s"],
+            "ungraded_criteria": counts.ungraded_criteria,
+            "rows_failed": counts.rows_failed,
+            "tokens": counts.model_prompt_tokens
+            + counts.model_completion_tokens
+            + counts.judge_prompt_tokens
+            + counts.judge_completion_tokens,
+            "wall_time_s": counts.wall_time_s,
             **job_costs(summary),
         }
     )
@@ -101,10 +94,10 @@ def job_row(job: Job) -> dict[str, Any]:
         row["ci_low"], row["ci_high"] = ci95(row["overall_score"], std)
     if "length_adjusted_score" in metrics:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
-    repeats = summary.get("repeats")
+    repeats = summary.repeats
     if repeats:
-        row["run_to_run_std"] = repeats["run_to_run_std"]
-        row.update({f"worst_at_{k}": v for k, v in repeats["worst_at_k"].items()})
+        row["run_to_run_std"] = repeats.run_to_run_std
+        row.update({f"worst_at_{k}": v for k, v in repeats.worst_at_k.items()})
     for name in tag_metric_names(metrics, "theme:") + tag_metric_names(metrics, "axis:"):
         row[name] = metrics[name]
     row["files"] = {
@@ -116,7 +109,7 @@ def job_row(job: Job) -> dict[str, Any]:
 def meta_eval_row(job: Job) -> dict[str, Any]:
     """The sweep-summary columns of a completed meta-eval job."""
     assert job.summary is not None
-    counts, metrics = job.summary["counts"], job.summary["metrics"]
+    counts, metrics = job.summary.meta_counts, job.summary.metrics
     physicians = "physicians_weighted_mean:pairwise_physician_f1_balanced"
     return {
         "pairwise_model_f1_balanced": metrics.get("pairwise_model_f1_balanced"),
@@ -125,142 +118,25 @@ def meta_eval_row(job: Job) -> dict[str, Any]:
         "physicians_f1_balanced": metrics.get(physicians),
         "category_mean_model_f1_balanced": metrics.get("category_mean:pairwise_model_f1_balanced"),
         "category_mean_physicians_f1_balanced": metrics.get(f"category_mean:{physicians}"),
-        "rows": counts["rows"],
-        "ungraded_rows": counts["rows_failed"],
-        "tokens": counts["judge_prompt_tokens"] + counts["judge_completion_tokens"],
-        "wall_time_s": counts["wall_time_s"],
+        "rows": counts.rows,
+        "ungraded_rows": counts.rows_failed,
+        "tokens": counts.judge_prompt_tokens + counts.judge_completion_tokens,
+        "wall_time_s": counts.wall_time_s,
         **job_costs(job.summary),
         "files": {n: (job.path / n).exists() for n in ("report.html", "summary.json")},
     }
 
 
-def job_costs(summary: dict[str, Any]) -> dict[str, Any]:
+def job_costs(summary: RunSummary) -> dict[str, Any]:
     """`cost_usd` (None: a price is missing) and each endpoint's share."""
-    usage = summary.get("usage") or {}
+    usage = summary.usage
+    if usage is None:
+        return {"cost_usd": None, "model_cost_usd": None, "judge_cost_usd": None}
     return {
-        "cost_usd": usage.get("total_cost_usd"),
-        "model_cost_usd": (usage.get("model") or {}).get("cost_usd"),
-        "judge_cost_usd": (usage.get("judge") or {}).get("cost_usd"),
+        "cost_usd": usage.total_cost_usd,
+        "model_cost_usd": usage.model.cost_usd if usage.model else None,
+        "judge_cost_usd": usage.judge.cost_usd if usage.judge else None,
     }
-
-
-def judge_verdicts(job: Job) -> dict[tuple[Any, ...], bool | None]:
-    """Each item the job's judge graded -> its verdict (None: ungraded).
-
-    An item is (prompt_id, rollout, criterion, the reply's sha256) for an eval, and (prompt_id,
-    completion_id, repeat, rubric) for a meta-eval, so two jobs share an item only when their
-    judges saw the same reply and criterion.
-    """
-    verdicts: dict[tuple[Any, ...], bool | None] = {}
-    if (job.path / "meta_eval.jsonl").exists():
-        with open(job.path / "meta_eval.jsonl", encoding="utf-8") as f:
-            for line in f:
-                r = json.loads(line)
-                key = ("meta", r["prompt_id"], r["completion_id"], r["repeat"], r["rubric"])
-                verdicts[key] = r["criteria_met"]
-        return verdicts
-    replies: dict[tuple[str, int], str] = {}
-    with open(job.path / "examples.jsonl", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            if r["completion"] is not None:
-                digest = hashlib.sha256(r["completion"].encode("utf-8")).hexdigest()
-                replies[r["prompt_id"], r["rollout"]] = digest
-    with open(job.path / "per_criterion.jsonl", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            reply = replies.get((r["prompt_id"], r["rollout"]))
-            if reply is not None:
-                key = ("eval", r["prompt_id"], r["rollout"], r["criterion_id"], reply)
-                verdicts[key] = r["criteria_met"]
-    return verdicts
-
-
-def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
-    """Agreement rate and Cohen's kappa for every pair of completed jobs with shared items,
-    over the items both judges graded."""
-    done = [
-        j
-        for j in jobs
-        if j.status == "completed"
-        and ((j.path / "meta_eval.jsonl").exists() or (j.path / "per_criterion.jsonl").exists())
-    ]
-    verdicts = {j.name: judge_verdicts(j) for j in done}
-    pairs = []
-    for i, a in enumerate(done):
-        for b in done[i + 1 :]:
-            va, vb = verdicts[a.name], verdicts[b.name]
-            shared = va.keys() & vb.keys()
-            if not shared:
-                continue
-            both = [(va[k], vb[k]) for k in shared if va[k] is not None and vb[k] is not None]
-            result = cohen_agreement(both)  # type: ignore[arg-type]
-            judges = [
-                (j.summary or {}).get("config", {}).get("judge", {}).get("name") for j in (a, b)
-            ]
-            pairs.append(
-                {
-                    "a": a.name,
-                    "b": b.name,
-                    "a_label": labels[a.name],
-                    "b_label": labels[b.name],
-                    "a_judge": judges[0],
-                    "b_judge": judges[1],
-                    "shared_items": len(shared),
-                    **result.__dict__,
-                }
-            )
-    return pairs
-
-
-def prompt_scores(job: Job) -> tuple[dict[str, float], dict[str, str]]:
-    """Per prompt_id: the mean example score over its scored rollouts, and its theme."""
-    totals: dict[str, list[float]] = defaultdict(list)
-    themes: dict[str, str] = {}
-    with open(job.path / "examples.jsonl", encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            if row["score"] is not None:
-                totals[row["prompt_id"]].append(row["score"])
-                themes[row["prompt_id"]] = row["theme"]
-    return {p: sum(s) / len(s) for p, s in totals.items()}, themes
-
-
-def pairwise(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
-    """Paired bootstrap A - B for every pair of completed jobs with shared prompt_ids."""
-    done = [j for j in jobs if j.status == "completed" and (j.path / "examples.jsonl").exists()]
-    scores = {j.name: prompt_scores(j) for j in done}
-    pairs = []
-    for i, a in enumerate(done):
-        for b in done[i + 1 :]:
-            (sa, themes), (sb, _) = scores[a.name], scores[b.name]
-            overall = paired_bootstrap(sa, sb, BOOTSTRAP_SAMPLES, SEED)
-            if overall is None:
-                continue
-            by_theme = {}
-            for theme in sorted({themes[p] for p in set(sa) & set(sb)}):
-                in_theme = {p for p in sa if themes[p] == theme}
-                diff = paired_bootstrap(
-                    {p: sa[p] for p in in_theme},
-                    {p: sb[p] for p in in_theme if p in sb},
-                    BOOTSTRAP_SAMPLES,
-                    SEED,
-                )
-                if diff is not None:
-                    by_theme[theme] = diff.__dict__
-            pairs.append(
-                {
-                    "a": a.name,
-                    "b": b.name,
-                    "a_label": labels[a.name],
-                    "b_label": labels[b.name],
-                    "a_overrides": " ".join(a.overrides),
-                    "b_overrides": " ".join(b.overrides),
-                    **overall.__dict__,
-                    "themes": by_theme,
-                }
-            )
-    return pairs
 
 
 def summarize(inputs: list[Path]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.output.run_context import RunContext, run_context
 
 SEARCH_DEPTH = 4  # levels below a given directory searched for run directories
@@ -41,7 +42,7 @@ class Job:
     status: str  # completed | partial | dry_run | failed | unfinished | another final status
     error: str | None
     overrides: list[str]
-    summary: dict[str, Any] | None
+    summary: RunSummary | None  # None: no readable summary.json (not finished, or a dry run)
     config: dict[str, Any]  # as resolved, when the run's records hold it (else as composed)
     context: RunContext
 
@@ -60,12 +61,13 @@ def is_run_dir(path: Path) -> bool:
     )
 
 
-def _composed_config(path: Path) -> dict[str, Any]:
+def _composed_config(path: Path, summary: RunSummary | None) -> dict[str, Any]:
     """The run's config: from summary.json, a dry run's estimate, or `.hydra/config.yaml`."""
-    for name in ("summary.json", "estimate.json"):
-        config = (read_json(path / name) or {}).get("config")
-        if isinstance(config, dict):
-            return config
+    if summary is not None and isinstance(summary.config, dict) and summary.config:
+        return summary.config
+    config = (read_json(path / "estimate.json") or {}).get("config")
+    if isinstance(config, dict):
+        return config
     composed = path / ".hydra" / "config.yaml"
     if composed.is_file():
         try:
@@ -81,7 +83,7 @@ def load_job(path: Path, name: str | None = None) -> Job:
     overrides_file = path / ".hydra" / "overrides.yaml"
     overrides = [str(o) for o in OmegaConf.load(overrides_file)] if overrides_file.exists() else []
     status = read_json(path / "status.json") or {}
-    summary = read_json(path / "summary.json")
+    summary = read_summary(path)
     state = status.get("status")
     if state == "dry_run" and (path / "estimate.json").exists():
         kind = "dry_run"
@@ -92,7 +94,7 @@ def load_job(path: Path, name: str | None = None) -> Job:
     record = next((path / n for n in ("summary.json", "status.json") if (path / n).exists()), None)
     written_at = record.stat().st_mtime if record is not None else None
     unfinished = {"status": "unfinished", "error": "killed, or still running"}
-    config = _composed_config(path)
+    config = _composed_config(path, summary)
     context = run_context(
         summary, unfinished if kind == "unfinished" else status, config, written_at
     )

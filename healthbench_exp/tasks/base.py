@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from healthbench_exp.config.schema import JudgeConfig, PromptOrder
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.version import __version__
 from healthbench_exp.grading.grader import template_sha256
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -91,8 +92,9 @@ class Task(Protocol[Item, Result]):
     def tally(self, counts: RunCounts, result: Result) -> None:
         """Count a finished row into the run's counts (the progress bar's)."""
 
-    def summarize(self, results: Sequence[Result], measured: Measured) -> dict[str, Any]:
-        """The run's summary (summary.json) of every result and the measured counters."""
+    def summarize(self, results: Sequence[Result], measured: Measured) -> RunSummary:
+        """The run's summary (summary.json) of every result and the measured counters; the
+        engine then adds the run's whole usage, `partial`, `demo` and the sinks' fields."""
 
     def estimate(self, counter: CallCounter) -> int:
         """Count the calls the rows would make (a dry run); return the number of rows."""

@@ -26,6 +26,7 @@ from healthbench_exp.config.schema import (
     ScoringConfig,
 )
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
@@ -100,7 +101,7 @@ class EvalTask:
     def tally(self, counts: RunCounts, result: ExampleResult) -> None:
         counts.add(result)
 
-    def summarize(self, results: Sequence[ExampleResult], measured: Measured) -> dict[str, Any]:
+    def summarize(self, results: Sequence[ExampleResult], measured: Measured) -> RunSummary:
         summary = build_summary(
             list(results),
             self.runner,
@@ -111,7 +112,7 @@ class EvalTask:
             measured,
         )
         summary["completions"] = self.completions_info
-        return summary
+        return RunSummary.from_dict(summary)
 
     def estimate(self, counter: CallCounter) -> int:
         items, _ = work_items(

@@ -28,6 +28,7 @@ from healthbench_exp.config.schema import (
     TaskConfig,
 )
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import MetaEvalResult, MetaEvalRow
 from healthbench_exp.data.healthbench import sample_examples
 from healthbench_exp.data.meta_eval import load_meta_rows
@@ -95,9 +96,11 @@ class MetaEvalTask:
     def tally(self, counts: RunCounts, result: MetaEvalResult) -> None:
         counts.add_grade(result.grade)
 
-    def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> dict[str, Any]:
-        return build_meta_summary(
-            list(results), self.runner, self.sampling, self.judge, self.config_dict, measured
+    def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> RunSummary:
+        return RunSummary.from_dict(
+            build_meta_summary(
+                list(results), self.runner, self.sampling, self.judge, self.config_dict, measured
+            )
         )
 
     def estimate(self, counter: CallCounter) -> int:

@@ -10,7 +10,7 @@ import pytest
 import wandb_workspaces.reports.v2 as wr
 from wandb_workspaces import expr
 
-from healthbench_exp.output.wandb.report import (
+from healthbench_exp.output.wandb.sweep_report import (
     SUMMARY_COLUMNS,
     ReportError,
     build_report,

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
 from healthbench_exp.grading.scoring import tag_metric_names
 
 ARTIFACT_TYPE = "healthbench-results"
@@ -22,7 +23,7 @@ TABLE_LOG_MAX_ROWS = 10_000  # what run.log keeps of a table
 ARTIFACT_TABLE_MAX_ROWS = 200_000  # what one artifact table holds; larger ones are split
 
 
-def log_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
+def log_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
     """An eval's summary metrics, tables with bar charts, and the results artifact."""
     import wandb
 
@@ -50,7 +51,7 @@ def log_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
         run.log_artifact(artifact)
 
 
-def log_meta_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
+def log_meta_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
     """Tables by category and per physician, per-row verdicts, the results artifact."""
     import wandb
 
@@ -76,27 +77,31 @@ def log_meta_eval(run: Any, summary: dict[str, Any], output_dir: Path) -> None:
         run.log_artifact(artifact)
 
 
-def update_summary(run: Any, summary: dict[str, Any]) -> None:
+def update_summary(run: Any, summary: RunSummary) -> None:
     """Every defined metric under its reference name, `counts/*`, cost and usage."""
-    run.summary.update({k: v for k, v in summary["metrics"].items() if v is not None})
-    run.summary.update({f"counts/{k}": v for k, v in summary["counts"].items()})
+    run.summary.update({k: v for k, v in summary.metrics.items() if v is not None})
+    counts = summary.counts.to_dict() if summary.counts is not None else {}
+    run.summary.update({f"counts/{k}": v for k, v in counts.items()})
     run.summary.update(usage_metrics(summary))
-    run.summary.update({k: bool(summary.get(k)) for k in ("partial", "demo")})
+    run.summary.update({"partial": bool(summary.partial), "demo": bool(summary.demo)})
 
 
-def usage_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+def usage_metrics(summary: RunSummary) -> dict[str, Any]:
     """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary."""
-    from healthbench_exp.model.costs import USAGE_FIELDS
-
-    usage = summary.get("usage") or {}
+    usage = summary.usage
     metrics: dict[str, Any] = {}
-    if usage.get("total_cost_usd") is not None:
-        metrics["cost/total_usd"] = usage["total_cost_usd"]
+    if usage is None:
+        return metrics
+    if usage.total_cost_usd is not None:
+        metrics["cost/total_usd"] = usage.total_cost_usd
     for role in ("model", "judge"):
-        entry = usage.get(role) or {}
-        if entry.get("cost_usd") is not None:
-            metrics[f"cost/{role}_usd"] = entry["cost_usd"]
-        metrics.update({f"usage/{role}/{k}": entry[k] for k in USAGE_FIELDS if k in entry})
+        entry = usage.role(role)
+        if entry.cost_usd is not None:
+            metrics[f"cost/{role}_usd"] = entry.cost_usd
+        counters = entry.to_dict()  # a counter an older summary lacks is left out
+        metrics.update(
+            {f"usage/{role}/{k}": counters[k] for k in USAGE_FIELDS if counters[k] is not None}
+        )
     return metrics
 
 
@@ -163,11 +168,11 @@ def example_table(path: Path) -> Any:
     )
 
 
-def breakdown_tables(summary: dict[str, Any]) -> dict[str, Any]:
+def breakdown_tables(summary: RunSummary) -> dict[str, Any]:
     """by_theme, by_axis, by_consensus_criterion: name, score, bootstrap_std, n_samples."""
     import wandb
 
-    metrics = summary["metrics"]
+    metrics = summary.metrics
     columns = ["name", "score", "bootstrap_std", "n_samples"]
     tables = {}
     for table_name, prefix in (("by_theme", "theme:"), ("by_axis", "axis:")):
@@ -179,12 +184,12 @@ def breakdown_tables(summary: dict[str, Any]) -> dict[str, Any]:
         tables[table_name] = wandb.Table(columns=columns, data=data)
     consensus = [
         [
-            f"{row['theme']} / {row['behavior_category']} / {row['criterion']}",
-            row["score"],
-            row["bootstrap_std"],
-            row["n_samples"],
+            f"{row.theme} / {row.behavior_category} / {row.criterion}",
+            row.score,
+            row.bootstrap_std,
+            row.n_samples,
         ]
-        for row in summary["consensus"]
+        for row in summary.consensus or []
     ]
     tables["by_consensus_criterion"] = wandb.Table(columns=columns, data=consensus)
     return tables
@@ -200,15 +205,16 @@ META_ROW_COLUMNS = [
 ]  # fmt: skip
 
 
-def meta_category_table(summary: dict[str, Any]) -> Any:
+def meta_category_table(summary: RunSummary) -> Any:
     """The judge's and the physicians' balanced F1 per category (undefined: empty cell)."""
     import wandb
 
-    data = [[row[c] for c in META_CATEGORY_COLUMNS] for row in summary["by_category"]]
+    rows = [row.to_dict() for row in summary.by_category or []]
+    data = [[row[c] for c in META_CATEGORY_COLUMNS] for row in rows]
     return wandb.Table(columns=META_CATEGORY_COLUMNS, data=data, allow_mixed_types=True)
 
 
-def physician_table(summary: dict[str, Any]) -> Any:
+def physician_table(summary: RunSummary) -> Any:
     """Each physician's leave-one-out precision, recall and F1 (pos, neg, balanced), overall."""
     import wandb
 
@@ -216,8 +222,8 @@ def physician_table(summary: dict[str, Any]) -> Any:
              for c in ("balanced", "pos", "neg")]  # fmt: skip
     columns = ["physician", *(n.removeprefix("pairwise_physician_") for n in names), "n_f1"]
     data = [
-        [pid, *(m[n]["value"] for n in names), m["pairwise_physician_f1_balanced"]["n"]]
-        for pid, m in summary["agreement"]["physicians"].items()
+        [pid, *(m[n].value for n in names), m["pairwise_physician_f1_balanced"].n]
+        for pid, m in (summary.agreement.physicians if summary.agreement else {}).items()
     ]
     return wandb.Table(columns=columns, data=data, allow_mixed_types=True)
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.types import ExampleResult, MetaEvalResult
 from healthbench_exp.output.wandb.tracker import Tracker
 
@@ -30,9 +31,10 @@ class WandbSink:
 
     def describe(self) -> dict[str, Any]:
         """`wandb` in summary.json: where the run is (None when W&B is disabled)."""
-        return {"wandb": self.tracker.describe()}
+        where = self.tracker.describe()
+        return {"wandb": None if where is None else WandbInfo.from_dict(where)}
 
-    def finish(self, summary: dict[str, Any], results: Sequence[Any]) -> None:
+    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
         self.tracker.finish(summary, self.output_dir)
 
     def fail(self, error: BaseException) -> None:

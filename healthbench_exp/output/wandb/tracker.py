@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from healthbench_exp.config.schema import CompletionSource, Config, TaskKind
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.version import __version__
 from healthbench_exp.output.wandb.mode import Readiness, resolve_mode
 
@@ -265,7 +266,7 @@ class Tracker:
         }
         self._send({"op": "progress", "data": progress})
 
-    def finish(self, summary: dict[str, Any], output_dir: Path) -> None:
+    def finish(self, summary: RunSummary, output_dir: Path) -> None:
         """Summary, tables, charts and the results artifact; then finish the run.
 
         Call it after every local output is written; it never raises.
@@ -274,7 +275,7 @@ class Tracker:
             return
         self._start_opening()  # a job with no result still gets its run
         self.log_progress()
-        self._send({"op": "finish", "summary": summary})
+        self._send({"op": "finish", "summary": summary.to_dict()})
         self._close()
 
     def sync_hint(self) -> str | None:

@@ -22,6 +22,9 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.output.wandb.content import log_eval, log_meta_eval
+
 
 def emit(channel: IO[str], event: str, **fields: Any) -> None:
     channel.write(json.dumps({"event": event, **fields}) + "\n")
@@ -65,8 +68,6 @@ def open_run(init: dict[str, Any], channel: IO[str]) -> Any | None:
 
 def serve(commands: IO[str], channel: IO[str]) -> None:
     """Open the run from the first command, then follow the rest until finish, fail or EOF."""
-    from healthbench_exp.output.wandb.content import log_eval, log_meta_eval
-
     first = json.loads(commands.readline() or "{}")
     if first.get("op") != "open":
         return
@@ -88,8 +89,8 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
             if command["op"] == "progress":
                 run.log(command["data"])
             elif command["op"] == "finish":
-                summary = command["summary"]
-                if summary.get("task") == "meta_eval":
+                summary = RunSummary.from_dict(command["summary"])
+                if summary.is_meta_eval:
                     log_meta_eval(run, summary, output_dir)
                 else:
                     log_eval(run, summary, output_dir)

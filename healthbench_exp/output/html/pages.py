@@ -23,6 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.grading.scoring import ci95, tag_metric_names
 from healthbench_exp.output.html.charts import (
     banner_html,
@@ -58,9 +59,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _context(output_dir: Path, summary: dict[str, Any]) -> RunContext:
+def _context(output_dir: Path, summary: RunSummary) -> RunContext:
     """The run's context from its summary, its status.json, and when summary.json was written."""
-    summary_file = output_dir / "summary.json"
+    summary_file = output_dir / RunSummary.FILE
     written_at = summary_file.stat().st_mtime if summary_file.exists() else None
     return run_context(summary, _read_json(output_dir / "status.json"), written_at=written_at)
 
@@ -74,9 +75,10 @@ def _write_if_changed(path: Path, text: str) -> None:
     partial.replace(path)
 
 
-def meta_eval_page(summary: dict[str, Any], context: RunContext) -> str:
+def meta_eval_page(summary: RunSummary, context: RunContext) -> str:
     """report.html of a meta-eval: judge vs physicians overall, by category, per physician."""
-    metrics, counts = summary["metrics"], summary["counts"]
+    metrics, counts = summary.metrics, summary.meta_counts
+    assert summary.agreement is not None, "a meta-eval's summary has its agreement"
     judge = context.judge or "?"
     physicians = "physicians_weighted_mean:pairwise_physician_f1_balanced"
     headline = [
@@ -91,32 +93,32 @@ def meta_eval_page(summary: dict[str, Any], context: RunContext) -> str:
     categories = [
         "<tr>"
         + cells(
-            c["category"].removeprefix("cluster:"),
-            c["model_f1_balanced"],
-            c["physicians_weighted_mean_f1_balanced"],
-            c["physicians"],
-            c["rows_graded"],
-            c["rows"],
+            c.category.removeprefix("cluster:"),
+            c.model_f1_balanced,
+            c.physicians_weighted_mean_f1_balanced,
+            c.physicians,
+            c.rows_graded,
+            c.rows,
         )
         + "</tr>"
-        for c in summary["by_category"]
+        for c in summary.by_category or []
     ]
     per_physician = [
         "<tr>"
         + cells(
             pid,
-            m["pairwise_physician_f1_balanced"]["value"],
-            m["pairwise_physician_f1_pos"]["value"],
-            m["pairwise_physician_f1_neg"]["value"],
-            m["pairwise_physician_f1_balanced"]["n"],
+            m["pairwise_physician_f1_balanced"].value,
+            m["pairwise_physician_f1_pos"].value,
+            m["pairwise_physician_f1_neg"].value,
+            m["pairwise_physician_f1_balanced"].n,
         )
         + "</tr>"
-        for pid, m in summary["agreement"]["physicians"].items()
+        for pid, m in summary.agreement.physicians.items()
     ]
     body = (
         context_header(f"HealthBench meta-eval: judge {judge}", context)
-        + f"<p class='muted'>{counts['rows_graded']} of {counts['rows']} rows graded, "
-        f"{counts['physicians']} physicians, {counts['categories']} categories; pairwise F1 "
+        + f"<p class='muted'>{counts.rows_graded} of {counts.rows} rows graded, "
+        f"{counts.physicians} physicians, {counts.categories} categories; pairwise F1 "
         "against every other rater's label on the same row; – = undefined (no pairs).</p>"
         f"<p><b>pairwise_model_f1_balanced</b> <span id='headline'>"
         f"{fmt(metrics['pairwise_model_f1_balanced'])}</span>; physicians "
@@ -134,22 +136,23 @@ def meta_eval_page(summary: dict[str, Any], context: RunContext) -> str:
     return page(f"HealthBench meta-eval · {context.title()}", body)
 
 
-def write_meta_eval_report(output_dir: Path, summary: dict[str, Any]) -> Path:
+def write_meta_eval_report(output_dir: Path, summary: RunSummary) -> Path:
     """Write a meta-eval's report.html (see `meta_eval_page`)."""
     path = output_dir / "report.html"
     _write_if_changed(path, meta_eval_page(summary, _context(output_dir, summary)))
     return path
 
 
-def run_page(summary: dict[str, Any], context: RunContext) -> str:
+def run_page(summary: RunSummary, context: RunContext) -> str:
     """A run's report.html: header, scores and charts, consensus criteria, the example pager."""
-    metrics, counts = summary["metrics"], summary["counts"]
+    metrics, counts = summary.metrics, summary.eval_counts
+    not_run = 0 if counts.rows_not_run is None else counts.rows_not_run  # None: an old summary
     body = [
         context_header(f"HealthBench run: {context.title(flags=False)}", context),
-        f"<p class='muted'>{counts['rows']} rows, {counts['rows_scored']} scored, "
-        f"{counts['rows_failed']} failed, {counts.get('rows_not_run', 0)} not run, "
-        f"{counts['ungraded_criteria']} ungraded criteria, "
-        f"wall time {counts['wall_time_s']:.1f} s</p>",
+        f"<p class='muted'>{counts.rows} rows, {counts.rows_scored} scored, "
+        f"{counts.rows_failed} failed, {not_run} not run, "
+        f"{counts.ungraded_criteria} ungraded criteria, "
+        f"wall time {counts.wall_time_s:.1f} s</p>",
     ]
     if "overall_score" in metrics:
         body.append(f"<p><b>overall_score</b> <span id='overall-score'>{_ci(metrics)}</span></p>")
@@ -157,17 +160,17 @@ def run_page(summary: dict[str, Any], context: RunContext) -> str:
         body.append("<h2>By axis</h2>" + bar_chart(_score_items(metrics, "axis:")))
     else:
         body.append("<p class='bad'>No example could be scored.</p>")
-    if summary.get("consensus"):
+    if summary.consensus:
         rows = [
             "<tr>"
-            + cells(c["theme"], c["behavior_category"], c["criterion"], c["score"], c["n_samples"])
+            + cells(c.theme, c.behavior_category, c.criterion, c.score, c.n_samples)
             + "</tr>"
-            for c in summary["consensus"]
+            for c in summary.consensus
         ]
         header = ["theme", "behavior category", "criterion", "score", "n"]
         body.append("<h2>Consensus criteria</h2>" + table(header, rows))
     themes = [n.removeprefix("theme:") for n in tag_metric_names(metrics, "theme:")]
-    body.append(examples_section(counts["rows"], themes))
+    body.append(examples_section(counts.rows, themes))
     return page(f"HealthBench run · {context.title()}", "".join(body))
 
 
@@ -180,9 +183,9 @@ def write_run_report(output_dir: Path) -> Path:
 def refresh_report(output_dir: Path) -> Path:
     """(Re)write a run's report.html from summary.json and status.json; the companion is left
     as it is. Unchanged content is not rewritten."""
-    summary = _read_json(output_dir / "summary.json")
+    summary = read_summary(output_dir)
     assert summary is not None, f"no summary.json in {output_dir}"
-    if summary.get("task") == "meta_eval":
+    if summary.is_meta_eval:
         return write_meta_eval_report(output_dir, summary)
     path = output_dir / "report.html"
     _write_if_changed(path, run_page(summary, _context(output_dir, summary)))

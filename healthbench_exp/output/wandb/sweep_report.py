@@ -15,7 +15,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from healthbench_exp.data.healthbench import AXES, THEMES
+from healthbench_exp.core.types import AXES, THEMES
+from healthbench_exp.output.wandb.mode import api_key
 
 SUMMARY_COLUMNS = [
     "run:displayName",
@@ -96,8 +97,6 @@ def make_report(argv: list[str]) -> str:
         raise ReportError(
             "W&B reports need wandb-workspaces: pip install 'healthbench-exp[report]'"
         ) from None
-    from healthbench_exp.output.wandb.mode import api_key
-
     if not api_key():  # a login, whatever WANDB_MODE says
         raise ReportError(
             "no W&B login: run `wandb login` or set WANDB_API_KEY (offline runs must be "

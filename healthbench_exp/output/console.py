@@ -1,0 +1,162 @@
+"""The text a run prints at its end: the results table of an eval or of a meta-eval, with the
+usage and cost of every endpoint and the budget's verdict, all read from its `RunSummary`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from healthbench_exp.core.summary import RunSummary, Usage
+from healthbench_exp.grading.scoring import ci95, tag_metric_names
+
+
+def _ci(metrics: dict[str, Any], name: str) -> str:
+    mean, std = metrics[name], metrics[f"{name}:bootstrap_std"]
+    low, high = ci95(mean, std)
+    return f"{mean:.4f}  [{low:.4f}, {high:.4f}]  n={metrics[f'{name}:n_samples']}"
+
+
+def _value(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def _dollars(value: float | None) -> str:
+    return "unknown (no price configured)" if value is None else f"${value:.4f}"
+
+
+def format_usage(usage: Usage) -> str:
+    """One line per role and the total, for the end-of-run table."""
+    lines = []
+    for role in ("model", "judge"):
+        u = usage.role(role)
+        if not u.requests and not u.cache_hits:
+            continue
+        reasoning = f", {u.reasoning_tokens} reasoning" if u.reasoning_tokens else ""
+        lines.append(
+            f"  {role} tokens: {u.prompt_tokens} prompt ({u.cached_prompt_tokens} cached by "
+            f"the provider), {u.completion_tokens} completion{reasoning}; "
+            f"cost {_dollars(u.cost_usd)}"
+        )
+        if u.cache_hits:
+            lines.append(
+                f"    + {u.cache_hits} calls replayed from the response cache, not billed "
+                f"again ({u.replayed_prompt_tokens} prompt, "
+                f"{u.replayed_completion_tokens} completion tokens)"
+            )
+    lines.append(f"  total cost {_dollars(usage.total_cost_usd)}")
+    return "\n".join(lines)
+
+
+def format_meta_report(summary: RunSummary) -> str:
+    """The end-of-run table of a meta-eval: judge vs physicians, overall and by category."""
+    metrics, counts = summary.metrics, summary.meta_counts
+    judge, physicians = (
+        "pairwise_model_f1_balanced",
+        "physicians_weighted_mean:pairwise_physician_f1_balanced",
+    )
+    lines = [
+        "",
+        "HealthBench meta-eval: agreement with physicians (pairwise balanced F1; "
+        "physicians: n-weighted mean, each vs the others)",
+        f"  judge    pairwise_model_f1_balanced  {_value(metrics[judge])}"
+        f"   (pos F1 {_value(metrics['pairwise_model_f1_pos'])}, "
+        f"neg F1 {_value(metrics['pairwise_model_f1_neg'])})",
+        f"  physicians                           {_value(metrics.get(physicians))}"
+        f"   ({counts.physicians} physicians)",
+        f"  mean over categories: judge {_value(metrics[f'category_mean:{judge}'])}, "
+        f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
+        f"  by category:{'':<53} judge  physicians  rows",
+    ]
+    for row in summary.by_category or []:
+        lines.append(
+            f"    {row.category.removeprefix('cluster:')[:60]:<60} "
+            f"{_value(row.model_f1_balanced):>9} "
+            f"{_value(row.physicians_weighted_mean_f1_balanced):>10} {row.rows:>5}"
+        )
+    lines.append(
+        f"  rows graded {counts.rows_graded}/{counts.rows}, ungraded {counts.rows_failed}"
+        f"; judge requests {counts.judge_requests} (from the cache: "
+        f"{counts.judge_cache_hits}); wall time {counts.wall_time_s:.1f} s"
+    )
+    if counts.rows_failed:
+        lines.append("  ungraded rows are left out of the judge's metrics (see meta_eval.jsonl)")
+    lines += _cost_lines(summary)
+    return "\n".join(lines)
+
+
+def _cost_lines(summary: RunSummary) -> list[str]:
+    """Usage and cost per endpoint over every invocation of the run, each invocation's cost
+    when there were several, and the budget's verdict if one was set."""
+    usage = summary.usage
+    assert usage is not None and summary.counts is not None, "a finished run's summary"
+    lines = [format_usage(usage)]
+    invocations = usage.invocations or []
+    if len(invocations) > 1:
+        costs = ", ".join(
+            f"#{i.invocation} "
+            + ("unknown" if i.total_cost_usd is None else f"${i.total_cost_usd:.4f}")
+            for i in invocations
+        )
+        lines.append(f"  over {len(invocations)} invocations of this run: {costs}")
+    budget = summary.budget
+    if budget and budget.stopped:
+        lines.append(
+            f"  PARTIAL RUN: budget.max_usd={budget.max_usd:g} reached after spending "
+            f"${budget.spent_usd:.4f} in this invocation; {summary.counts.rows_not_run} "
+            f"of {summary.counts.rows} rows not run (resume to finish them; finished "
+            "calls are not paid again)"
+        )
+    elif budget:
+        lines.append(
+            f"  budget: ${budget.spent_usd:.4f} of ${budget.max_usd:g} spent in this invocation"
+        )
+    return lines
+
+
+def format_report(summary: RunSummary) -> str:
+    """The end-of-run table: overall score with a 95% CI, by theme, by axis, counts."""
+    if summary.is_meta_eval:
+        return format_meta_report(summary)
+    metrics, counts = summary.metrics, summary.eval_counts
+    lines = [
+        "",
+        "HealthBench results (mean clipped to [0, 1]; 95% CI = mean +- 1.96 bootstrap std)",
+    ]
+    if summary.demo:
+        lines.append("  DEMO: the built-in offline endpoint answered; these scores mean nothing")
+    if summary.partial:
+        lines.append(
+            f"  PARTIAL: {counts.rows_not_run} of {counts.rows} rows not run; the scores "
+            "cover the finished rows only"
+        )
+    if "overall_score" in metrics:
+        lines.append(f"  overall_score          {_ci(metrics, 'overall_score')}")
+        for prefix in ("theme:", "axis:"):
+            names = tag_metric_names(metrics, prefix)
+            if names:
+                lines.append(f"  by {prefix[:-1]}:")
+                lines.extend(f"    {n[len(prefix) :]:<22} {_ci(metrics, n)}" for n in names)
+    else:
+        lines.append("  no example could be scored")
+    unscorable = counts.rows_unscorable or 0  # None: a summary from before it was counted
+    lines.append(
+        f"  rows scored {counts.rows_scored}/{counts.rows}, failed {counts.rows_failed}, "
+        + (f"unscorable {unscorable}, " if unscorable else "")
+        + f"not run {counts.rows_not_run}; "
+        f"ungraded criteria {counts.ungraded_criteria}/{counts.criteria}"
+    )
+    several = len((summary.usage.invocations if summary.usage else None) or []) > 1
+    lines.append(
+        f"  requests{' this invocation' if several else ''}: model {counts.model_requests}, "
+        f"judge {counts.judge_requests} "
+        f"(from the cache, not paid again: model {counts.model_cache_hits}, "
+        f"judge {counts.judge_cache_hits}); wall time {counts.wall_time_s:.1f} s"
+    )
+    if summary.failures:
+        first = summary.failures[0]
+        lines.append(f"  first failure: {first.prompt_id} rollout {first.rollout}: {first.error}")
+    if counts.ungraded_criteria:
+        lines.append(
+            "  ungraded criteria are left out of the scores (see per_criterion.jsonl, error column)"
+        )
+    lines += _cost_lines(summary)
+    return "\n".join(lines)

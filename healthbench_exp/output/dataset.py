@@ -1,0 +1,119 @@
+"""The run's results as an HF dataset (`results/`, `datasets.save_to_disk`).
+
+- an eval: one record per scored row, in the verifiers environment's schema (SPEC section 5):
+  `results_record`; failed and unscorable rows stay in examples.jsonl;
+- a meta-eval: its per-row verdicts, the rows of meta_eval.jsonl.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from healthbench_exp.grading.scoring import consensus_criteria, reward
+
+if TYPE_CHECKING:
+    from healthbench_exp.core.types import ExampleResult
+
+
+def results_record(result: ExampleResult) -> dict[str, Any]:
+    """One row of the results dataset, in the verifiers environment's schema (SPEC section 5)."""
+    table = consensus_criteria()
+    example = result.example
+    score = result.score
+    assert score is not None and result.completion is not None
+    clipped = reward(score)
+    return {
+        "prompt": result.messages,
+        "completion": [{"role": "assistant", "content": result.completion}],
+        "reward": clipped,
+        "reward_healthbench": clipped,
+        "score": score,
+        "rollout": result.rollout,
+        "answer": "",
+        "task": "default",
+        "info": {
+            "prompt_id": example.prompt_id,
+            "theme": example.theme,
+            "criteria": [c.text for c in example.rubrics],
+            "criterion_ids": [c.criterion_id for c in example.rubrics],
+            "points_list": [c.points for c in example.rubrics],
+            "axes": [c.axis for c in example.rubrics],
+            "consensus_criteria": [
+                table.get(c.cluster) if c.cluster else None for c in example.rubrics
+            ],
+        },
+        "performance_by_rubric": [
+            {"criteria_met": g.criteria_met, "judge_explanation": g.explanation or None}
+            for g in result.grades
+        ],
+    }
+
+
+def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
+    """Save the scored rows as an HF dataset; failed and unscorable rows stay in examples.jsonl."""
+    import datasets
+    from datasets import Features, Sequence, Value
+
+    datasets.disable_progress_bars()
+    records = [results_record(r) for r in results if r.metrics is not None]
+    integral = all(isinstance(p, int) for r in records for p in r["info"]["points_list"])
+    message = {"role": Value("string"), "content": Value("string")}
+    features = Features(
+        {
+            "prompt": [message],
+            "completion": [message],
+            "reward": Value("float64"),
+            "reward_healthbench": Value("float64"),
+            "score": Value("float64"),
+            "rollout": Value("int32"),
+            "answer": Value("string"),
+            "task": Value("string"),
+            "info": {
+                "prompt_id": Value("string"),
+                "theme": Value("string"),
+                "criteria": Sequence(Value("string")),
+                "criterion_ids": Sequence(Value("string")),
+                "points_list": Sequence(Value("int64" if integral else "float64")),
+                "axes": Sequence(Value("string")),
+                "consensus_criteria": [
+                    {
+                        "theme": Value("string"),
+                        "behavior_category": Value("string"),
+                        "criterion": Value("string"),
+                    }
+                ],
+            },
+            "performance_by_rubric": [
+                {"criteria_met": Value("bool"), "judge_explanation": Value("string")}
+            ],
+        }
+    )
+    columns = {name: [record[name] for record in records] for name in features}
+    # one shard even when empty: `load_from_disk` cannot read back a zero-shard dataset
+    datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(path), num_shards=1)
+
+
+def write_meta_eval_dataset(path: Path, records: list[dict[str, Any]]) -> None:
+    """Save the meta-eval's per-row verdicts (the rows of meta_eval.jsonl) as an HF dataset."""
+    import datasets
+    from datasets import Features, Sequence, Value
+
+    datasets.disable_progress_bars()
+    features = Features(
+        {
+            "prompt_id": Value("string"),
+            "completion_id": Value("string"),
+            "repeat": Value("int32"),
+            "category": Value("string"),
+            "rubric": Value("string"),
+            "criteria_met": Value("bool"),
+            "explanation": Value("string"),
+            "judge_attempts": Value("int32"),
+            "error": Value("string"),
+            "binary_labels": Sequence(Value("bool")),
+            "anonymized_physician_ids": Sequence(Value("string")),
+        }
+    )
+    columns = {name: [record[name] for record in records] for name in features}
+    datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(path), num_shards=1)

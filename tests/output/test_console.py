@@ -1,0 +1,159 @@
+"""The end-of-run table reads a `RunSummary`: every line of a finished eval and meta-eval, the
+budget's verdict, several invocations, and a summary written before some counts existed."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
+from healthbench_exp.output.console import format_report, format_usage
+from healthbench_exp.output.run_context import run_context
+
+
+def _role(requests: int, cost: float | None, cache_hits: int = 0) -> dict[str, Any]:
+    counters = {name: 0 for name in USAGE_FIELDS} | {
+        "requests": requests,
+        "prompt_tokens": 10 * requests,
+        "completion_tokens": requests,
+        "cache_hits": cache_hits,
+        "replayed_prompt_tokens": 10 * cache_hits,
+    }
+    return counters | {"cost_usd": cost}
+
+
+EVAL_COUNTS: dict[str, Any] = {
+    "examples": 3,
+    "rollouts_per_example": 1,
+    "rows": 3,
+    "rows_scored": 2,
+    "rows_failed": 1,
+    "rows_unscorable": 0,
+    "rows_not_run": 0,
+    "criteria_graded": 5,
+    "ungraded_criteria": 1,
+    "criteria": 9,
+    "judge_replies": 6,
+    "model_requests": 3,
+    "judge_requests": 6,
+    "model_cache_hits": 0,
+    "judge_cache_hits": 2,
+    "model_prompt_tokens": 30,
+    "model_completion_tokens": 3,
+    "judge_prompt_tokens": 60,
+    "judge_cached_prompt_tokens": 0,
+    "judge_completion_tokens": 6,
+    "peak_requests_in_flight": {"model": 1, "judge": 2},
+    "request_errors": {"model": 1, "judge": 0},
+    "rate_limited": {"model": 0, "judge": 0},
+    "lowest_in_flight_limit": {"model": None, "judge": None},
+    "evaluation_s": 1.0,
+    "wall_time_s": 2.25,
+}  # fmt: skip
+EVAL: dict[str, Any] = {
+    "task": "eval",
+    "metrics": {
+        "overall_score": 0.5,
+        "overall_score:n_samples": 2,
+        "overall_score:bootstrap_std": 0.1,
+        "theme:hedging": 0.5,
+        "theme:hedging:n_samples": 2,
+        "theme:hedging:bootstrap_std": 0.1,
+    },
+    "counts": EVAL_COUNTS,
+    "repeats": None,
+    "consensus": [],
+    "failures": [{"prompt_id": "p3", "rollout": 0, "error": "empty reply"}],
+    "usage": {"model": _role(3, 0.25), "judge": _role(6, None, 2), "total_cost_usd": None},
+    "budget": None,
+    "protocol": {"reference": True, "grading": "one judge call per criterion"},
+    "config": {"model": {"name": "m"}, "judge": {"name": "j"}},
+    "completions": {"source": "model"},
+    "partial": False,
+    "demo": False,
+    "wandb": None,
+}
+
+
+def test_an_eval_table_has_every_line() -> None:
+    table = format_report(RunSummary.from_dict(EVAL))
+    assert "overall_score          0.5000  [0.3040, 0.6960]  n=2" in table
+    assert "    hedging                0.5000  [0.3040, 0.6960]  n=2" in table
+    assert "rows scored 2/3, failed 1, not run 0; ungraded criteria 1/9" in table
+    assert "requests: model 3, judge 6 (from the cache, not paid again: model 0, judge 2)" in table
+    assert "wall time 2.2 s" in table
+    assert "first failure: p3 rollout 0: empty reply" in table
+    assert "ungraded criteria are left out of the scores" in table
+    assert "cost $0.2500" in table and "cost unknown (no price configured)" in table
+    assert "+ 2 calls replayed from the response cache" in table
+    assert "total cost unknown (no price configured)" in table
+    assert "DEMO" not in table and "PARTIAL" not in table and "budget" not in table
+
+
+def test_a_budget_stop_over_two_invocations_says_so() -> None:
+    data = copy.deepcopy(EVAL)
+    data |= {"partial": True, "demo": True}
+    data["counts"] |= {"rows_not_run": 1, "rows_failed": 0}
+    data["budget"] = {"max_usd": 0.5, "spent_usd": 0.25, "stopped": True, "requests_not_sent": 3}
+    invocation = {"started_at": "s", "finished_at": "f", "budget": None}
+    data["usage"]["invocations"] = [
+        {"invocation": 1, "model": _role(1, 0.1), "judge": _role(1, 0.1), "total_cost_usd": 0.2}
+        | invocation,
+        {"invocation": 2, "model": _role(1, 0.1), "judge": _role(1, None), "total_cost_usd": None}
+        | invocation,
+    ]
+    summary = RunSummary.from_dict(data)
+    table = format_report(summary)
+    assert "DEMO: the built-in offline endpoint answered" in table
+    assert "PARTIAL: 1 of 3 rows not run" in table
+    assert "requests this invocation: model 3" in table
+    assert "over 2 invocations of this run: #1 $0.2000, #2 unknown" in table
+    assert "PARTIAL RUN: budget.max_usd=0.5 reached after spending $0.2500" in table
+    assert [b.label for b in run_context(summary).banners] == ["PARTIAL"]  # config: no builtin
+
+
+def test_a_summary_from_before_unscorable_and_not_run_counts_still_prints() -> None:
+    data = copy.deepcopy(EVAL)
+    for key in ("rows_unscorable", "completions", "partial", "demo"):
+        data["counts"].pop(key, None)
+        data.pop(key, None)
+    summary = RunSummary.from_dict(data)
+    assert "rows scored 2/3, failed 1, not run 0" in format_report(summary)
+    context = run_context(summary)
+    assert context.replies == "m" and context.count == "3 examples x 1 rollout (2 of 3 rows scored)"
+
+
+def test_a_meta_eval_table_reads_its_categories() -> None:
+    metrics = {
+        "pairwise_model_f1_balanced": 0.7,
+        "pairwise_model_f1_pos": 0.8,
+        "pairwise_model_f1_neg": 0.6,
+        "physicians_weighted_mean:pairwise_physician_f1_balanced": None,
+        "category_mean:pairwise_model_f1_balanced": 0.7,
+        "category_mean:physicians_weighted_mean:pairwise_physician_f1_balanced": None,
+    }
+    category = {
+        "category": "cluster:hedging_x", "rows": 4, "rows_graded": 4, "model_f1_balanced": 0.7,
+        "model_n": 4, "physicians_mean_f1_balanced": None,
+        "physicians_weighted_mean_f1_balanced": None, "physicians": 0,
+    }  # fmt: skip
+    counts = {"rows": 4, "rows_graded": 4, "rows_failed": 0, "rows_not_run": 0, "physicians": 0,
+              "judge_requests": 4, "judge_cache_hits": 0, "wall_time_s": 1.0}  # fmt: skip
+    summary = RunSummary.from_dict(
+        {"task": "meta_eval", "metrics": metrics, "counts": counts, "by_category": [category],
+         "usage": {"model": _role(0, 0.0), "judge": _role(4, 0.5), "total_cost_usd": 0.5}}
+    )  # fmt: skip
+    table = format_report(summary)
+    assert "judge    pairwise_model_f1_balanced  0.7000   (pos F1 0.8000, neg F1 0.6000)" in table
+    assert "physicians                           undefined   (0 physicians)" in table
+    assert f"    {'hedging_x':<60}    0.7000  undefined     4" in table
+    assert "rows graded 4/4, ungraded 0; judge requests 4 (from the cache: 0)" in table
+    assert "model tokens" not in table and "judge tokens: 40 prompt" in table
+    assert run_context(summary).count == "4 rows, 4 graded"
+
+
+def test_usage_lines_skip_an_unused_role() -> None:
+    summary = RunSummary.from_dict(EVAL)
+    assert summary.usage is not None
+    lines = format_usage(summary.usage).splitlines()
+    assert lines[0].startswith("  model tokens: 30 prompt (0 cached by the provider), 3 completion")
