@@ -12,6 +12,7 @@ import pytest
 
 from healthbench_exp.cli.job import build_task
 from healthbench_exp.config.schema import SamplingConfig, TaskConfig, TaskKind
+from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.types import ExampleResult, MetaEvalResult
 from healthbench_exp.engine.run import RunSettings, run
 from healthbench_exp.model.endpoint import FatalEndpointError
@@ -36,11 +37,13 @@ class Recorder:
         self.calls.append((self.name, "on_result"))
 
     def describe(self) -> dict[str, Any]:
+        """Sets the summary's `wandb` (as the W&B sink does), naming this sink and its rows."""
         self.calls.append((self.name, "describe"))
-        return {f"seen_by_{self.name}": len(self.results)}
+        return {"wandb": WandbInfo(f"{self.name}:{len(self.results)}", None, None, None, None)}
 
-    def finish(self, summary: dict[str, Any], results: Sequence[Any]) -> None:
-        self.calls.append((self.name, "finish", summary[f"seen_by_{self.name}"], len(results)))
+    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
+        assert summary.wandb is not None
+        self.calls.append((self.name, "finish", summary.wandb.run_id, len(results)))
         if self.finish_raises:
             raise OSError("disk full")
 
@@ -48,7 +51,7 @@ class Recorder:
         self.calls.append((self.name, "fail", type(error).__name__))
 
 
-def run_with(config: Any, output_dir: Path, sinks: list[Any]) -> dict[str, Any]:
+def run_with(config: Any, output_dir: Path, sinks: list[Any]) -> RunSummary:
     return run(build_task(config, {}), RunSettings(config, output_dir), sinks)
 
 
@@ -66,12 +69,13 @@ def test_sinks_see_every_result_then_describe_then_finish_in_order(
     assert calls[-4:] == [
         ("first", "describe"),
         ("second", "describe"),
-        ("first", "finish", 3, 3),  # the summary holds every sink's entries before any finishes
-        ("second", "finish", 3, 3),
+        ("first", "finish", "second:3", 3),  # every sink described before any finishes
+        ("second", "finish", "second:3", 3),
     ]
     assert all(isinstance(r, ExampleResult) for r in first.results)
-    assert summary["seen_by_first"] == summary["seen_by_second"] == 3
-    assert summary["counts"]["rows_scored"] == 3
+    assert summary.wandb is not None and summary.wandb.run_id == "second:3"
+    assert summary.eval_counts.rows_scored == 3
+    assert (tmp_path / "invocations.jsonl").exists()  # the engine accounted the invocation
 
 
 def test_a_sink_that_fails_to_finish_fails_itself_and_the_later_ones(
@@ -83,7 +87,7 @@ def test_a_sink_that_fails_to_finish_fails_itself_and_the_later_ones(
     with pytest.raises(OSError, match="disk full"):
         run_with(config, tmp_path, sinks)
     assert calls[-3:] == [
-        ("files", "finish", 2, 2),
+        ("files", "finish", "wandb:2", 2),
         ("files", "fail", "OSError"),  # it did not finish either
         ("wandb", "fail", "OSError"),
     ]
@@ -104,6 +108,6 @@ def test_the_meta_eval_runs_in_the_same_engine(loopback_server, tmp_path) -> Non
     calls: list[tuple[str, ...]] = []
     sink = Recorder("only", calls)
     summary = run_with(config, tmp_path, [sink])
-    assert summary["task"] == "meta_eval"
+    assert summary.task == "meta_eval" and summary.meta_counts.rows_graded == 5
     assert len(sink.results) == 5 and all(isinstance(r, MetaEvalResult) for r in sink.results)
-    assert calls[-1] == ("only", "finish", 5, 5)
+    assert calls[-1] == ("only", "finish", "only:5", 5)
