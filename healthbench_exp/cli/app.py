@@ -2,7 +2,9 @@
 
 It checks command-line overrides against the typed schema (naming the valid options on a typo),
 composes `conf/`, converts the result once into the `Config` dataclasses and hands them to
-`runner.run_eval`. Errors the user can fix are printed as one clear line, not a traceback.
+`cli.job` (which builds the task and the sinks and runs the engine), then turns the outcome into
+`status.json` and the exit code. Errors the user can fix are printed as one clear line, not a
+traceback.
 """
 
 from __future__ import annotations
@@ -11,26 +13,31 @@ import difflib
 import logging
 import sys
 from pathlib import Path
-from typing import Any
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig
 
+from healthbench_exp.cli import job as jobs
+from healthbench_exp.cli import run_lock, startup
+from healthbench_exp.cli.compose import CONFIG_PATH, to_config
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.resume import finish_command, plan_resume
-from healthbench_exp.config.schema import Config, ConfigError, unknown_option
+from healthbench_exp.config.schema import ConfigError, unknown_option
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
-from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops
+from healthbench_exp.engine.estimate import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
-from healthbench_exp.model.endpoint import FatalEndpointError, QuotaExhausted
+from healthbench_exp.model.endpoint import QuotaExhausted
+from healthbench_exp.output import console
+from healthbench_exp.output import files as reporting
 
 log = logging.getLogger("healthbench_exp")
 
-CONFIG_PATH = str(Path(__file__).resolve().parent.parent / "conf")  # healthbench_exp/conf
 # Hydra flags that take the next argument as their value.
 _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
 _GROUPS = {
@@ -70,21 +77,6 @@ def check_overrides(argv: list[str]) -> None:
         )
 
 
-def to_config(cfg: DictConfig) -> tuple[Config, dict[str, Any]]:
-    """The typed Config and the resolved config as plain data (for summary.json and W&B)."""
-    missing = sorted(OmegaConf.missing_keys(cfg))
-    if missing:
-        raise ConfigError(f"set a value for {', '.join(missing)} (it has no default)")
-    try:
-        config = OmegaConf.to_object(cfg)
-    except MissingMandatoryValue as exc:
-        raise ConfigError(f"set a value for {exc.full_key} (it has no default)") from None
-    assert isinstance(config, Config)
-    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    assert isinstance(plain, dict)
-    return config, plain  # type: ignore[return-value]
-
-
 def log_to_file(message: str) -> None:
     """Record `message` in the run's log file only: the terminal gets it once, printed."""
     record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None)
@@ -104,15 +96,6 @@ def app(cfg: DictConfig) -> float | None:
     failed job returns None instead of raising, so the other jobs still run and the sweep summary
     (written at the end, see `aggregate`) lists it as failed and sets the exit status.
     """
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    from healthbench_exp.cli import run_lock, startup
-    from healthbench_exp.engine import runner
-    from healthbench_exp.output import console
-    from healthbench_exp.output import files as reporting
-    from healthbench_exp.output.wandb.tracker import JobContext
-
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     hydra_config = HydraConfig.get()
@@ -131,19 +114,17 @@ def app(cfg: DictConfig) -> float | None:
     reporting.write_status(output_dir, "running")
     try:
         config, plain = to_config(cfg)
-        job = JobContext(
+        job = jobs.JobContext(
             overrides=list(hydra_config.overrides.task),
             sweep_dir=hydra_config.sweep.dir if in_sweep else None,
             job_name=hydra_config.job.name,
         )
         if config.dry_run:
-            from healthbench_exp.engine.estimate import format_estimate
-
-            estimate = runner.dry_run(config, output_dir, plain)
+            estimate = jobs.dry_run(config, output_dir, plain)
             print(format_estimate(estimate, output_dir))
             reporting.write_status(output_dir, "dry_run")
             return None
-        summary = runner.run_eval(config, output_dir, plain, job)
+        record = jobs.run_job(config, output_dir, plain, job)
     except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
         reporting.write_status(output_dir, "ungraded", str(exc))
         log_to_file(f"error: {exc}")
@@ -184,7 +165,6 @@ def app(cfg: DictConfig) -> float | None:
         if line is None:
             raise
         raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
-    record = RunSummary.from_dict(summary)
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
     if record.budget_stopped:

@@ -25,13 +25,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from healthbench_exp.config.schema import Config, RateLimitConfig, TaskKind, needed_roles
-from healthbench_exp.data.completions import work_items
-from healthbench_exp.data.healthbench import load_examples
-from healthbench_exp.grading.grader import grader_template, render_conversation, rubric_item_text
+from healthbench_exp.config.schema import CacheConfig, JudgeConfig, RateLimitConfig
+from healthbench_exp.engine.endpoints import Role
+from healthbench_exp.grading.grader import grader_prompt, grader_template
 from healthbench_exp.model.cache import RequestKeys, ResponseCache, cache_dir
 from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd
 from healthbench_exp.model.endpoint import messages_sent, request_body
+from healthbench_exp.tasks.base import Task
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REQUEST = 3
@@ -85,33 +85,38 @@ class CallEstimate:
 
 
 class Estimator:
-    """Counts calls and tokens the way the runner would make the calls."""
+    """Counts calls and tokens the way the engine would make the calls (a task's `estimate`
+    sees it as `tasks.base.CallCounter`). `roles`: both roles, `model` and `judge`."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def __init__(self, roles: dict[str, Role], judge: JudgeConfig, cache: CacheConfig) -> None:
+        self.roles = roles
+        self.judge = judge
         self.count, self.tokenizer = token_counter()
-        self.cache = ResponseCache(cache_dir(config.cache.dir)) if config.cache.enabled else None
+        self.cache = ResponseCache(cache_dir(cache.dir)) if cache.enabled else None
         template = grader_template()
         self.template_tokens = self.count(
             template.replace("<<conversation>>", "").replace("<<rubric_item>>", "")
         )
-        from healthbench_exp.engine.runner import endpoint_identity
-
-        sampling = {
-            "model": (config.sampling.temperature, config.sampling.max_tokens),
-            "judge": (config.judge.temperature, config.judge.max_tokens),
-        }
         # each role's cache keys, made as its endpoint makes them
         self.keys = {
-            role: RequestKeys(
-                endpoint_identity(config, role), request_body(getattr(config, role), *params)
+            name: RequestKeys(
+                role.identity, request_body(role.endpoint, role.temperature, role.max_tokens)
             )
-            for role, params in sampling.items()
+            for name, role in roles.items()
         }
         self.usage = {role: CallEstimate() for role in ("model", "judge")}
 
-    def _sent(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        return messages_sent(getattr(self.config, role), messages)
+    def sent(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages `role`'s endpoint would send for `messages` (its system message added)."""
+        return messages_sent(self.roles[role].endpoint, messages)
+
+    def model_call(self, messages: list[dict[str, str]], cached: bool) -> None:
+        """One model call sending `messages`; its reply assumed `expected_completion_tokens`."""
+        self.usage["model"].add(
+            cached,
+            self.message_tokens(messages),
+            self.roles["model"].endpoint.expected_completion_tokens,
+        )
 
     def cached(self, role: str, messages: list[dict[str, str]], tag: str) -> str | None:
         """The cached reply to this call, if the response cache holds it."""
@@ -129,9 +134,7 @@ class Estimator:
                     known: bool, rollout: int) -> None:  # fmt: skip
         """The judge calls on one conversation; `known`: the conversation holds the real reply
         (its calls can be looked up in the cache), else the reply's `reply_tokens` are added."""
-        from healthbench_exp.grading.grader import grader_prompt
-
-        judge = self.config.judge
+        judge = self.judge
         order = judge.prompt_order.value
         system = 0 if judge.system_message is None else self.count(judge.system_message)
         base = (
@@ -145,7 +148,7 @@ class Estimator:
         for item in rubric_items:
             cached = False
             if known:
-                messages = self._sent(
+                messages = self.sent(
                     "judge",
                     [{"role": "user", "content": grader_prompt(conversation, item, order)}],
                 )
@@ -157,55 +160,6 @@ class Estimator:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
-
-
-def estimate_eval(estimator: Estimator) -> dict[str, Any]:
-    config = estimator.config
-    items, _ = work_items(
-        load_examples(config.dataset),
-        config.completions,
-        config.sampling,
-        system_message=config.model.system_message,
-    )
-    for item in items:
-        if item.error is not None:
-            continue
-        example = item.example
-        rubric = [rubric_item_text(c) for c in example.rubrics]
-        if item.completion is not None:
-            sent = list(item.messages or example.prompt)
-            reply: str | None = item.completion
-        else:
-            sent = estimator._sent("model", list(example.prompt))
-            reply = estimator.cached("model", sent, f"rollout={item.rollout}")
-            estimator.usage["model"].add(
-                reply is not None,
-                estimator.message_tokens(sent),
-                config.model.expected_completion_tokens,
-            )
-        if reply is None:  # grade a conversation ending in an empty reply, plus its length
-            conversation = render_conversation([*sent, {"role": "assistant", "content": ""}])
-            estimator.judge_calls(
-                conversation, config.model.expected_completion_tokens, rubric, False, item.rollout
-            )
-        else:
-            conversation = render_conversation([*sent, {"role": "assistant", "content": reply}])
-            estimator.judge_calls(conversation, 0, rubric, True, item.rollout)
-    return {"rows": len(items)}
-
-
-def estimate_meta_eval(estimator: Estimator) -> dict[str, Any]:
-    from healthbench_exp.data.healthbench import sample_examples
-    from healthbench_exp.tasks.meta_eval import load_meta_rows, row_conversation
-
-    config = estimator.config
-    rows = sample_examples(
-        load_meta_rows(config), config.sampling.num_examples, config.sampling.seed
-    )
-    for repeat in range(config.sampling.rollouts_per_example):
-        for row in rows:
-            estimator.judge_calls(row_conversation(row), 0, [row.rubric], True, repeat)
-    return {"rows": len(rows) * config.sampling.rollouts_per_example}
 
 
 def limited_duration(
@@ -231,55 +185,60 @@ def limited_duration(
     }
 
 
-def expected_durations(config: Config, usage: dict[str, CallEstimate]) -> dict[str, Any] | None:
-    """Per role with configured limits, `limited_duration`; `seconds`: the longest of them."""
-    sampling = {
-        "model": (config.sampling.temperature, config.sampling.max_tokens),
-        "judge": (config.judge.temperature, config.judge.max_tokens),
-    }
+def expected_durations(
+    needed: dict[str, Role], usage: dict[str, CallEstimate]
+) -> dict[str, Any] | None:
+    """Per needed role with configured limits, `limited_duration`; `seconds`: the longest."""
     durations: dict[str, Any] = {}
-    for role in needed_roles(config):
-        endpoint = getattr(config, role)
-        sent_max = request_body(endpoint, *sampling[role]).get("max_tokens")
+    for name, role in needed.items():
+        endpoint = role.endpoint
+        sent_max = request_body(endpoint, role.temperature, role.max_tokens).get("max_tokens")
         reserved = sent_max or endpoint.expected_completion_tokens
-        duration = limited_duration(usage[role], reserved, endpoint.rate_limit)
+        duration = limited_duration(usage[name], reserved, endpoint.rate_limit)
         if duration is not None:
-            durations[role] = duration
+            durations[name] = duration
     if not durations:
         return None
     return {**durations, "seconds": max(d["seconds"] for d in durations.values())}
 
 
-def estimate_run(config: Config) -> dict[str, Any]:
-    """The estimate of one job: calls, cached calls, tokens and dollars per endpoint."""
-    estimator = Estimator(config)
+def estimate_run(
+    task: Task[Any, Any],
+    roles: dict[str, Role],
+    needed: tuple[str, ...],
+    judge: JudgeConfig,
+    cache: CacheConfig,
+) -> dict[str, Any]:
+    """The estimate of one job: calls, cached calls, tokens and dollars per endpoint.
+
+    `roles`: both roles (`model`, `judge`); `needed`: the roles the run talks to."""
+    estimator = Estimator(roles, judge, cache)
     try:
-        if config.task.kind is TaskKind.meta_eval:
-            counts = estimate_meta_eval(estimator)
-        else:
-            counts = estimate_eval(estimator)
+        rows = task.estimate(estimator)
     finally:
         estimator.close()
     total: float | None = 0.0
     for role, usage in estimator.usage.items():
-        if role in needed_roles(config):
+        if role in needed:
             usage.cost_usd = cost_usd(
-                getattr(config, role).price, usage.prompt_tokens, 0, usage.completion_tokens
+                roles[role].endpoint.price, usage.prompt_tokens, 0, usage.completion_tokens
             )
-            if usage.cost_usd is not None and role == "judge" and config.judge.batch:
+            if usage.cost_usd is not None and role == "judge" and judge.batch:
                 usage.cost_usd *= BATCH_PRICE_FACTOR
         total = None if total is None or usage.cost_usd is None else total + usage.cost_usd
     return {
-        "task": config.task.kind.value,
-        **counts,
+        "task": task.kind,
+        "rows": rows,
         "model": asdict(estimator.usage["model"]),
         "judge": asdict(estimator.usage["judge"]),
         "total_cost_usd": total,
-        "rate_limited_duration": expected_durations(config, estimator.usage),
+        "rate_limited_duration": expected_durations(
+            {name: roles[name] for name in needed}, estimator.usage
+        ),
         "assumptions": {
             "tokenizer": estimator.tokenizer,
-            "model_expected_completion_tokens": config.model.expected_completion_tokens,
-            "judge_expected_completion_tokens": config.judge.expected_completion_tokens,
+            "model_expected_completion_tokens": roles["model"].endpoint.expected_completion_tokens,
+            "judge_expected_completion_tokens": judge.expected_completion_tokens,
             "judge_attempts_per_criterion": 1,
             "provider_prompt_caching": "not counted (real judge prompts cost less)",
         },

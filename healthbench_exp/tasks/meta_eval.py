@@ -14,30 +14,24 @@ is left out of the judge's metrics, counted and listed; the physicians' metrics 
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import asdict
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from healthbench_exp.config.schema import Config, DataSource
-from healthbench_exp.core.completer import Completer
-from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.config.schema import (
+    DatasetConfig,
+    JudgeConfig,
+    RunnerConfig,
+    SamplingConfig,
+    TaskConfig,
+)
+from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import MetaEvalResult, MetaEvalRow
-from healthbench_exp.data.healthbench import (
-    DataError,
-    bundled_sample_path,
-    jsonl_rows,
-    official_file,
-    parse_messages,
-    row_label,
-    sample_examples,
-)
+from healthbench_exp.data.healthbench import sample_examples
+from healthbench_exp.data.meta_eval import load_meta_rows
 from healthbench_exp.grading.agreement import (
     Rate,
     average_over_raters,
@@ -47,117 +41,80 @@ from healthbench_exp.grading.agreement import (
 )
 from healthbench_exp.grading.grader import grade_criterion, render_conversation
 from healthbench_exp.grading.scoring import bootstrap_std
-from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.model.costs import usage_summary
-from healthbench_exp.model.stall import watch_endpoints
-from healthbench_exp.output.wandb.tracker import JobContext
+from healthbench_exp.tasks.base import CallCounter, Clients, Measured, protocol
 
 log = logging.getLogger(__name__)
 
-META_SAMPLE_FILE = "meta_eval_sample.jsonl"
 HEADLINE = "pairwise_model_f1_balanced"
 PHYSICIAN_HEADLINE = "pairwise_physician_f1_balanced"
 
+MetaItem = tuple[MetaEvalRow, int]  # a row and its repeat
 
-def parse_meta_row(row: Any, where: str) -> MetaEvalRow:
-    """Validate one meta-eval row; raise DataError naming `where` and the prompt_id."""
-    prompt_id, label = row_label(row, where)
-    prompt = parse_messages(row.get("prompt"), label)
-    for key in ("completion", "completion_id", "rubric", "category"):
-        if not isinstance(row.get(key), str):
-            raise DataError(f"{label}: '{key}' must be a string")
-    if not row["rubric"].strip():
-        raise DataError(f"{label}: 'rubric' is empty")
-    labels, ids = row.get("binary_labels"), row.get("anonymized_physician_ids")
-    if not isinstance(labels, list) or not labels or not all(isinstance(x, bool) for x in labels):
-        raise DataError(f"{label}: 'binary_labels' must be a non-empty list of true/false")
-    if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
-        raise DataError(f"{label}: 'anonymized_physician_ids' must be a list of strings")
-    if len(ids) != len(labels):
-        raise DataError(
-            f"{label}: {len(labels)} binary_labels but {len(ids)} anonymized_physician_ids"
+
+@dataclass
+class MetaEvalTask:
+    """The meta-eval over the configured rows, as the engine runs it: each (row, repeat) graded
+    once. `config_dict` is the resolved config as plain data: the summary's `config`."""
+
+    dataset: DatasetConfig
+    task: TaskConfig
+    sampling: SamplingConfig
+    judge: JudgeConfig
+    runner: RunnerConfig
+    config_dict: dict[str, Any]
+    kind: str = "meta_eval"
+    unit: str = "row"
+
+    def rows(self) -> list[MetaEvalRow]:
+        """The rows to grade: every row, or `sampling.num_examples` drawn with its seed."""
+        return sample_examples(
+            load_meta_rows(self.dataset, self.task), self.sampling.num_examples, self.sampling.seed
         )
-    return MetaEvalRow(
-        prompt_id=prompt_id,
-        completion_id=row["completion_id"],
-        prompt=prompt,
-        completion=row["completion"],
-        rubric=row["rubric"],
-        category=row["category"],
-        binary_labels=tuple(labels),
-        physician_ids=tuple(ids),
-        where=where,
-    )
 
+    def items(self) -> list[MetaItem]:
+        rows = self.rows()
+        work = [(row, r) for r in range(self.sampling.rollouts_per_example) for row in rows]
+        log.info("meta-eval: %d rows x %d repeats to grade", len(rows), len(work) // len(rows))
+        return work
 
-def meta_eval_path(config: Config) -> Path:
-    """`dataset.path`, the bundled sample (`dataset.source=bundled`) or the official file."""
-    if config.dataset.path:
-        path = Path(config.dataset.path).expanduser()
-        if not path.is_file():
-            from healthbench_exp.config.schema import ConfigError
+    def concurrency(self, rows: int) -> int:
+        return max(self.judge.max_concurrency, self.runner.max_concurrent)
 
-            raise ConfigError(f"dataset.path={config.dataset.path}: no such file")
-        return path
-    if config.dataset.source is DataSource.bundled:
-        return bundled_sample_path(META_SAMPLE_FILE)
-    return official_file(config.dataset, config.task.meta_eval_file, config.task.meta_eval_sha256)
+    async def run_item(self, item: MetaItem, clients: Clients) -> MetaEvalResult:
+        row, repeat = item
+        grade = await grade_criterion(
+            clients.judge,
+            row_conversation(row),
+            row.rubric,
+            self.judge.max_parse_retries,
+            repeat,
+            prefix_key=f"{row.prompt_id}:{row.completion_id}",
+            watch=clients.watch,
+            order=self.judge.prompt_order.value,
+        )
+        return MetaEvalResult(row, repeat, grade)
 
+    def tally(self, counts: RunCounts, result: MetaEvalResult) -> None:
+        counts.add_grade(result.grade)
 
-def load_meta_rows(config: Config) -> list[MetaEvalRow]:
-    rows = [parse_meta_row(row, where) for where, row in jsonl_rows(meta_eval_path(config))]
-    if not rows:
-        raise DataError("the meta-eval file has no rows")
-    return rows
+    def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> RunSummary:
+        return RunSummary.from_dict(
+            build_meta_summary(
+                list(results), self.runner, self.sampling, self.judge, self.config_dict, measured
+            )
+        )
+
+    def estimate(self, counter: CallCounter) -> int:
+        rows = self.rows()
+        for repeat in range(self.sampling.rollouts_per_example):
+            for row in rows:
+                counter.judge_calls(row_conversation(row), 0, [row.rubric], True, repeat)
+        return len(rows) * self.sampling.rollouts_per_example
 
 
 def row_conversation(row: MetaEvalRow) -> str:
     """The `<<conversation>>` of a row: its prompt and then its completion as `assistant`."""
     return render_conversation([*row.prompt, {"role": "assistant", "content": row.completion}])
-
-
-async def grade_rows(
-    work: list[tuple[MetaEvalRow, int]],
-    judge: Completer,
-    config: Config,
-    on_result: Callable[[MetaEvalResult], None],
-) -> list[MetaEvalResult]:
-    """Grade every (row, repeat) once; call `on_result` as each finishes; return them in order."""
-    from healthbench_exp.engine.runner import Progress
-
-    slots = asyncio.Semaphore(max(config.judge.max_concurrency, config.runner.max_concurrent))
-    endpoint = getattr(judge, "endpoint", judge)  # a BatchJudge wraps the endpoint
-    progress = Progress(len(work), config.runner.progress, [endpoint], unit="row")
-    watch = UnparseableWatch(config.judge.early_stop_unparseable, gate=not config.judge.batch)
-
-    async def one(row: MetaEvalRow, repeat: int) -> MetaEvalResult:
-        async with slots:
-            grade = await grade_criterion(
-                judge,
-                row_conversation(row),
-                row.rubric,
-                config.judge.max_parse_retries,
-                repeat,
-                prefix_key=f"{row.prompt_id}:{row.completion_id}",
-                watch=watch,
-                order=config.judge.prompt_order.value,
-            )
-        result = MetaEvalResult(row, repeat, grade)
-        on_result(result)
-        progress.update_grade(grade)
-        return result
-
-    try:
-        async with (
-            watch_endpoints([endpoint], config.runner.stall_notice_s, progress.refresh),
-            asyncio.TaskGroup() as group,
-        ):
-            tasks = [group.create_task(one(row, repeat)) for row, repeat in work]
-    except* FatalEndpointError as errors:
-        raise errors.exceptions[0] from None
-    finally:
-        progress.close()
-    return [task.result() for task in tasks]
 
 
 def row_statistics(
@@ -255,15 +212,16 @@ def meta_eval_metrics(
 
 def build_meta_summary(
     results: list[MetaEvalResult],
-    config: Config,
+    runner: RunnerConfig,
+    sampling: SamplingConfig,
+    judge_config: JudgeConfig,
     config_dict: dict[str, Any],
-    stats: dict[str, Any],
-    wall_time_s: float,
+    measured: Measured,
 ) -> dict[str, Any]:
-    from healthbench_exp.engine.runner import protocol
-
+    """summary.json of a meta-eval: agreement metrics, by category, counts, ungraded rows."""
+    stats, wall_time_s = measured.endpoints, measured.wall_time_s
     metrics, agreement, by_category = meta_eval_metrics(
-        results, config.runner.bootstrap_samples, config.sampling.seed
+        results, runner.bootstrap_samples, sampling.seed
     )
     ungraded = [r for r in results if r.grade.criteria_met is None and not r.grade.not_run]
     judge = stats["judge"]
@@ -272,7 +230,7 @@ def build_meta_summary(
         "rows_graded": sum(r.grade.criteria_met is not None for r in results),
         "rows_failed": len(ungraded),  # ungraded: left out of the judge's metrics
         "rows_not_run": sum(r.grade.not_run for r in results),  # budget reached: resume to run
-        "rollouts_per_example": config.sampling.rollouts_per_example,
+        "rollouts_per_example": sampling.rollouts_per_example,
         "examples": len({(r.row.prompt_id, r.row.completion_id) for r in results}),
         "categories": len(by_category),
         "physicians": len(agreement["physicians"]),
@@ -303,77 +261,8 @@ def build_meta_summary(
             }
             for r in ungraded
         ],
-        "usage": usage_summary(config, stats),
+        "usage": measured.usage,
         "budget": stats.get("budget"),
-        "protocol": protocol(config, "meta-eval: one judge call per row, rubric as given"),
+        "protocol": protocol(judge_config, "meta-eval: one judge call per row, rubric as given"),
         "config": config_dict,
     }
-
-
-def run_meta_eval(
-    config: Config,
-    output_dir: Path,
-    config_dict: dict[str, Any],
-    job: JobContext | None = None,
-) -> dict[str, Any]:
-    """Grade the meta-eval rows, write outputs into `output_dir`, return the summary."""
-    from healthbench_exp.cli import startup
-    from healthbench_exp.engine.runner import (
-        account_invocation,
-        endpoint_stats,
-        judge_transport,
-        open_endpoints,
-        reachable_endpoints,
-        resolve_keys,
-        run_async,
-    )
-    from healthbench_exp.output import files as reporting
-    from healthbench_exp.output.dataset import write_meta_eval_dataset
-    from healthbench_exp.output.html import pages as html_report
-    from healthbench_exp.output.wandb import tracker as tracking
-
-    started = time.monotonic()
-    began = datetime.now(UTC)
-    readiness = startup.check(config)  # every problem found without a network, at once
-    keys = resolve_keys(config)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    tracker = tracking.start(
-        config, config_dict, output_dir, job or tracking.JobContext(), readiness
-    )
-    try:
-        rows = sample_examples(
-            load_meta_rows(config), config.sampling.num_examples, config.sampling.seed
-        )
-        work = [(row, r) for r in range(config.sampling.rollouts_per_example) for row in rows]
-        log.info("meta-eval: %d rows x %d repeats to grade", len(rows), len(work) // len(rows))
-        with (
-            reachable_endpoints(config) as urls,
-            reporting.JsonlWriter(output_dir / "meta_eval.jsonl") as writer,
-        ):
-
-            def on_result(result: MetaEvalResult) -> None:
-                writer.write(result.record)
-                tracker.on_row(result.grade)
-
-            async def grade_all() -> tuple[list[MetaEvalResult], dict[str, Any]]:
-                async with open_endpoints(config, urls, keys) as endpoints:
-                    began = time.monotonic()
-                    async with judge_transport(config, endpoints["judge"], output_dir) as judge:
-                        results = await grade_rows(work, judge, config, on_result)
-                    return results, endpoint_stats(endpoints, began)
-
-            results, stats = run_async(grade_all())
-        summary = build_meta_summary(
-            results, config, config_dict, stats, time.monotonic() - started
-        )
-        account_invocation(summary, config, output_dir, began)
-        summary["wandb"] = tracker.describe()
-        record = RunSummary.from_dict(summary)
-        reporting.write_summary(output_dir, record)
-        write_meta_eval_dataset(output_dir / "results", [r.record for r in results])
-        html_report.write_meta_eval_report(output_dir, record)
-    except BaseException as exc:
-        tracker.fail(exc)
-        raise
-    tracker.finish(record, output_dir)  # local outputs are complete; W&B failures only warn
-    return summary

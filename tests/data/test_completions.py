@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import (
     CompletionsConfig,
     CompletionSource,
@@ -21,7 +22,6 @@ from healthbench_exp.config.schema import (
 )
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import DataError, load_examples
-from healthbench_exp.engine.runner import run_eval
 from tests.engine.test_runner import make_config, read_jsonl, verdicts
 
 BUNDLED = DatasetConfig(source=DataSource.bundled, sha256=None)

@@ -13,6 +13,7 @@ from pathlib import Path
 import datasets
 import pytest
 
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import (
     Config,
     ConfigError,
@@ -26,8 +27,8 @@ from healthbench_exp.config.schema import (
     WandbConfig,
     WandbMode,
 )
-from healthbench_exp.engine.runner import run_eval, steady_collector
-from healthbench_exp.model.endpoint import FatalEndpointError
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.engine.loop import steady_collector
 from tests.grading.test_scoring import reference_aggregate
 
 

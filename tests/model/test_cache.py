@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import ConfigError, JudgeConfig, SamplingConfig
-from healthbench_exp.engine.runner import run_eval
 from healthbench_exp.model.cache import CachedReply, ResponseCache, request_key
 from healthbench_exp.model.limits import AdaptiveLimit
 from healthbench_exp.testing.server import ServerProcess, server_args

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from healthbench_exp import dry_run
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import (
     REFERENCE_SYSTEM_MESSAGE,
     BudgetConfig,
@@ -18,9 +20,9 @@ from healthbench_exp.config.schema import (
     SamplingConfig,
     validate,
 )
-from healthbench_exp.engine.runner import dry_run, run_eval
+from healthbench_exp.core.endpoint_errors import BudgetExhausted
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
-from healthbench_exp.model.costs import Budget, BudgetExhausted, cost_usd
+from healthbench_exp.model.costs import Budget, cost_usd
 from healthbench_exp.testing.replies import REASONING_TOKENS, judge_reply
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl

@@ -10,6 +10,8 @@ from pathlib import Path
 import datasets
 import pytest
 
+from healthbench_exp import load_meta_rows
+from healthbench_exp import run as run_eval
 from healthbench_exp.config.schema import (
     Config,
     DatasetConfig,
@@ -23,9 +25,9 @@ from healthbench_exp.config.schema import (
     WandbMode,
 )
 from healthbench_exp.data.healthbench import THEMES, DataError
-from healthbench_exp.engine.runner import run_eval
+from healthbench_exp.data.meta_eval import parse_meta_row
 from healthbench_exp.grading.grader import grader_prompt, grader_template
-from healthbench_exp.tasks.meta_eval import load_meta_rows, parse_meta_row, row_conversation
+from healthbench_exp.tasks.meta_eval import row_conversation
 from tests.engine.test_runner import read_jsonl
 from tests.grading.test_agreement import reference_physicians, reference_rater_metrics
 
@@ -58,7 +60,8 @@ def meta_row(**changes) -> dict:
 
 
 def test_bundled_sample_covers_themes_and_several_physicians() -> None:
-    rows = load_meta_rows(meta_config("http://unused"))
+    config = meta_config("http://unused")
+    rows = load_meta_rows(config.dataset, config.task)
     assert 20 <= len(rows) <= 40
     physicians = {p for r in rows for p in r.physician_ids}
     assert len(physicians) >= 5
@@ -83,7 +86,7 @@ def test_bad_rows_name_their_line_and_prompt_id(change, message, write_jsonl) ->
     path = write_jsonl([meta_row(), meta_row(prompt_id="m2", **change)], "meta.jsonl")
     config = meta_config("http://unused", dataset=DatasetConfig(path=str(path)))
     with pytest.raises(DataError) as error:
-        load_meta_rows(config)
+        load_meta_rows(config.dataset, config.task)
     assert "meta.jsonl line 2 (prompt_id m2)" in str(error.value)
     assert message in str(error.value)
 
@@ -190,7 +193,7 @@ def test_num_examples_samples_like_the_reference_and_repeats_regrade(
     server = loopback_server()
     config = meta_config(server.base_url, sampling=SamplingConfig(num_examples=10, seed=0))
     summary = run_eval(config, tmp_path / "a", {})
-    every = load_meta_rows(config)
+    every = load_meta_rows(config.dataset, config.task)
     chosen = random.Random(0).sample(every, 10)  # HealthBenchMetaEval's rng.sample
     records = read_jsonl(tmp_path / "a" / "meta_eval.jsonl")
     assert sorted(r["completion_id"] for r in records) == sorted(r.completion_id for r in chosen)

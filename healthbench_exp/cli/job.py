@@ -1,0 +1,130 @@
+"""One job from a `Config`: check it, build the task and the sinks, run the engine.
+
+This is what `python -m healthbench_exp` does once Hydra has composed the config (`cli.app`),
+and what `healthbench_exp.run` / `healthbench_exp.dry_run` do for a caller with a `Config` in
+hand. It sees the whole config and hands each part its sections: the task gets the sections it
+reads, the sinks get the run directory (and W&B its plan), the engine's entry the rest.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from healthbench_exp.cli import startup
+from healthbench_exp.config.schema import Config, ConfigError, TaskKind
+from healthbench_exp.core.sink import Sink
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.engine import run as engine
+from healthbench_exp.output.files import write_json
+from healthbench_exp.output.sinks import local_files
+from healthbench_exp.output.wandb import tracker as tracking
+from healthbench_exp.output.wandb.mode import Readiness
+from healthbench_exp.output.wandb.sink import WandbSink
+from healthbench_exp.tasks.base import Task
+from healthbench_exp.tasks.eval import EvalTask
+from healthbench_exp.tasks.meta_eval import MetaEvalTask
+
+JobContext = tracking.JobContext
+
+
+def plain_config(config: Config) -> dict[str, Any]:
+    """`config` as plain data, as the CLI records its resolved config (enums as their values):
+    summary.json's `config` and W&B's run config."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, enum.Enum):
+            return value.value
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    return plain(asdict(config))  # type: ignore[no-any-return]
+
+
+def build_task(config: Config, config_dict: dict[str, Any]) -> Task[Any, Any]:
+    """The task `config.task.kind` names, built from the sections it reads."""
+    if config.task.kind is TaskKind.meta_eval:
+        return MetaEvalTask(
+            config.dataset, config.task, config.sampling, config.judge, config.runner, config_dict
+        )
+    return EvalTask(
+        config.dataset,
+        config.completions,
+        config.sampling,
+        config.model,
+        config.judge,
+        config.runner,
+        config.scoring,
+        config_dict,
+    )
+
+
+def build_sinks(
+    config: Config,
+    config_dict: dict[str, Any],
+    output_dir: Path,
+    job: tracking.JobContext,
+    readiness: Readiness,
+) -> list[Sink]:
+    """The run's sinks in finishing order: the local files, then W&B (opened with the first
+    result, finished after every local output is written; its failures only warn)."""
+    tracker = tracking.start(config, config_dict, output_dir, job, readiness)
+    return [local_files(config.task.kind, output_dir), WandbSink(tracker, output_dir)]
+
+
+def run_job(
+    config: Config,
+    output_dir: Path,
+    config_dict: dict[str, Any],
+    job: tracking.JobContext | None = None,
+) -> RunSummary:
+    """Run the configured task, write every output into `output_dir`, return the summary.
+
+    The outputs are the CLI's: the JSONL files, `summary.json`, `invocations.jsonl`, the
+    `results/` dataset, `report.html` and the W&B run (`config.wandb`); the CLI's own job
+    bookkeeping (`status.json`, the run lock, exit codes) is not done here. `config_dict` is
+    the resolved config as plain data, written as the summary's `config` and W&B's; `job`
+    carries what Hydra knows (overrides, sweep directory). Every start-up problem is reported
+    at once (ConfigError) before any data load or request; raises ConfigError / DataError /
+    FatalEndpointError before or instead of a partial result.
+    """
+    readiness = startup.check(config)  # every problem found without a network, at once
+    task = build_task(config, config_dict)
+    sinks = build_sinks(config, config_dict, output_dir, job or tracking.JobContext(), readiness)
+    return engine.run(task, engine.RunSettings(config, output_dir), sinks)
+
+
+def run(
+    config: Config,
+    output_dir: Path | str,
+    config_dict: dict[str, Any] | None = None,
+    job: tracking.JobContext | None = None,
+) -> dict[str, Any]:
+    """`run_job` for a caller with a `Config`: the same outputs; returns the summary as
+    summary.json holds it (`RunSummary.from_dict` reads it typed). `config_dict` defaults to
+    `plain_config(config)`. A config with `dry_run` set is refused: call `dry_run`."""
+    if config.dry_run:
+        raise ConfigError("dry_run=true: call healthbench_exp.dry_run for the estimate")
+    config_dict = plain_config(config) if config_dict is None else config_dict
+    return run_job(config, Path(output_dir), config_dict, job).to_dict()
+
+
+def dry_run(
+    config: Config, output_dir: Path | str, config_dict: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Estimate the run's calls, tokens and cost into `output_dir/estimate.json`; send nothing
+    (unless a role's `rate_limit.probe` asks for one request); return the estimate."""
+    output_dir = Path(output_dir)
+    config_dict = plain_config(config) if config_dict is None else config_dict
+    startup.check(config, dry_run=True)
+    estimate = engine.estimate(
+        build_task(config, config_dict), engine.RunSettings(config, output_dir)
+    )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
+    return estimate

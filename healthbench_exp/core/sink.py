@@ -1,0 +1,46 @@
+"""The Sink protocol: where a run's results and summary go, passed into the engine from outside.
+
+The engine (`engine.run.run`) knows sinks only through this protocol; the files, the HF dataset,
+report.html and W&B are implementations built by the CLI (`output.sinks`, `output.wandb.sink`).
+For one run the engine calls, on every sink in the order given:
+
+1. `start()` once, after the data is loaded and the endpoints answered, just before the first
+   request (a sink that writes per-row files opens them here, so a run that fails to start
+   leaves no result file behind);
+2. `on_result(result)` as each row finishes (an `ExampleResult` or a `MetaEvalResult`), from
+   the event loop's thread: it must be quick and must not block;
+3. `describe()` once the summary is built, on every sink before any sink finishes: fields of
+   the `RunSummary` the sink sets (W&B: `wandb`, where its run is; most sinks: none);
+4. `finish(summary, results)` in order, so sinks listed first (local files) are complete before
+   later ones (W&B) run; or, when anything raised on the way, `fail(error)` on every sink that
+   had not finished, and the error propagates.
+
+`fail` must not raise. A sink whose failure must not cost the run (W&B) warns instead of raising
+from any method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from healthbench_exp.core.summary import RunSummary
+
+
+class Sink(Protocol):
+    """Receives one run's results as they finish and its summary at the end."""
+
+    def start(self) -> None:
+        """The first request is about to go out."""
+
+    def on_result(self, result: Any) -> None:
+        """One row finished (an `ExampleResult` or a `MetaEvalResult`)."""
+
+    def describe(self) -> dict[str, Any]:
+        """`RunSummary` fields this sink sets (name -> value), before any sink finishes."""
+
+    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
+        """The run ended: the summary (with every sink's `describe()`) and every result."""
+
+    def fail(self, error: BaseException) -> None:
+        """The run raised `error` before this sink finished; never raises."""

@@ -1,0 +1,157 @@
+"""The async loop every task runs in: rows in flight, progress, stall notices, the event loop.
+
+`evaluate` runs a task's rows: up to `task.concurrency` at once, each with `task.run_item`;
+every finished row goes to `on_result` at once (the sinks write it, so a crash keeps everything
+finished before it) and onto the progress bar. `run_async` runs a coroutine on the harness's
+event loop with the garbage collector tuned for many requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from healthbench_exp.config.schema import BudgetConfig, CacheConfig, JudgeConfig, RunnerConfig
+from healthbench_exp.core.completer import Completer
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.engine.endpoints import (
+    Role,
+    endpoint_stats,
+    judge_transport,
+    open_endpoints,
+)
+from healthbench_exp.engine.progress import Progress
+from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
+from healthbench_exp.grading.verdict_watch import UnparseableWatch
+from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.event_loop import event_loop_factory
+from healthbench_exp.model.stall import watch_endpoints
+from healthbench_exp.tasks.base import Clients, Task
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The config sections the loop and the clients read."""
+
+    runner: RunnerConfig
+    judge: JudgeConfig
+    cache: CacheConfig
+    budget: BudgetConfig
+    output_dir: Path  # where a BatchJudge keeps its submitted batches
+
+
+async def evaluate(
+    task: Task[Any, Any],
+    items: Sequence[Any],
+    model: ChatEndpoint | None,
+    judge: Completer,
+    runner: RunnerConfig,
+    judge_config: JudgeConfig,
+    on_result: Callable[[Any], None],
+) -> list[Any]:
+    """Run every item; call `on_result` as each finishes; return the results in order.
+
+    A FatalEndpointError in any row cancels the rest and propagates.
+    """
+    slots = asyncio.Semaphore(task.concurrency(len(items)))
+    progress = Progress(
+        len(items),
+        runner.progress,
+        [e for e in (model, getattr(judge, "endpoint", judge)) if e],  # a BatchJudge wraps it
+        task.tally,
+        unit=task.unit,
+    )
+    watch = UnparseableWatch(judge_config.early_stop_unparseable, gate=not judge_config.batch)
+    clients = Clients(model, judge, watch)
+
+    async def one(item: Any) -> Any:
+        async with slots:
+            result = await task.run_item(item, clients)
+        on_result(result)
+        progress.update(result)
+        return result
+
+    try:
+        async with (
+            watch_endpoints(progress.endpoints, runner.stall_notice_s, progress.refresh),
+            asyncio.TaskGroup() as group,
+        ):
+            tasks = [group.create_task(one(item)) for item in items]
+    except* FatalEndpointError as errors:
+        raise errors.exceptions[0] from None
+    finally:
+        progress.close()
+    return [t.result() for t in tasks]
+
+
+async def evaluate_with_clients(
+    task: Task[Any, Any],
+    items: Sequence[Any],
+    roles: dict[str, Role],
+    urls: dict[str, str | None],
+    keys: dict[str, str],
+    settings: LoopSettings,
+    on_result: Callable[[Any], None],
+) -> tuple[list[Any], dict[str, Any]]:
+    """Create the clients inside the running loop, evaluate, close them; return the results and
+    the endpoints' counters (`endpoints.endpoint_stats`)."""
+    async with open_endpoints(
+        roles, urls, keys, settings.runner, settings.cache, settings.budget
+    ) as endpoints:
+        started = time.monotonic()
+        model = endpoints.get("model")
+        async with judge_transport(
+            settings.judge, endpoints["judge"], settings.output_dir, model
+        ) as judge:
+            results = await evaluate(
+                task, items, model, judge, settings.runner, settings.judge, on_result
+            )
+        return results, endpoint_stats(endpoints, started)
+
+
+@contextlib.contextmanager
+def steady_collector(young_threshold: int = 20_000) -> Iterator[None]:
+    """Keep Python's cyclic garbage collector from stalling the event loop while requests fly.
+
+    With the defaults, a request's short-lived objects outlive several young collections (one
+    every 700 allocations) with hundreds of requests in flight, get promoted, and trigger full
+    collections that scan everything start-up made (imports, config, rows); each stalls every
+    reply waiting on the loop. Here start-up's objects are frozen out of the scans and young
+    collections come every `young_threshold` allocations, so most request objects die by
+    reference counting first. Cyclic garbage is still collected. Restored on exit (a multirun
+    runs several jobs in one process), unless the caller had frozen objects itself.
+
+    Measured with 2,000 examples at 256 in flight: collections took 4.6 s of a 53 s evaluation
+    before (full ones up to 0.3 s), 0.7 s after; CPU per request fell by about a seventh.
+    """
+    thresholds = gc.get_threshold()
+    frozen_before = gc.get_freeze_count()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(young_threshold, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if not frozen_before:
+            gc.unfreeze()
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop where it is installed (Linux, macOS), with a `steady_collector`: the event
+    loop's own CPU per request roughly halves, which is what keeps hundreds of requests in
+    flight on one core."""
+    with (
+        steady_collector(),
+        signal_handlers_kept(),
+        asyncio.Runner(loop_factory=event_loop_factory()) as runner,
+    ):
+        return runner.run(interruptible(coroutine))  # SIGINT/SIGTERM: RunInterrupted

@@ -1,0 +1,153 @@
+"""The engine's entry: `run(task, settings, sinks)` runs any task and returns its summary;
+`estimate(task, settings)` is the dry run. The only engine functions that see the whole config:
+they hand each part the section it reads.
+
+One run: read the API keys; start the built-in endpoint if a role uses it (it gets ready while
+the task loads its rows); check every endpoint is reachable; `start` the sinks; run the rows in
+the async loop (`loop.evaluate`), each result to every sink as it finishes; summarize; record
+this invocation's usage in `invocations.jsonl`; then the sinks `finish` in the order given (the
+CLI puts the local files first and W&B last). Anything raised on the way `fail`s the sinks that
+had not finished and propagates: ConfigError / DataError / FatalEndpointError before or instead
+of a partial result, RunInterrupted on a signal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from healthbench_exp.config.measured import measured_fingerprint
+from healthbench_exp.config.schema import Config, needed_roles
+from healthbench_exp.core.sink import Sink
+from healthbench_exp.core.summary import RunSummary, Usage
+from healthbench_exp.engine.builtin import builtin_server
+from healthbench_exp.engine.endpoints import (
+    Role,
+    endpoint_identity,
+    reachable_endpoints,
+    reachable_urls,
+    resolve_keys,
+)
+from healthbench_exp.engine.estimate import estimate_run
+from healthbench_exp.engine.loop import LoopSettings, evaluate_with_clients, run_async
+from healthbench_exp.model.costs import cumulative_usage, record_invocation, usage_summary
+from healthbench_exp.model.probe import with_probed_limits
+from healthbench_exp.tasks.base import Measured, Task
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How to run a task: the whole config (read here only) and the run directory."""
+
+    config: Config
+    output_dir: Path
+
+
+def roles_of(config: Config, needed_only: bool = True) -> dict[str, Role]:
+    """The endpoint roles of a run (those it talks to, or both `model` and `judge`)."""
+    sampling = {
+        "model": (config.sampling.temperature, config.sampling.max_tokens),
+        "judge": (config.judge.temperature, config.judge.max_tokens),
+    }
+    names = needed_roles(config) if needed_only else ("model", "judge")
+    return {
+        name: Role(
+            name,
+            getattr(config, name),
+            *sampling[name],
+            identity=endpoint_identity(getattr(config, name), config.offline_server),
+        )
+        for name in names
+    }
+
+
+def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> RunSummary:
+    """Run `task`, feeding `sinks`; return the summary (see the module docstring)."""
+    config, output_dir = settings.config, settings.output_dir
+    started = time.monotonic()
+    began = datetime.now(UTC)
+    roles = roles_of(config)
+    keys = resolve_keys(roles)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    loop = LoopSettings(config.runner, config.judge, config.cache, config.budget, output_dir)
+    demo = any(role.endpoint.builtin for role in roles.values())
+    finished = 0
+    try:
+        with builtin_server(demo, config.offline_server) as server:  # ready while data loads
+            items = task.items()
+            urls = reachable_urls(roles, server, config.runner.connect_timeout_s)
+            for sink in sinks:
+                sink.start()
+
+            def on_result(result: Any) -> None:
+                for sink in sinks:
+                    sink.on_result(result)
+
+            results, stats = run_async(
+                evaluate_with_clients(task, items, roles, urls, keys, loop, on_result)
+            )
+        measured = Measured(stats, usage_summary(config, stats), time.monotonic() - started)
+        summary = account_invocation(
+            task.summarize(results, measured), measured, demo, output_dir, began
+        )
+        for sink in sinks:
+            summary = replace(summary, **sink.describe())
+        for sink in sinks:  # in order: local outputs complete before W&B finishes
+            sink.finish(summary, results)
+            finished += 1
+    except BaseException as exc:
+        for sink in sinks[finished:]:
+            sink.fail(exc)
+        raise
+    return summary
+
+
+def account_invocation(
+    summary: RunSummary, measured: Measured, demo: bool, output_dir: Path, began: datetime
+) -> RunSummary:
+    """Record this invocation's usage (`measured`) in the run's `invocations.jsonl`; return
+    `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
+    of result it is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in
+    endpoint answered: the scores mean nothing)."""
+    budget = measured.endpoints.get("budget")
+    invocations = record_invocation(
+        output_dir, measured.usage, budget, began, measured_fingerprint(summary.config)
+    )
+    rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
+    return replace(
+        summary,
+        usage=Usage.from_dict(cumulative_usage(invocations)),
+        partial=bool(rows_not_run) or bool(budget and budget["stopped"]),
+        demo=demo,
+    )
+
+
+def estimate(task: Task[Any, Any], settings: RunSettings) -> dict[str, Any]:
+    """The dry run: the run's calls, tokens and cost, estimated; nothing is sent.
+
+    No API key is needed and no endpoint is contacted (not even the built-in server), unless a
+    role's `rate_limit.probe` asks to read its limits from one request (see `model.probe`).
+    """
+    config = settings.config
+    probed = [role for role in needed_roles(config) if getattr(config, role).rate_limit.probe]
+    if probed:
+        with reachable_endpoints(
+            roles_of(config), config.offline_server, config.runner.connect_timeout_s
+        ) as urls:
+            endpoints = {role: getattr(config, role) for role in needed_roles(config)}
+            probed_limits = with_probed_limits(endpoints, urls, config.runner.request_timeout_s)
+            config = replace(config, **probed_limits)
+    return {
+        **estimate_run(
+            task,
+            roles_of(config, needed_only=False),
+            needed_roles(config),
+            config.judge,
+            config.cache,
+        ),
+        "rate_limits_probed": probed,
+    }

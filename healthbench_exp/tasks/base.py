@@ -1,0 +1,120 @@
+"""What a task is to the engine: rows to run, how one row runs, and what the run amounts to.
+
+A task (`tasks.eval.EvalTask`, `tasks.meta_eval.MetaEvalTask`) is an object built from the config
+sections it needs; `engine.run.run` runs any task the same way: it loads the task's `items()`
+while the endpoints start, runs `run_item` on each (at most `concurrency` at once) with the
+endpoints in `Clients`, counts each result on the progress bar with `tally`, hands the results
+and the measured request counters to `summarize`, and for a dry run lets `estimate` count the
+calls the rows would make. Adding a task means writing one such class, never a pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from healthbench_exp.config.schema import JudgeConfig, PromptOrder
+from healthbench_exp.core.completer import Completer
+from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.version import __version__
+from healthbench_exp.grading.grader import template_sha256
+from healthbench_exp.grading.verdict_watch import UnparseableWatch
+from healthbench_exp.model.endpoint import ChatEndpoint
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class Clients:
+    """What one row runs with: the model endpoint (None when no reply is sampled), the judge
+    (the endpoint, or a BatchJudge in front of it), and the run's unparseable-verdict watch."""
+
+    model: ChatEndpoint | None
+    judge: Completer
+    watch: UnparseableWatch
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the engine measured of one invocation, for the summary.
+
+    `endpoints`: per role (`model`, `judge`) the endpoint's counters as plain data, plus
+    `evaluation_s` (first request to last reply) and `budget` (None without `budget.max_usd`);
+    `usage`: `model.costs.usage_summary` of those counters; `wall_time_s`: the whole invocation.
+    """
+
+    endpoints: dict[str, Any]
+    usage: dict[str, Any]
+    wall_time_s: float
+
+
+class CallCounter(Protocol):
+    """The dry run's counter (`engine.estimate.Estimator`), as a task's `estimate` sees it."""
+
+    def sent(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages `role`'s endpoint would send for `messages` (its system message added)."""
+
+    def cached(self, role: str, messages: list[dict[str, str]], tag: str) -> str | None:
+        """The reply the response cache holds for this call, if any."""
+
+    def model_call(self, messages: list[dict[str, str]], cached: bool) -> None:
+        """Count one model call sending `messages` (free when `cached`)."""
+
+    def judge_calls(
+        self,
+        conversation: str,
+        reply_tokens: int,
+        rubric_items: list[str],
+        known: bool,
+        rollout: int,
+    ) -> None:
+        """Count the judge calls on one conversation (see `Estimator.judge_calls`)."""
+
+
+class Task(Protocol[Item, Result]):
+    """One kind of run, as the engine drives it (see the module docstring)."""
+
+    kind: str  # summary.json's `task`: "eval" | "meta_eval"
+    unit: str  # the progress bar's unit: "ex" (examples) | "row"
+
+    def items(self) -> list[Item]:
+        """Load the data and return the rows to run, in order (DataError / ConfigError)."""
+
+    def concurrency(self, rows: int) -> int:
+        """How many of the `rows` rows may run at once."""
+
+    async def run_item(self, item: Item, clients: Clients) -> Result:
+        """Run one row; a failed request is a result (with its error), not an exception,
+        except FatalEndpointError, which stops the run."""
+
+    def tally(self, counts: RunCounts, result: Result) -> None:
+        """Count a finished row into the run's counts (the progress bar's)."""
+
+    def summarize(self, results: Sequence[Result], measured: Measured) -> RunSummary:
+        """The run's summary (summary.json) of every result and the measured counters; the
+        engine then adds the run's whole usage, `partial`, `demo` and the sinks' fields."""
+
+    def estimate(self, counter: CallCounter) -> int:
+        """Count the calls the rows would make (a dry run); return the number of rows."""
+
+
+def protocol(judge: JudgeConfig, grading: str) -> dict[str, Any]:
+    """How the run graded, and whether that is the reference protocol."""
+    order = judge.prompt_order.value
+    departures = []
+    if judge.prompt_order is not PromptOrder.reference:
+        departures.append("rubric item moved after the instructions (shared prefix first)")
+    if judge.batch:
+        departures.append("judge calls through the OpenAI Batch API")
+    return {
+        "reference": not departures,
+        "grading": grading
+        + ("; NOT the reference protocol: " + "; ".join(departures) if departures else ""),
+        "grader_template_sha256": template_sha256(order),
+        "prompt_order": order,
+        "judge_transport": "batch" if judge.batch else "chat.completions",
+        "harness_version": __version__,
+    }

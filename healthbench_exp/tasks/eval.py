@@ -1,0 +1,321 @@
+"""The eval (`task=eval`): sample replies (or take given ones), grade every criterion, score.
+
+Each row is one (example, rollout): the model is asked once (unless the reply is given by
+physicians or a file), then all the example's criteria are graded together, at most
+`runner.max_parallel_judges` judge calls at once. Up to `runner.max_concurrent` rows run at once
+(every row, with batched judge calls: each must reach its judge calls before a batch goes out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from healthbench_exp.config.schema import (
+    CompletionsConfig,
+    CompletionSource,
+    DatasetConfig,
+    EndpointConfig,
+    JudgeConfig,
+    RunnerConfig,
+    SamplingConfig,
+    ScoringConfig,
+)
+from healthbench_exp.core.completer import Completer
+from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
+from healthbench_exp.data.completions import work_items
+from healthbench_exp.data.healthbench import load_examples
+from healthbench_exp.grading.comparison import length_adjusted, run_to_run_std, worst_at_k
+from healthbench_exp.grading.grader import grade_criterion, render_conversation, rubric_item_text
+from healthbench_exp.grading.scoring import (
+    aggregate_metrics,
+    bootstrap_std,
+    clipped_mean,
+    consensus_breakdown,
+    example_metrics,
+)
+from healthbench_exp.grading.verdict_watch import UnparseableWatch
+from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.tasks.base import CallCounter, Clients, Measured, protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalTask:
+    """The HealthBench eval over the configured dataset, as the engine runs it.
+
+    `config_dict` is the resolved config as plain data: it is written as the summary's `config`.
+    """
+
+    dataset: DatasetConfig
+    completions: CompletionsConfig
+    sampling: SamplingConfig
+    model: EndpointConfig
+    judge: JudgeConfig
+    runner: RunnerConfig
+    scoring: ScoringConfig
+    config_dict: dict[str, Any]
+    kind: str = "eval"
+    unit: str = "ex"
+    completions_info: dict[str, Any] = field(default_factory=dict)  # set by `items`
+
+    def items(self) -> list[WorkItem]:
+        work, self.completions_info = work_items(
+            load_examples(self.dataset),
+            self.completions,
+            self.sampling,
+            system_message=self.model.system_message,
+        )
+        sampled = self.completions.source is CompletionSource.model
+        log.info(
+            "%d examples x %d rollouts (%s replies): %d model calls, %d criteria to grade",
+            len({item.example.prompt_id for item in work}),
+            self.sampling.rollouts_per_example,
+            self.completions.source.value,
+            len(work) if sampled else 0,
+            sum(len(item.example.rubrics) for item in work),
+        )
+        return work
+
+    def concurrency(self, rows: int) -> int:
+        # with batched judge calls every example must reach its judge calls before a batch goes
+        return max(1, rows) if self.judge.batch else self.runner.max_concurrent
+
+    async def run_item(self, item: WorkItem, clients: Clients) -> ExampleResult:
+        return await run_example(
+            item,
+            clients.model,
+            clients.judge,
+            self.runner.max_parallel_judges,
+            self.judge.max_parse_retries,
+            clients.watch,
+            prompt_order=self.judge.prompt_order.value,
+        )
+
+    def tally(self, counts: RunCounts, result: ExampleResult) -> None:
+        counts.add(result)
+
+    def summarize(self, results: Sequence[ExampleResult], measured: Measured) -> RunSummary:
+        summary = build_summary(
+            list(results),
+            self.runner,
+            self.sampling,
+            self.scoring,
+            self.judge,
+            self.config_dict,
+            measured,
+        )
+        summary["completions"] = self.completions_info
+        return RunSummary.from_dict(summary)
+
+    def estimate(self, counter: CallCounter) -> int:
+        items, _ = work_items(
+            load_examples(self.dataset),
+            self.completions,
+            self.sampling,
+            system_message=self.model.system_message,
+        )
+        for item in items:
+            if item.error is not None:
+                continue
+            example = item.example
+            rubric = [rubric_item_text(c) for c in example.rubrics]
+            if item.completion is not None:
+                sent = list(item.messages or example.prompt)
+                reply: str | None = item.completion
+            else:
+                sent = counter.sent("model", list(example.prompt))
+                reply = counter.cached("model", sent, f"rollout={item.rollout}")
+                counter.model_call(sent, cached=reply is not None)
+            if reply is None:  # grade a conversation ending in an empty reply, plus its length
+                conversation = render_conversation([*sent, {"role": "assistant", "content": ""}])
+                counter.judge_calls(
+                    conversation,
+                    self.model.expected_completion_tokens,
+                    rubric,
+                    False,
+                    item.rollout,
+                )
+            else:
+                conversation = render_conversation([*sent, {"role": "assistant", "content": reply}])
+                counter.judge_calls(conversation, 0, rubric, True, item.rollout)
+        return len(items)
+
+
+async def run_example(
+    item: WorkItem,
+    model: ChatEndpoint | None,
+    judge: Completer,
+    max_parallel_judges: int,
+    max_parse_retries: int,
+    watch: UnparseableWatch | None = None,
+    prompt_order: str = "reference",
+) -> ExampleResult:
+    """Get the reply (sampled, or given by the item) and grade every criterion concurrently.
+
+    `prompt_order` is the grader prompt's layout (`judge.prompt_order`): the reference's, or the
+    cache-friendly shared-prefix-first one.
+    """
+    example, rollout = item.example, item.rollout
+    given = item.completion is not None or item.error is not None
+    if item.error is not None:
+        return ExampleResult(
+            example, rollout, list(example.prompt), None, [], error=item.error, sampled=False
+        )
+    if item.completion is not None:  # physician or file completions: nothing is sampled
+        sent = list(item.messages or example.prompt)
+        text = item.completion
+    else:
+        assert model is not None
+        prompt = list(example.prompt)
+        sent = model.messages_for(prompt)
+        try:
+            text = (await model.complete(prompt, tag=f"rollout={rollout}")).text
+        except RequestFailed as exc:
+            return ExampleResult(example, rollout, sent, None, [], error=f"model: {exc}")
+        except BudgetExhausted as exc:
+            return ExampleResult(
+                example, rollout, sent, None, [], error=f"not run: {exc}", not_run=True
+            )
+    conversation = render_conversation([*sent, {"role": "assistant", "content": text}])
+    slots = asyncio.Semaphore(max_parallel_judges)
+
+    async def grade(criterion: Any) -> CriterionGrade:
+        async with slots:
+            return await grade_criterion(
+                judge,
+                conversation,
+                rubric_item_text(criterion),
+                max_parse_retries,
+                rollout,
+                prefix_key=f"{example.prompt_id}:{rollout}",  # the criteria share the conversation
+                watch=watch,
+                order=prompt_order,
+            )
+
+    grades = list(await asyncio.gather(*(grade(c) for c in example.rubrics)))
+    stopped = next((g for g in grades if g.not_run), None)
+    if stopped is not None:  # scored on some criteria only it would be wrong: leave it for resume
+        return ExampleResult(
+            example,
+            rollout,
+            sent,
+            text,
+            grades,
+            error=stopped.error,
+            not_run=True,
+            sampled=not given,
+        )
+    metrics = example_metrics(
+        example.example_tags, example.rubrics, [g.criteria_met for g in grades]
+    )
+    return ExampleResult(example, rollout, sent, text, grades, metrics=metrics, sampled=not given)
+
+
+def build_summary(
+    results: list[ExampleResult],
+    runner: RunnerConfig,
+    sampling: SamplingConfig,
+    scoring: ScoringConfig,
+    judge: JudgeConfig,
+    config_dict: dict[str, Any],
+    measured: Measured,
+) -> dict[str, Any]:
+    """summary.json: reference metrics, counts, failures, labelled consensus scores."""
+    endpoint_stats, wall_time_s = measured.endpoints, measured.wall_time_s
+    scored = [r.metrics for r in results if r.metrics is not None]
+    metrics = aggregate_metrics(scored, runner.bootstrap_samples, sampling.seed) if scored else {}
+    graded = [g for r in results for g in r.grades]
+    row_counts = RunCounts.of(results)
+    counts = {
+        "examples": len({r.example.prompt_id for r in results}),
+        "rollouts_per_example": sampling.rollouts_per_example,
+        **row_counts.summary_fields(),
+        "criteria": sum(len(r.example.rubrics) for r in results),
+        "judge_replies": sum(g.attempts for g in graded),
+        "model_requests": endpoint_stats["model"]["requests"],
+        "judge_requests": endpoint_stats["judge"]["requests"],
+        "model_cache_hits": endpoint_stats["model"]["cache_hits"],
+        "judge_cache_hits": endpoint_stats["judge"]["cache_hits"],
+        "model_prompt_tokens": endpoint_stats["model"]["prompt_tokens"],
+        "model_completion_tokens": endpoint_stats["model"]["completion_tokens"],
+        "judge_prompt_tokens": endpoint_stats["judge"]["prompt_tokens"],
+        "judge_cached_prompt_tokens": endpoint_stats["judge"]["cached_prompt_tokens"],
+        "judge_completion_tokens": endpoint_stats["judge"]["completion_tokens"],
+        "peak_requests_in_flight": {
+            role: endpoint_stats[role]["peak_in_flight"] for role in ("model", "judge")
+        },
+        "request_errors": {role: endpoint_stats[role]["errors"] for role in ("model", "judge")},
+        "rate_limited": {role: endpoint_stats[role]["rate_limited"] for role in ("model", "judge")},
+        "lowest_in_flight_limit": {
+            role: endpoint_stats[role]["lowest_limit"] for role in ("model", "judge")
+        },
+        "evaluation_s": round(endpoint_stats["evaluation_s"], 3),  # sampling and grading only
+        "wall_time_s": round(wall_time_s, 3),
+    }
+    metrics.update(length_adjusted_metrics(results, scoring, runner, sampling))
+    return {
+        "task": "eval",
+        "metrics": metrics,
+        "counts": counts,
+        "repeats": repeats_statistics(results) if sampling.rollouts_per_example > 1 else None,
+        "consensus": consensus_breakdown(metrics),
+        "failures": [
+            {"prompt_id": r.example.prompt_id, "rollout": r.rollout, "error": r.error}
+            for r in results
+            if r.error is not None and not r.not_run
+        ],
+        "usage": measured.usage,
+        "budget": endpoint_stats.get("budget"),
+        "protocol": protocol(judge, "one judge call per criterion, simple-evals template"),
+        "config": config_dict,
+    }
+
+
+def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
+    """Run-to-run std of the overall score and worst-at-k, over the scored rows."""
+    by_example: dict[str, list[float]] = defaultdict(list)
+    by_rollout: dict[int, list[float]] = defaultdict(list)
+    for r in results:
+        if r.score is not None:
+            by_example[r.example.prompt_id].append(r.score)
+            by_rollout[r.rollout].append(r.score)
+    return {
+        "rollouts": len(by_rollout),
+        "run_to_run_std": run_to_run_std(by_rollout),
+        "worst_at_k": {str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
+    }
+
+
+def length_adjusted_metrics(
+    results: list[ExampleResult],
+    scoring: ScoringConfig,
+    runner: RunnerConfig,
+    sampling: SamplingConfig,
+) -> dict[str, float | int]:
+    """`length_adjusted_score` and its stats, if `scoring.length_penalty_per_500_chars` is set."""
+    penalty = scoring.length_penalty_per_500_chars
+    if penalty is None:
+        return {}
+    adjusted = [
+        length_adjusted(r.score, len(r.completion or ""), penalty, scoring.length_center_chars)
+        for r in results
+        if r.score is not None
+    ]
+    if not adjusted:
+        return {}
+    return {
+        "length_adjusted_score": clipped_mean(adjusted),
+        "length_adjusted_score:n_samples": len(adjusted),
+        "length_adjusted_score:bootstrap_std": bootstrap_std(
+            adjusted, runner.bootstrap_samples, sampling.seed
+        ),
+    }
