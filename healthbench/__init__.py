@@ -2,7 +2,7 @@
 
 `verifiers` finds a taskset by id as an importable package that exports its Taskset subclass
 (and here its bundled Harness and Env) in `__all__`. This package only re-exports them from
-`healthbench_exp.integrations.verifiers`; install it with `pip install "healthbench-exp[verifiers]"`.
+`healthbench_exp.integrations.verifiers`. Install: `pip install "healthbench-exp[verifiers]"`.
 """
 
 from healthbench_exp.integrations.verifiers import (
