@@ -5,6 +5,15 @@ from Python, `load_environment(...)` takes the seed environment's arguments. See
 Needs the extra: `pip install "healthbench-exp[verifiers]"`.
 """
 
+try:
+    import verifiers.v1  # noqa: F401
+except ModuleNotFoundError as exc:  # the base install: say which extra brings it
+    raise ModuleNotFoundError(
+        f"HealthBench's verifiers environment needs the extra ({exc}): "
+        'pip install "healthbench-exp[verifiers]"',
+        name=exc.name,
+    ) from exc
+
 from healthbench_exp.integrations.verifiers.env import (
     HealthBenchEnv,
     HealthBenchHarness,

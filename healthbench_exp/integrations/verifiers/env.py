@@ -16,7 +16,7 @@ import asyncio
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import verifiers.v1 as vf
 from verifiers.v1.clients import EvalClientConfig
@@ -36,7 +36,11 @@ from healthbench_exp.integrations.verifiers.taskset import (
 )
 from healthbench_exp.output.files import results_record, write_results_dataset
 
+if TYPE_CHECKING:
+    import datasets
+
 TASKSET_ID = "healthbench"
+Results = Iterable[vf.Episode] | Iterable[vf.Trace] | str | Path  # rollouts, or a vf-eval run dir
 
 
 class HealthBenchHarnessConfig(vf.HarnessConfig):
@@ -118,12 +122,12 @@ class HealthBenchEnv(vf.Env[HealthBenchEnvConfig]):
             slots = [s for task in taskset for s in self.slots(task, rollouts_per_example)]
             return list(await asyncio.gather(*(self.run_slot(s, ctx, limit) for s in slots)))
 
-    def make_dataset(self, results: Iterable[vf.Episode | vf.Trace] | str | Path, path=None):
+    def make_dataset(self, results: Results, path: str | Path | None = None) -> datasets.Dataset:
         """The results dataset of `results` (see `make_dataset`)."""
         return make_dataset(results, path)
 
 
-def example_results(results: Iterable[vf.Episode | vf.Trace] | str | Path) -> list[ExampleResult]:
+def example_results(results: Results) -> list[ExampleResult]:
     """The harness's ExampleResult of every scored rollout, in order; a run directory of
     `vf-eval` (its traces.jsonl) reads too. Each example's rollouts are numbered 0, 1, ..."""
     if isinstance(results, str | Path):
@@ -145,7 +149,7 @@ def example_results(results: Iterable[vf.Episode | vf.Trace] | str | Path) -> li
     return out
 
 
-def make_dataset(results: Iterable[vf.Episode | vf.Trace] | str | Path, path=None):
+def make_dataset(results: Results, path: str | Path | None = None) -> datasets.Dataset:
     """The scored rollouts as a `datasets.Dataset` in the seed's record (SPEC section 5), row for
     row what the harness writes to `results/`; saved to `path` when given (`load_from_disk`)."""
     import datasets
@@ -159,7 +163,7 @@ def make_dataset(results: Iterable[vf.Episode | vf.Trace] | str | Path, path=Non
         return datasets.load_from_disk(str(Path(folder) / "results"), keep_in_memory=True)
 
 
-def records(results: Iterable[vf.Episode | vf.Trace] | str | Path) -> list[dict[str, Any]]:
+def records(results: Results) -> list[dict[str, Any]]:
     """The dataset's rows as plain dicts (`output.files.results_record`)."""
     return [results_record(r) for r in example_results(results)]
 
