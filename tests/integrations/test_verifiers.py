@@ -152,6 +152,14 @@ def test_a_garbage_judge_leaves_criteria_ungraded_not_false(loopback_server) -> 
     assert all(p["criteria_met"] is None for p in trace.info["performance_by_rubric"])
 
 
+def test_an_empty_reply_fails_the_rollout_as_it_fails_a_harness_row(loopback_server) -> None:
+    server = loopback_server(empty_reply_rate=1.0)
+    (trace,) = evaluate(sample_env(server.base_url), server.base_url, 1)
+    assert not trace.ok and trace.rewards.get("healthbench") is None
+    assert "empty reply" in trace.errors[-1].message
+    assert server.stats()["judge_requests"] == 0  # nothing was graded
+
+
 def vf_eval(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     command = [str(Path(sys.executable).with_name("vf-eval")), "healthbench", *args]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
