@@ -18,14 +18,20 @@ import pytest
 
 vf = pytest.importorskip("verifiers.v1")
 
-from healthbench_exp.config.schema import DatasetConfig, DataSource  # noqa: E402
+from healthbench_exp.config.schema import ConfigError, DatasetConfig, DataSource  # noqa: E402
 from healthbench_exp.data.healthbench import load_examples  # noqa: E402
 from healthbench_exp.grading.scoring import example_score, reward  # noqa: E402
 from healthbench_exp.integrations.verifiers import (  # noqa: E402
     HealthBenchEnv,
+    HealthBenchTaskConfig,
     HealthBenchTasksetConfig,
     load_environment,
     make_dataset,
+)
+from healthbench_exp.integrations.verifiers.judge import (  # noqa: E402
+    KEY_ENV_VARS,
+    judge_endpoint,
+    resolve_judge_key,
 )
 
 SAMPLE_ROWS = 24
@@ -73,6 +79,35 @@ def test_environment_loads_the_harness_rows(loopback_server) -> None:
     assert tasks[0].data.system_prompt == "You are a helpful assistant."
     assert tasks[0].config.judge_model == JUDGE
     assert vf.taskset_config_type("healthbench") is HealthBenchTasksetConfig
+
+
+def test_judge_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in KEY_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match="set JUDGE_API_KEY or OPENAI_API_KEY"):
+        resolve_judge_key(None, None)
+    assert resolve_judge_key(None, "http://localhost:8000/v1") == "no-key-needed"
+    monkeypatch.setenv("OPENAI_API_KEY", "from-openai-var")
+    assert resolve_judge_key(None, None) == "from-openai-var"
+    assert resolve_judge_key("sk-literal-key", None) == "sk-literal-key"
+    with pytest.raises(ConfigError, match="'MY_JUDGE_KEY' names an environment variable"):
+        resolve_judge_key("MY_JUDGE_KEY", None)
+    monkeypatch.setenv("MY_JUDGE_KEY", "from-my-var")
+    assert resolve_judge_key("MY_JUDGE_KEY", None) == "from-my-var"
+    # the seed's README passed the full path; the endpoint is the harness's, with its settings
+    config = HealthBenchTaskConfig(
+        judge_base_url="https://api.openai.com/v1/chat/completions/",
+        judge_reasoning_effort="low",
+        max_parallel_judges=7,
+    )
+    endpoint = judge_endpoint(config)
+    assert endpoint.url == "https://api.openai.com/v1"
+    assert endpoint.limit.maximum == 7
+    assert endpoint.body == {"model": "gpt-4.1-2025-04-14", "reasoning_effort": "low"}
+    assert endpoint.messages_for([])[0] == {
+        "role": "system",
+        "content": "You are a helpful assistant.",
+    }
 
 
 def test_professional_and_unknown_difficulties_are_refused() -> None:

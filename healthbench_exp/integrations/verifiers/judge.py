@@ -84,12 +84,21 @@ def resolve_judge_key(value: str | None, base_url: str | None) -> str:
     return "no-key-needed"
 
 
+def judge_base_url(value: str | None) -> str | None:
+    """The base URL of `judge_base_url`; a full `.../chat/completions` URL (as the seed's README
+    showed) is cut to its base, which the client appends the path to."""
+    if value is None:
+        return None
+    return value.rstrip("/").removesuffix("/chat/completions")
+
+
 def judge_endpoint(settings: HealthBenchTaskConfig) -> ChatEndpoint:
     """A fresh judge endpoint for one rollout; the caller closes it (`await endpoint.close()`)."""
     reasoning = settings.judge_reasoning_effort is not None
+    base_url = judge_base_url(settings.judge_base_url)
     config = EndpointJudgeConfig(
         name=settings.judge_model,
-        base_url=settings.judge_base_url,
+        base_url=base_url,
         api_key_env=None,
         system_message=settings.judge_system_message,
         reasoning=reasoning,
@@ -102,8 +111,8 @@ def judge_endpoint(settings: HealthBenchTaskConfig) -> ChatEndpoint:
     return ChatEndpoint(
         "judge",
         config,
-        base_url=settings.judge_base_url,
-        api_key=resolve_judge_key(settings.judge_api_key, settings.judge_base_url),
+        base_url=base_url,
+        api_key=resolve_judge_key(settings.judge_api_key, base_url),
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         max_retries=settings.judge_max_retries,
