@@ -34,7 +34,7 @@ from healthbench_exp.integrations.verifiers.taskset import (
     criterion_grades,
     example_of,
 )
-from healthbench_exp.output.files import results_record, write_results_dataset
+from healthbench_exp.output.dataset import results_record, write_results_dataset
 
 if TYPE_CHECKING:
     import datasets

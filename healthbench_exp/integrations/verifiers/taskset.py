@@ -30,10 +30,10 @@ from healthbench_exp.config.schema import (
 )
 from healthbench_exp.core.types import CriterionGrade, Example, ExampleResult, WorkItem
 from healthbench_exp.data.healthbench import load_examples, parse_example, sample_examples
-from healthbench_exp.engine.runner import run_example
 from healthbench_exp.grading.comparison import length_adjusted
 from healthbench_exp.grading.scoring import reward
 from healthbench_exp.integrations.verifiers.judge import HealthBenchTaskConfig, judge_endpoint
+from healthbench_exp.tasks.eval import run_example
 
 PROFESSIONAL = "professional"
 
