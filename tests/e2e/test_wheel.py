@@ -24,6 +24,7 @@ import pytest
 from tests.e2e.test_e2e import REPO
 
 PACKAGE = REPO / "healthbench_exp"
+PLUGIN = REPO / "healthbench"  # the `verifiers` taskset's id: a tiny package beside ours
 DEMO_SCORE = 0.2879  # the demo's overall score against the built-in endpoint, to 4 places
 
 
@@ -38,7 +39,9 @@ def clean_source(into: Path) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
-    shutil.copytree(PACKAGE, source / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
+    for package in (PACKAGE, PLUGIN):
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(package, source / package.name, ignore=ignore)
     return source
 
 
@@ -64,6 +67,7 @@ def test_the_wheel_holds_every_config_and_data_file_once(wheel: Path) -> None:
         *PACKAGE.glob("data/*.jsonl"),
         *PACKAGE.glob("reference/*"),
         *PACKAGE.rglob("*.py"),
+        *PLUGIN.rglob("*.py"),
     ]
     needed = [p for p in needed if "__pycache__" not in p.parts]
     assert len([p for p in needed if p.suffix == ".yaml"]) > 20
@@ -72,7 +76,7 @@ def test_the_wheel_holds_every_config_and_data_file_once(wheel: Path) -> None:
     ]
     assert missing == [], f"not in the wheel (pyproject package-data): {missing}"
     packaged = [n for n in names if not n.startswith("healthbench_exp-")]  # not the dist-info
-    assert all(n.startswith("healthbench_exp/") for n in packaged), packaged
+    assert all(n.startswith(("healthbench_exp/", "healthbench/")) for n in packaged), packaged
     assert not [n for n in packaged if "__pycache__" in n or n.endswith(".pyc")]
     assert len(packaged) == len(needed)  # nothing else: no tests, no caches, no stray files
 
