@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.cli import startup
-from healthbench_exp.config.schema import Config, ConfigError, TaskKind
+from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine import run as engine
@@ -64,6 +64,21 @@ def build_task(config: Config, config_dict: dict[str, Any]) -> Task[Any, Any]:
     )
 
 
+def run_label(config: Config) -> str:
+    """The run's W&B name unless `wandb.name` sets one: replies, judge, data, temperature."""
+    if config.task.kind is TaskKind.meta_eval:
+        return f"meta_eval|judge={config.judge.name}|{config.dataset.difficulty}"
+    temperature = "default" if config.sampling.temperature is None else config.sampling.temperature
+    source = config.completions.source
+    if source is CompletionSource.model:
+        replies = config.model.name
+    elif source is CompletionSource.file:
+        replies = f"file:{Path(config.completions.path or '').name}"
+    else:
+        replies = f"{source.value}:group{config.completions.group}"
+    return f"{replies}|judge={config.judge.name}|{config.dataset.difficulty}|T={temperature}"
+
+
 def build_sinks(
     config: Config,
     config_dict: dict[str, Any],
@@ -73,7 +88,15 @@ def build_sinks(
 ) -> list[Sink]:
     """The run's sinks in finishing order: the local files, then W&B (opened with the first
     result, finished after every local output is written; its failures only warn)."""
-    tracker = tracking.start(config, config_dict, output_dir, job, readiness)
+    tracker = tracking.start(
+        config.wandb,
+        run_label(config),
+        config.task.kind.value,
+        config_dict,
+        output_dir,
+        job,
+        readiness,
+    )
     return [local_files(config.task.kind, output_dir), WandbSink(tracker, output_dir)]
 
 

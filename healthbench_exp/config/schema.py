@@ -279,7 +279,7 @@ def unknown_option(key: str) -> tuple[str, list[str]] | None:
 def validate(config: Config) -> None:
     """Checks the schema cannot express (ranges, combinations); raises ConfigError.
 
-    Every numeric option out of its range (`config_ranges.NUMERIC_RANGES`: nan and inf never
+    Every numeric option out of its range (`config.ranges.NUMERIC_RANGES`: nan and inf never
     valid) is named in one error, with its valid range.
     """
     bad = out_of_range(config)

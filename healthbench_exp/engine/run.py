@@ -90,7 +90,9 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
             results, stats = run_async(
                 evaluate_with_clients(task, items, roles, urls, keys, loop, on_result)
             )
-        measured = Measured(stats, usage_summary(config, stats), time.monotonic() - started)
+        prices = {role: getattr(config, role).price for role in ("model", "judge")}
+        usage = usage_summary(prices, needed_roles(config), config.judge.batch, stats)
+        measured = Measured(stats, usage, time.monotonic() - started)
         summary = account_invocation(
             task.summarize(results, measured), measured, demo, output_dir, began
         )

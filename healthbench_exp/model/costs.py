@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from healthbench_exp.config.schema import Config, PriceConfig, needed_roles
+from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
 from healthbench_exp.core.summary import USAGE_FIELDS
 
@@ -78,19 +79,25 @@ class Budget:
         return self.refused > 0
 
 
-def usage_summary(config: Config, endpoint_stats: dict[str, Any]) -> dict[str, Any]:
+def usage_summary(
+    prices: Mapping[str, PriceConfig],
+    used_roles: Sequence[str],
+    batch_judge: bool,
+    endpoint_stats: dict[str, Any],
+) -> dict[str, Any]:
     """Per role: the usage counters, the price used and `cost_usd`; plus `total_cost_usd`.
 
-    A role the run did not use (the model, for given replies) shows zeros and cost 0. The total
-    is None when a used role has no price.
+    `prices` holds the `model` and `judge` prices; a role not in `used_roles` (the model, for
+    given replies) shows zeros and cost 0; `batch_judge`: the judge's tokens were billed at the
+    Batch API's discount. The total is None when a used role has no price.
     """
     usage: dict[str, Any] = {}
     total: float | None = 0.0
     for role in ("model", "judge"):
         stats = endpoint_stats[role]
-        price = getattr(config, role).price
+        price = prices[role]
         entry = {name: stats[name] for name in USAGE_FIELDS}
-        used = role in needed_roles(config)
+        used = role in used_roles
         cost = (
             cost_usd(
                 price,
@@ -101,7 +108,7 @@ def usage_summary(config: Config, endpoint_stats: dict[str, Any]) -> dict[str, A
             if used
             else 0.0
         )
-        if cost is not None and role == "judge" and config.judge.batch:
+        if cost is not None and role == "judge" and batch_judge:
             cost *= BATCH_PRICE_FACTOR
         entry["cost_usd"] = cost
         entry["price"] = {

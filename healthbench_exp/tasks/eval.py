@@ -28,7 +28,18 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
-from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.summary import (
+    EVAL,
+    BudgetState,
+    Completions,
+    ConsensusRow,
+    EvalCounts,
+    Failure,
+    Protocol,
+    Repeats,
+    RunSummary,
+    Usage,
+)
 from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
@@ -113,8 +124,8 @@ class EvalTask:
             self.config_dict,
             measured,
         )
-        summary["completions"] = self.completions_info
-        return RunSummary.from_dict(summary)
+        summary.completions = Completions(**self.completions_info)
+        return summary
 
     def estimate(self, counter: CallCounter) -> int:
         items, _ = work_items(
@@ -228,56 +239,56 @@ def build_summary(
     judge: JudgeConfig,
     config_dict: dict[str, Any],
     measured: Measured,
-) -> dict[str, Any]:
+) -> RunSummary:
     """summary.json: reference metrics, counts, failures, labelled consensus scores."""
     endpoint_stats, wall_time_s = measured.endpoints, measured.wall_time_s
     scored = [r.metrics for r in results if r.metrics is not None]
     metrics = aggregate_metrics(scored, runner.bootstrap_samples, sampling.seed) if scored else {}
     graded = [g for r in results for g in r.grades]
     row_counts = RunCounts.of(results)
-    counts = {
-        "examples": len({r.example.prompt_id for r in results}),
-        "rollouts_per_example": sampling.rollouts_per_example,
+    model, judged = endpoint_stats["model"], endpoint_stats["judge"]
+    per_role = {"model": model, "judge": judged}
+    counts = EvalCounts(
+        examples=len({r.example.prompt_id for r in results}),
+        rollouts_per_example=sampling.rollouts_per_example,
         **row_counts.summary_fields(),
-        "criteria": sum(len(r.example.rubrics) for r in results),
-        "judge_replies": sum(g.attempts for g in graded),
-        "model_requests": endpoint_stats["model"]["requests"],
-        "judge_requests": endpoint_stats["judge"]["requests"],
-        "model_cache_hits": endpoint_stats["model"]["cache_hits"],
-        "judge_cache_hits": endpoint_stats["judge"]["cache_hits"],
-        "model_prompt_tokens": endpoint_stats["model"]["prompt_tokens"],
-        "model_completion_tokens": endpoint_stats["model"]["completion_tokens"],
-        "judge_prompt_tokens": endpoint_stats["judge"]["prompt_tokens"],
-        "judge_cached_prompt_tokens": endpoint_stats["judge"]["cached_prompt_tokens"],
-        "judge_completion_tokens": endpoint_stats["judge"]["completion_tokens"],
-        "peak_requests_in_flight": {
-            role: endpoint_stats[role]["peak_in_flight"] for role in ("model", "judge")
-        },
-        "request_errors": {role: endpoint_stats[role]["errors"] for role in ("model", "judge")},
-        "rate_limited": {role: endpoint_stats[role]["rate_limited"] for role in ("model", "judge")},
-        "lowest_in_flight_limit": {
-            role: endpoint_stats[role]["lowest_limit"] for role in ("model", "judge")
-        },
-        "evaluation_s": round(endpoint_stats["evaluation_s"], 3),  # sampling and grading only
-        "wall_time_s": round(wall_time_s, 3),
-    }
+        criteria=sum(len(r.example.rubrics) for r in results),
+        judge_replies=sum(g.attempts for g in graded),
+        model_requests=model["requests"],
+        judge_requests=judged["requests"],
+        model_cache_hits=model["cache_hits"],
+        judge_cache_hits=judged["cache_hits"],
+        model_prompt_tokens=model["prompt_tokens"],
+        model_completion_tokens=model["completion_tokens"],
+        judge_prompt_tokens=judged["prompt_tokens"],
+        judge_cached_prompt_tokens=judged["cached_prompt_tokens"],
+        judge_completion_tokens=judged["completion_tokens"],
+        peak_requests_in_flight={role: s["peak_in_flight"] for role, s in per_role.items()},
+        request_errors={role: s["errors"] for role, s in per_role.items()},
+        rate_limited={role: s["rate_limited"] for role, s in per_role.items()},
+        lowest_in_flight_limit={role: s["lowest_limit"] for role, s in per_role.items()},
+        evaluation_s=round(endpoint_stats["evaluation_s"], 3),  # sampling and grading only
+        wall_time_s=round(wall_time_s, 3),
+    )
     metrics.update(length_adjusted_metrics(results, scoring, runner, sampling))
-    return {
-        "task": "eval",
-        "metrics": metrics,
-        "counts": counts,
-        "repeats": repeats_statistics(results) if sampling.rollouts_per_example > 1 else None,
-        "consensus": consensus_breakdown(metrics),
-        "failures": [
-            {"prompt_id": r.example.prompt_id, "rollout": r.rollout, "error": r.error}
+    repeats = repeats_statistics(results) if sampling.rollouts_per_example > 1 else None
+    budget = endpoint_stats.get("budget")
+    return RunSummary(
+        task=EVAL,
+        metrics=metrics,
+        counts=counts,
+        repeats=None if repeats is None else Repeats(**repeats),
+        consensus=[ConsensusRow(**row) for row in consensus_breakdown(metrics)],
+        failures=[
+            Failure(r.example.prompt_id, rollout=r.rollout, error=r.error)
             for r in results
             if r.error is not None and not r.not_run
         ],
-        "usage": measured.usage,
-        "budget": endpoint_stats.get("budget"),
-        "protocol": protocol(judge, "one judge call per criterion, simple-evals template"),
-        "config": config_dict,
-    }
+        usage=Usage.from_dict(measured.usage),
+        budget=None if budget is None else BudgetState(**budget),
+        protocol=Protocol(**protocol(judge, "one judge call per criterion, simple-evals template")),
+        config=config_dict,
+    )
 
 
 def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:

@@ -28,7 +28,17 @@ from healthbench_exp.config.schema import (
     TaskConfig,
 )
 from healthbench_exp.core.counts import RunCounts
-from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.summary import (
+    META_EVAL,
+    Agreement,
+    BudgetState,
+    CategoryRow,
+    Failure,
+    MetaEvalCounts,
+    Protocol,
+    RunSummary,
+    Usage,
+)
 from healthbench_exp.core.types import MetaEvalResult, MetaEvalRow
 from healthbench_exp.data.healthbench import sample_examples
 from healthbench_exp.data.meta_eval import load_meta_rows
@@ -98,10 +108,8 @@ class MetaEvalTask:
         counts.add_grade(result.grade)
 
     def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> RunSummary:
-        return RunSummary.from_dict(
-            build_meta_summary(
-                list(results), self.runner, self.sampling, self.judge, self.config_dict, measured
-            )
+        return build_meta_summary(
+            list(results), self.runner, self.sampling, self.judge, self.config_dict, measured
         )
 
     def estimate(self, counter: CallCounter) -> int:
@@ -217,7 +225,7 @@ def build_meta_summary(
     judge_config: JudgeConfig,
     config_dict: dict[str, Any],
     measured: Measured,
-) -> dict[str, Any]:
+) -> RunSummary:
     """summary.json of a meta-eval: agreement metrics, by category, counts, ungraded rows."""
     stats, wall_time_s = measured.endpoints, measured.wall_time_s
     metrics, agreement, by_category = meta_eval_metrics(
@@ -225,44 +233,40 @@ def build_meta_summary(
     )
     ungraded = [r for r in results if r.grade.criteria_met is None and not r.grade.not_run]
     judge = stats["judge"]
-    counts = {
-        "rows": len(results),
-        "rows_graded": sum(r.grade.criteria_met is not None for r in results),
-        "rows_failed": len(ungraded),  # ungraded: left out of the judge's metrics
-        "rows_not_run": sum(r.grade.not_run for r in results),  # budget reached: resume to run
-        "rollouts_per_example": sampling.rollouts_per_example,
-        "examples": len({(r.row.prompt_id, r.row.completion_id) for r in results}),
-        "categories": len(by_category),
-        "physicians": len(agreement["physicians"]),
-        "physician_labels": sum(len(r.row.binary_labels) for r in results),
-        "judge_replies": sum(r.grade.attempts for r in results),
-        "judge_requests": judge["requests"],
-        "judge_cache_hits": judge["cache_hits"],
-        "judge_prompt_tokens": judge["prompt_tokens"],
-        "judge_cached_prompt_tokens": judge["cached_prompt_tokens"],
-        "judge_completion_tokens": judge["completion_tokens"],
-        "request_errors": {"judge": judge["errors"]},
-        "rate_limited": {"judge": judge["rate_limited"]},
-        "evaluation_s": round(stats["evaluation_s"], 3),
-        "wall_time_s": round(wall_time_s, 3),
-    }
-    return {
-        "task": "meta_eval",
-        "metrics": metrics,
-        "counts": counts,
-        "by_category": by_category,
-        "agreement": agreement,
-        "failures": [
-            {
-                "prompt_id": r.row.prompt_id,
-                "completion_id": r.row.completion_id,
-                "rollout": r.repeat,
-                "error": r.grade.error,
-            }
-            for r in ungraded
+    counts = MetaEvalCounts(
+        rows=len(results),
+        rows_graded=sum(r.grade.criteria_met is not None for r in results),
+        rows_failed=len(ungraded),  # ungraded: left out of the judge's metrics
+        rows_not_run=sum(r.grade.not_run for r in results),  # budget reached: resume to run
+        rollouts_per_example=sampling.rollouts_per_example,
+        examples=len({(r.row.prompt_id, r.row.completion_id) for r in results}),
+        categories=len(by_category),
+        physicians=len(agreement["physicians"]),
+        physician_labels=sum(len(r.row.binary_labels) for r in results),
+        judge_replies=sum(r.grade.attempts for r in results),
+        judge_requests=judge["requests"],
+        judge_cache_hits=judge["cache_hits"],
+        judge_prompt_tokens=judge["prompt_tokens"],
+        judge_cached_prompt_tokens=judge["cached_prompt_tokens"],
+        judge_completion_tokens=judge["completion_tokens"],
+        request_errors={"judge": judge["errors"]},
+        rate_limited={"judge": judge["rate_limited"]},
+        evaluation_s=round(stats["evaluation_s"], 3),
+        wall_time_s=round(wall_time_s, 3),
+    )
+    budget = stats.get("budget")
+    grading = "meta-eval: one judge call per row, rubric as given"
+    return RunSummary(
+        task=META_EVAL,
+        metrics=metrics,
+        counts=counts,
+        by_category=[CategoryRow(**row) for row in by_category],
+        agreement=Agreement.from_dict(agreement),
+        failures=[
+            Failure(r.row.prompt_id, r.row.completion_id, r.repeat, r.grade.error) for r in ungraded
         ],
-        "usage": measured.usage,
-        "budget": stats.get("budget"),
-        "protocol": protocol(judge_config, "meta-eval: one judge call per row, rubric as given"),
-        "config": config_dict,
-    }
+        usage=Usage.from_dict(measured.usage),
+        budget=None if budget is None else BudgetState(**budget),
+        protocol=Protocol(**protocol(judge_config, grading)),
+        config=config_dict,
+    )

@@ -70,3 +70,12 @@ def test_without_a_login_the_command_says_what_is_missing(tmp_path) -> None:
     assert result.returncode == 2
     assert "no W&B login: run `wandb login` or set WANDB_API_KEY" in result.stderr
     assert "wandb sync" in result.stderr
+
+
+def test_help_prints_the_usage_and_exits_0() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "healthbench_exp.report", "--help"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m healthbench_exp.report group=<sweep>")

@@ -113,8 +113,12 @@ def make_report(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    arguments = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(arguments):
+        print(USAGE)
+        return
     try:
-        url = make_report(sys.argv[1:] if argv is None else argv)
+        url = make_report(arguments)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from healthbench_exp.config.schema import CompletionSource, Config, TaskKind
+from healthbench_exp.config.schema import WandbConfig
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.version import __version__
@@ -60,20 +60,6 @@ class JobContext:
     overrides: list[str] = field(default_factory=list)
     sweep_dir: str | None = None  # set in a multirun: the sweep's directory
     job_name: str = "healthbench"  # hydra.job.name
-
-
-def default_run_name(config: Config) -> str:
-    if config.task.kind is TaskKind.meta_eval:
-        return f"meta_eval|judge={config.judge.name}|{config.dataset.difficulty}"
-    temperature = "default" if config.sampling.temperature is None else config.sampling.temperature
-    source = config.completions.source
-    if source is CompletionSource.model:
-        replies = config.model.name
-    elif source is CompletionSource.file:
-        replies = f"file:{Path(config.completions.path or '').name}"
-    else:
-        replies = f"{source.value}:group{config.completions.group}"
-    return f"{replies}|judge={config.judge.name}|{config.dataset.difficulty}|T={temperature}"
 
 
 def sweep_group(sweep_dir: str, job_name: str = "healthbench") -> str:
@@ -313,27 +299,31 @@ class Tracker:
 
 
 def start(
-    config: Config,
+    wandb: WandbConfig,
+    run_label: str,
+    job_type: str,
     config_dict: dict[str, Any],
     output_dir: Path,
     job: JobContext,
     readiness: Readiness,
 ) -> Tracker:
-    """The job's Tracker for the mode `wandb_mode.check` chose; opens nothing yet."""
+    """The job's Tracker for the mode `wandb_mode.check` chose; opens nothing yet.
+
+    `run_label` names the W&B run unless `wandb.name` does; `job_type` is the task's kind;
+    `config_dict` is the resolved config as plain data (env var names, never keys).
+    """
     if readiness.mode == "disabled":
         return Tracker()
-    group = config.wandb.group or (
-        sweep_group(job.sweep_dir, job.job_name) if job.sweep_dir else None
-    )
+    group = wandb.group or (sweep_group(job.sweep_dir, job.job_name) if job.sweep_dir else None)
     run_id = saved_run_id(output_dir) or new_run_id()
     run_dir = Path(os.environ.get("WANDB_DIR") or output_dir)  # W&B adds its own wandb/ below
     init = {
-        "project": config.wandb.project,
-        "entity": config.wandb.entity,
+        "project": wandb.project,
+        "entity": wandb.entity,
         "group": group,
-        "tags": list(config.wandb.tags),
-        "name": config.wandb.name or default_run_name(config),
-        "job_type": config.task.kind.value,
+        "tags": list(wandb.tags),
+        "name": wandb.name or run_label,
+        "job_type": job_type,
         "config": {
             **config_dict,
             "hydra_overrides": " ".join(job.overrides),
@@ -345,9 +335,7 @@ def start(
         "id": run_id,
         "resume": "allow",  # the same run again when the run directory is resumed
     }
-    plan = RunPlan(
-        run_id, readiness.mode, config.wandb.project, config.wandb.entity, group, output_dir, init
-    )
+    plan = RunPlan(run_id, readiness.mode, wandb.project, wandb.entity, group, output_dir, init)
     if readiness.warning:
         log.warning("%s", readiness.warning)
     return Tracker(plan, readiness.warning)
