@@ -35,7 +35,7 @@ class Record:
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         """The record `data` holds (missing keys: the field's default, else None)."""
-        hints = _hints(cls)
+        hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy sees type[R] as not
         values: dict[str, Any] = {}
         for f in fields(cls):  # type: ignore[arg-type]
             if f.name in data:

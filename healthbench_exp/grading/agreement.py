@@ -81,7 +81,9 @@ def _balanced(pos: Rate, neg: Rate) -> Rate:
     return Rate(pos.n + neg.n, (pos.value + neg.value) / 2)
 
 
-def metrics_from_counts(counts: PairCounts, rater: str, category: str | None = None) -> dict:
+def metrics_from_counts(
+    counts: PairCounts, rater: str, category: str | None = None
+) -> dict[str, Rate]:
     """Precision, recall and F1 for pos, neg and balanced, from one pooled table of pairs."""
     c = counts
     rates = {
@@ -163,9 +165,12 @@ def average_over_raters(per_rater: dict[str, dict[str, Rate]]) -> dict[str, Aver
         if not rates:
             result[name] = Average(None, None, 0)
             continue
+        defined = [r.value for r in rates if r.value is not None]  # all of them: see above
         weight = sum(r.n for r in rates)
-        weighted = sum(r.value * r.n for r in rates) / weight if weight else None  # type: ignore[operator]
-        mean = sum(r.value for r in rates) / len(rates)  # type: ignore[misc]
+        weighted = (
+            sum(v * r.n for v, r in zip(defined, rates, strict=True)) / weight if weight else None
+        )
+        mean = sum(defined) / len(rates)
         result[name] = Average(mean, weighted, len(rates))
     return result
 

@@ -66,7 +66,7 @@ def reward(score: float) -> float:
     return min(1.0, max(0.0, score))
 
 
-def clipped_mean(values: Sequence[float]) -> float:
+def clipped_mean(values: Sequence[float] | np.ndarray) -> float:
     """Mean first, then clip to [0, 1]: the reference's aggregate (not a mean of clipped scores)."""
     return float(np.clip(np.mean(values), 0, 1))
 
@@ -140,13 +140,14 @@ def consensus_criteria() -> dict[str, dict[str, str]]:
     text = (resources.files("healthbench_exp") / "reference" / "consensus_criteria.json").read_text(
         encoding="utf-8"
     )
-    return json.loads(text)
+    table: dict[str, dict[str, str]] = json.loads(text)
+    return table
 
 
 def consensus_breakdown(metrics: dict[str, float | int]) -> list[dict[str, object]]:
     """One labelled row per consensus criterion present in the aggregated metrics."""
     table = consensus_criteria()
-    rows = []
+    rows: list[dict[str, object]] = []
     for name in sorted(metrics):
         if not name.startswith("cluster:") or ":" in name[len("cluster:") :]:
             continue
