@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,47 @@ def make_row(prompt_id: str = "p1", **overrides: Any) -> dict[str, Any]:
     }
     row.update(overrides)
     return row
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """The README's demo, run once: its run directory (read it, never write to it) and output."""
+
+    directory: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`python -m healthbench_exp experiment=demo` (W&B offline, as the README runs it), once for
+    every test that only reads its outputs. Under pytest-xdist the workers share it too: the first
+    to ask runs it under a file lock in the session's temporary root, the others read its result.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's root, shared by its workers (each has a folder in it)
+    shared = root / "shared-demo"
+    shared.mkdir(exist_ok=True)
+    outcome = shared / "outcome.json"
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.exists():
+            result = subprocess.run(
+                [sys.executable, "-m", "healthbench_exp", "experiment=demo",
+                 f"hydra.run.dir={shared / 'run'}"],
+                capture_output=True, text=True, timeout=300, cwd=REPO,
+                env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(shared / "cache")},
+            )  # fmt: skip
+            written = {"returncode": result.returncode, "stdout": result.stdout,
+                       "stderr": result.stderr}  # fmt: skip
+            outcome.write_text(json.dumps(written), encoding="utf-8")
+        data = json.loads(outcome.read_text(encoding="utf-8"))
+    return DemoRun(shared / "run", data["returncode"], data["stdout"], data["stderr"])
 
 
 @pytest.fixture(autouse=True)
@@ -92,3 +138,14 @@ def loopback_server() -> Iterator[Callable[..., LoopbackServer]]:
     yield start
     for process in started:
         process.__exit__(None, None, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`), the tests of a module that share a module-scoped
+    fixture (a sweep, a run they all read) go to one worker, so that the fixture runs once."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d[-1].scope == "module" for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

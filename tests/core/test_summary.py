@@ -23,6 +23,7 @@ from healthbench_exp.core.summary import (
     RunSummary,
     Usage,
 )
+from tests.conftest import DemoRun
 from tests.e2e.test_e2e import run_cli
 from tests.output.test_tracking import wandb_env
 
@@ -55,6 +56,10 @@ RUNS = {
 @pytest.fixture(scope="module", params=list(RUNS))
 def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The summary.json of one real run (see RUNS)."""
+    if request.param == "eval":  # the README's demo, which other tests read too
+        demo: DemoRun = request.getfixturevalue("demo_run")
+        assert demo.returncode == 0, demo.stderr
+        return demo.directory / "summary.json"
     root = tmp_path_factory.mktemp(request.param)
     env = {**wandb_env(root), "HEALTHBENCH_CACHE_DIR": str(root / "cache")}
     result = run_cli(*RUNS[request.param], f"hydra.run.dir={root / 'run'}", env=env)

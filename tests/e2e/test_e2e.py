@@ -12,6 +12,7 @@ import datasets
 
 from healthbench_exp.config.schema import DatasetConfig, DataSource
 from healthbench_exp.data.healthbench import load_examples
+from tests.conftest import DemoRun
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,29 +41,29 @@ def run_cli(
     return run_module("healthbench_exp", *args, env=env, cwd=cwd)
 
 
-def test_demo_runs_offline_and_writes_every_output(tmp_path) -> None:
-    result = run_cli("experiment=demo", f"hydra.run.dir={tmp_path}")
+def test_demo_runs_offline_and_writes_every_output(demo_run: DemoRun) -> None:
+    result, run_dir = demo_run, demo_run.directory
     assert result.returncode == 0, result.stderr
     assert "overall_score" in result.stdout and "by theme:" in result.stdout
-    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert set(summary) >= {"metrics", "config", "counts"}
     sample = load_examples(DatasetConfig(source=DataSource.bundled))
     n_criteria = sum(len(e.rubrics) for e in sample)
     assert summary["counts"]["criteria"] == n_criteria
     assert summary["metrics"]["overall_score:n_samples"] == len(sample)
-    assert 0.0 <= summary["metrics"]["overall_score"] <= 1.0
+    assert round(summary["metrics"]["overall_score"], 4) == 0.2879  # the README's figure
     assert summary["config"]["model"]["builtin"] is True
-    per_criterion = (tmp_path / "per_criterion.jsonl").read_text().splitlines()
+    per_criterion = (run_dir / "per_criterion.jsonl").read_text().splitlines()
     assert len(per_criterion) == n_criteria
-    assert len((tmp_path / "examples.jsonl").read_text().splitlines()) == len(sample)
-    results = datasets.load_from_disk(str(tmp_path / "results"))
+    assert len((run_dir / "examples.jsonl").read_text().splitlines()) == len(sample)
+    results = datasets.load_from_disk(str(run_dir / "results"))
     assert len(results) == len(sample)
     assert sum(len(r["performance_by_rubric"]) for r in results) == n_criteria
-    log = (tmp_path / "healthbench.log").read_text()
+    log = (run_dir / "healthbench.log").read_text()
     assert "24 examples x 1 rollouts" in log
     assert "HTTP Request" not in log  # openai/httpx request logs stay at WARNING
     # W&B wrote an offline run under the output directory
-    runs = list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+    runs = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 1
 
 

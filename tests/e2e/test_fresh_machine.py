@@ -8,13 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_e2e import REPO
+
+pytestmark = pytest.mark.slow  # runs pytest itself in a subprocess: `pytest -m slow`
 
 PROBE = """
 from pathlib import Path
 
 from tests.sweep.test_aggregate import render
-
 
 def test_render(tmp_path):
     page = tmp_path / "page.html"

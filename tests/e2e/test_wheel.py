@@ -23,6 +23,8 @@ import pytest
 
 from tests.e2e.test_e2e import REPO
 
+pytestmark = pytest.mark.slow  # builds and installs a wheel: `pytest -m slow`
+
 PACKAGE = REPO / "healthbench_exp"
 PLUGIN = REPO / "healthbench"  # the `verifiers` taskset's id: a tiny package beside ours
 LAUNCHER = REPO / "hydra_plugins" / "healthbench_exp_launcher"  # hydra/launcher=healthbench_slurm

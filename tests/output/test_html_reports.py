@@ -9,15 +9,23 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import DemoRun
 from tests.e2e.test_e2e import run_cli
 from tests.sweep.test_aggregate import overflow, render
 from tests.sweep.test_aggregate_cli import aggregate
 
 
-def test_run_report_opens_with_its_context_and_pages_its_examples(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    result = run_cli("experiment=demo", "wandb=disabled", f"hydra.run.dir={run}")
-    assert result.returncode == 0, result.stderr
+@pytest.mark.slow  # Chromium renders the page
+def test_run_report_opens_with_its_context_and_pages_its_examples(
+    demo_run: DemoRun, tmp_path: Path
+) -> None:
+    assert demo_run.returncode == 0, demo_run.stderr
+    run = tmp_path / "run"  # a copy of the shared run's report (overflow() writes beside it)
+    run.mkdir()
+    for name in ("summary.json", "examples.jsonl", "report.html", "report_examples.js"):
+        shutil.copy(demo_run.directory / name, run / name)
     summary = json.loads((run / "summary.json").read_text())
     examples = [json.loads(x) for x in (run / "examples.jsonl").read_text().splitlines()]
     html = (run / "report.html").read_text()
@@ -45,6 +53,7 @@ def test_run_report_opens_with_its_context_and_pages_its_examples(tmp_path: Path
     assert "<details" not in dom and "keep the two files together" in dom
 
 
+@pytest.mark.slow  # Chromium renders the page
 def test_a_partial_run_says_so_in_its_report_and_in_the_comparison(tmp_path: Path) -> None:
     run = tmp_path / "partial"
     result = run_cli(
@@ -75,6 +84,7 @@ def test_the_final_status_reaches_the_report(tmp_path: Path) -> None:
     assert "id='banner-FAILED'" in html and status["error"] in html
 
 
+@pytest.mark.slow  # Chromium renders the page
 def test_meta_eval_report_has_its_context_and_fits_the_page(tmp_path: Path) -> None:
     run = tmp_path / "meta"
     result = run_cli("experiment=demo", "task=meta_eval", "wandb=disabled", f"hydra.run.dir={run}")

@@ -31,6 +31,8 @@ from tests.engine.test_serve import (
     stand_in_env,
 )
 
+pytestmark = pytest.mark.slow  # needs a SLURM cluster (`.ci/slurm-up.sh`): `pytest -m slow`
+
 LIGHT = ("experiment=demo", "wandb=disabled", "runner.progress=false", "sampling.num_examples=3")
 ON_SLURM = (
     "hydra/launcher=slurm",

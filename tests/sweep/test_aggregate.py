@@ -187,6 +187,7 @@ def overflow(report: Path, tmp_path: Path) -> tuple[int, int]:
     return int(table.group(1)), int(page.group(1))
 
 
+@pytest.mark.slow  # Chromium renders the pages
 def test_html_reports_render_with_the_scores(grid_sweep: Path, tmp_path: Path) -> None:
     dom = render(grid_sweep / "report.html", tmp_path)
     data = read_json(grid_sweep / "sweep_summary.json")
