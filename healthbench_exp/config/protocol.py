@@ -17,12 +17,19 @@ and 6) under which its published scores were made:
 `"<option>: <reference value> -> <this run's value>"`. Where a run's endpoint is or what key it
 uses is never a deviation (the same model answers); the policy model is what is measured, not
 part of the protocol.
+
+A `dataset.path` run is recorded by the file it read, its name and sha256 (`data_file`; never
+the local path): a file whose sha256 is the official file's (a local copy of the real data) is
+no deviation, any other is `dataset.path: <official file> -> <name> (sha256 <first 12>...)`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import (
@@ -106,6 +113,8 @@ class ProtocolCheck:
     name: str
     deviations: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
+    # a dataset.path run: {"name": the file's name, "sha256": its digest (null: unreadable)}
+    data_file: dict[str, str | None] | None = None
 
     @property
     def reference(self) -> bool:
@@ -154,12 +163,51 @@ class _Deviations:
         self.lines: list[str] = []
         self.fixes: list[str] = []
 
+        self.data_file: dict[str, str | None] | None = None
+
     def compare(self, option: str, reference: Any, actual: Any) -> None:
         """Record `option` when the run's value differs from the reference's."""
         if reference != actual:
-            self.lines.append(f"{option}: {_text(reference)} -> {_text(actual)}")
-            value = _text(reference)
-            self.fixes.append(f"{option}='{value}'" if " " in value else f"{option}={value}")
+            self.add(option, f"{_text(reference)} -> {_text(actual)}", _text(reference))
+
+    def add(self, option: str, change: str, fix: str) -> None:
+        """Record `option: change`, removed by setting `option` to `fix`."""
+        self.lines.append(f"{option}: {change}")
+        self.fixes.append(f"{option}='{fix}'" if " " in fix else f"{option}={fix}")
+
+    def data_path(self, path: str, reference: str, sha256: str | None) -> None:
+        """A `dataset.path` run: record the file by name and sha256 (`data_file`); a deviation
+        from the `reference` data unless the file's sha256 is `sha256` (the official file's;
+        None: the reference data is no single file)."""
+        name, digest = Path(path).expanduser().name, file_sha256(path)
+        self.data_file = {"name": name, "sha256": digest}
+        if sha256 is not None and digest == sha256:
+            return
+        read = f"{name} (sha256 {digest[:12]}...)" if digest else f"{name} (unreadable)"
+        self.add("dataset.path", f"{reference} -> {read}", "null")
+
+
+def file_sha256(path: str) -> str | None:
+    """The sha256 of the file at `path`, None when it cannot be read (the data loader then
+    says why); remembered per path, size and modification time."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+        stat = resolved.stat()
+    except OSError:
+        return None
+    return _sha256(str(resolved), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _sha256(path: str, size: int, mtime_ns: int) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _judge(out: _Deviations, judge: JudgeConfig, bundle: JudgeBundle) -> None:
@@ -194,9 +242,14 @@ def _data(
     official: tuple[str, str, str] | None,
 ) -> None:
     """Official data, every example: `official` is (name, file, sha256) of a 2025 file; None
-    for Professional, whose reference data is the HF set `openai/healthbench-professional`."""
-    out.compare("dataset.path", None, dataset.path)
-    if official is None:
+    for Professional, whose reference data is the HF set `openai/healthbench-professional`.
+    A `dataset.path` is the file read, whatever `dataset.source` says."""
+    if dataset.path:
+        if official is None:
+            out.data_path(dataset.path, PROFESSIONAL_HF_REPO, None)
+        else:
+            out.data_path(dataset.path, official[1], official[2])
+    elif official is None:
         out.compare("dataset.source", DataSource.hf.value, dataset.source.value)
         out.compare("dataset.hf_repo", PROFESSIONAL_HF_REPO, dataset.hf_repo)
         out.compare("dataset.hf_split", "test", dataset.hf_split)
@@ -231,7 +284,7 @@ def protocol_check(
     else:
         # a label with no official file (the bundled sample) stands in for all 5000
         _data(out, dataset, sampling, OFFICIAL_2025.get(dataset.difficulty, OFFICIAL_2025["all"]))
-    return ProtocolCheck(name, out.lines, out.fixes)
+    return ProtocolCheck(name, out.lines, out.fixes, out.data_file)
 
 
 def _meta_eval_data(
@@ -240,9 +293,11 @@ def _meta_eval_data(
     """The meta-eval reads its own official file (task.meta_eval_file), or a dataset.path,
     or the bundled sample (dataset.source=bundled)."""
     _, file, sha256 = META_EVAL
-    out.compare("dataset.path", None, dataset.path)
-    if dataset.source is DataSource.bundled:
-        out.compare("dataset.source", DataSource.openai.value, "bundled")
-    out.compare("task.meta_eval_file", file, task.meta_eval_file)
-    out.compare("task.meta_eval_sha256", sha256, task.meta_eval_sha256)
+    if dataset.path:  # the file read: the official file's settings are not used
+        out.data_path(dataset.path, file, sha256)
+    else:
+        if dataset.source is DataSource.bundled:
+            out.compare("dataset.source", DataSource.openai.value, "bundled")
+        out.compare("task.meta_eval_file", file, task.meta_eval_file)
+        out.compare("task.meta_eval_sha256", sha256, task.meta_eval_sha256)
     out.compare("sampling.num_examples", None, sampling.num_examples)

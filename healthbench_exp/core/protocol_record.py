@@ -36,3 +36,5 @@ class Protocol(Record):
     name: str | None = field(default=None, metadata=OMIT_NONE)
     # "<option>: <reference value> -> <this run's value>", one per setting that differs
     deviations: list[str] | None = field(default=None, metadata=OMIT_NONE)
+    # a dataset.path run's file: {"name": its file name, "sha256": its digest}
+    data_file: dict[str, str | None] | None = field(default=None, metadata=OMIT_NONE)

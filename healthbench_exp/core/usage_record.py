@@ -4,8 +4,17 @@ endpoint role, each invocation's own, and the budget's state."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from healthbench_exp.core.record import OMIT_NONE, Record
+
+ILLUSTRATIVE = "illustrative"  # how a placeholder price's `as_of` starts (the offline demo's)
+
+
+def is_illustrative(as_of: Any) -> bool:
+    """Whether a price's `as_of` marks it a placeholder (`illustrative: ...`), not a price a
+    provider charges: a cost from it is shown as illustrative."""
+    return isinstance(as_of, str) and as_of.strip().lower().startswith(ILLUSTRATIVE)
 
 
 @dataclass
@@ -83,3 +92,13 @@ class Usage(Record):
     def role(self, name: str) -> RoleUsage:
         """`model` or `judge`."""
         return self.judge if name == "judge" else self.model
+
+    def illustrative_roles(self) -> list[str]:
+        """The roles whose cost came from an illustrative price (see `is_illustrative`)."""
+        return [
+            name
+            for name in ("model", "judge")
+            if (price := self.role(name).price) is not None
+            and is_illustrative(price.as_of)
+            and self.role(name).cost_usd
+        ]

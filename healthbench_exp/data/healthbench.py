@@ -119,13 +119,18 @@ def check_jsonl_file(path: Path) -> None:
 
 
 def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line."""
+    """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line.
+
+    Read as `utf-8-sig`: a file that starts with a UTF-8 byte order mark (as some Windows
+    editors save it) reads as the same rows as one without."""
     import datasets
 
     check_jsonl_file(path)
 
     datasets.disable_progress_bars()
-    lines = datasets.load_dataset("text", data_files=str(path), split="train", keep_in_memory=True)
+    lines = datasets.load_dataset(
+        "text", data_files=str(path), split="train", keep_in_memory=True, encoding="utf-8-sig"
+    )
     for number, line in enumerate(lines["text"], start=1):
         if not line.strip():
             continue

@@ -32,6 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.model.cache_file import (
+    not_a_directory,
+    open_database,
+    open_read_only,
+    writable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -151,51 +157,7 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# `responses` keeps its first version's five columns, so that an older harness sharing the
-# file still writes to it; what later versions record of an entry is in `entry_details`
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
-    "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)",
-    "CREATE TABLE IF NOT EXISTS entry_details (key TEXT PRIMARY KEY, profile INTEGER, "
-    "reasoning_tokens INTEGER, cached_prompt_tokens INTEGER, prompt_chars INTEGER)",
-    "CREATE TABLE IF NOT EXISTS profiles (id INTEGER PRIMARY KEY, role TEXT NOT NULL, name TEXT "
-    "NOT NULL, endpoint TEXT NOT NULL, settings TEXT NOT NULL, UNIQUE (role, endpoint, settings))",
-    # a run's process, and `open` 1 until it closes the cache (a killed one never does)
-    "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, started REAL, finished REAL, "
-    "pid INTEGER, open INTEGER NOT NULL DEFAULT 1)",
-    # profile 0: lookups of callers that name no profile
-    "CREATE TABLE IF NOT EXISTS run_lookups (run INTEGER NOT NULL, profile INTEGER NOT NULL, "
-    "hits INTEGER NOT NULL, misses INTEGER NOT NULL, PRIMARY KEY (run, profile))",
-)  # no index beyond the keys: each would slow every write; `stats` and `prune` scan
 LOOKUPS_FLUSH_EVERY = 2000  # a run's hit and miss counts are written after so many, and at close
-
-
-def open_database(path: Path, patience_s: float = 60.0) -> sqlite3.Connection:
-    """The cache file at `path`, created or upgraded to the current tables, in WAL mode.
-
-    The set-up is one write transaction, so processes opening the same file at once do it once;
-    switching to WAL can answer "locked" at once, without the busy timeout, while another
-    process opens the same new file: that is retried for `patience_s`."""
-    db = sqlite3.connect(path, timeout=patience_s, isolation_level=None)
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in SCHEMA:
-                    db.execute(statement)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            return db
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                db.close()
-                raise
-            time.sleep(0.05)
 
 
 def profile_id(db: sqlite3.Connection, profile: Profile, create: bool) -> int | None:
@@ -221,14 +183,28 @@ class ResponseCache:
     def __init__(self, directory: Path, record_run: bool = True) -> None:
         self.path = directory / CACHE_FILE
         self.unusable: str | None = None  # why the file is no longer used, once it failed
+        self.read_only = False  # a cache this process may not write: used for hits only
         self.memory: dict[str, CachedReply] = {}  # replies the file could not take
         self.run: int | None = None
         self.lookups: dict[int | None, list[int]] = {}  # profile: [hits, misses] not yet written
         self.unflushed = 0
+        problem = not_a_directory(directory)
+        if problem is not None:
+            raise ConfigError(
+                f"cannot use the response cache: cache.dir {problem}; point cache.dir at a "
+                "directory or set cache.enabled=false"
+            )
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            self.db = open_database(self.path)
+            if writable(self.path):
+                directory.mkdir(parents=True, exist_ok=True)
+                self.db = open_database(self.path)
+            else:
+                self._open_read_only()
+                return
         except (sqlite3.Error, OSError) as exc:
+            if "readonly" in str(exc).lower() or "read-only" in str(exc).lower():  # e.g. its fs
+                self._open_read_only()
+                return
             raise ConfigError(
                 f"cannot use the response cache {self.path} ({exc}); move the file away, point "
                 "cache.dir elsewhere, or set cache.enabled=false"
@@ -245,12 +221,30 @@ class ResponseCache:
             except sqlite3.Error as exc:
                 self._give_up(exc)
 
+    def _open_read_only(self) -> None:
+        """Use a cache this process may not write for its hits only, saying so once: replies
+        it has not got are paid and kept in memory for this run, stored nowhere."""
+        self.read_only = True
+        try:
+            self.db = open_read_only(self.path)
+            entries = f"{len(self):,} entries"
+        except sqlite3.Error as exc:
+            self.db = sqlite3.connect(":memory:")
+            self.unusable = str(exc)
+            entries = f"nothing to read: {exc}" if self.path.exists() else "no file yet"
+        log.warning(
+            "the response cache %s is read-only (%s): this run uses its replies but stores "
+            "nothing new in it; point cache.dir at a writable directory to keep this run's",
+            self.path,
+            entries,
+        )
+
     def profile(self, profile: Profile) -> int | None:
         """The id under which `profile`'s replies are stored (None once the file failed)."""
         if self.unusable is not None:
             return None
         try:
-            return profile_id(self.db, profile, create=True)
+            return profile_id(self.db, profile, create=not self.read_only)
         except sqlite3.Error as exc:
             self._give_up(exc)
             return None
@@ -279,14 +273,14 @@ class ResponseCache:
             self._give_up(exc)
             return self.memory.get(key)
         if row is None:
-            return None
+            return self.memory.get(key)  # a read-only cache's replies of this run
         return CachedReply(row[0], row[1] or 0, row[2] or 0, row[3] or 0, row[4] or 0, row[5])
 
     def put(self, key: str, reply: CachedReply, profile: int | None = None) -> None:
         """Store a paid reply of `profile`. If the file refuses it (disk full, damaged), the
         reply is kept in memory for the rest of the run and the file is no longer used (see
-        `_give_up`)."""
-        if self.unusable is None:
+        `_give_up`); a read-only cache keeps it in memory."""
+        if self.unusable is None and not self.read_only:
             try:
                 self.db.execute("BEGIN")
                 try:

@@ -16,7 +16,13 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from healthbench_exp.model.cache import CACHE_FILE, Profile, open_database, profile_id
+from healthbench_exp.model.cache import CACHE_FILE, Profile, profile_id
+from healthbench_exp.model.cache_file import (
+    not_a_directory,
+    open_database,
+    open_read_only,
+    writable,
+)
 
 # The least number of a profile's replies whose measured lengths the dry run trusts (fewer: it
 # assumes `expected_completion_tokens`). A few dozen: the mean of 30 replies whose lengths vary
@@ -101,12 +107,28 @@ class RunLookups:
 ENTRIES = "FROM responses r LEFT JOIN entry_details d ON d.key = r.key"
 
 
-def open_cache(directory: Path) -> sqlite3.Connection | None:
-    """The cache file in `directory`, upgraded to the current tables; None if there is none."""
+class CacheUnusable(ValueError):
+    """A cache directory that is not one (a file), or a read-only cache asked to change."""
+
+
+def open_cache(directory: Path, write: bool | None = None) -> sqlite3.Connection | None:
+    """The cache file in `directory`; None if there is none. `write` True: for changes
+    (CacheUnusable for a cache this process may not write); False: read-only; None: upgraded
+    to the current tables when this process may write it, else read-only. CacheUnusable when
+    `directory` is a file."""
+    problem = not_a_directory(directory)
+    if problem is not None:
+        raise CacheUnusable(problem)
     path = directory / CACHE_FILE
     if not path.is_file():
         return None
-    return open_database(path)
+    may_write = writable(path)
+    if write and not may_write:
+        raise CacheUnusable(
+            f"the response cache {path} is read-only for this user: nothing can be removed "
+            "(without --yes the command only lists what it would remove, read-only)"
+        )
+    return open_database(path) if may_write and write is not False else open_read_only(path)
 
 
 def _entry_bytes() -> str:

@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from healthbench_exp.model.cache import CACHE_FILE
 from healthbench_exp.model.cache_admin import (
     Group,
     Selection,
@@ -25,6 +26,7 @@ from healthbench_exp.model.cache_admin import (
     selection_condition,
     vacuum,
 )
+from healthbench_exp.model.cache_file import writable
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SIZES = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9}
@@ -81,7 +83,7 @@ def stats(directory: Path) -> list[str]:
     entries = sum(g.entries for g in found)
     lines = [
         f"response cache {directory}: {entries:,} entries, {human_bytes(file_bytes(directory))} "
-        "on disk"
+        "on disk" + ("" if writable(directory / CACHE_FILE) else " (read-only for this user)")
     ]
     if found:
         oldest, newest = min(g.oldest for g in found), max(g.newest for g in found)
@@ -120,7 +122,7 @@ def clear(directory: Path, yes: bool) -> list[str]:
 
 
 def _remove(directory: Path, selection: Selection, yes: bool, command: str) -> list[str]:
-    db = open_cache(directory)
+    db = open_cache(directory, write=True if yes else None)
     if db is None:
         return [f"no response cache in {directory}: nothing to remove"]
     try:

@@ -25,9 +25,21 @@ def _dollars(value: float | None) -> str:
     return "unknown (no price configured)" if value is None else f"${value:.4f}"
 
 
+def illustrative_note(roles: list[str]) -> str:
+    """What a cost from illustrative prices (`roles`' prices) says after it; "" when none."""
+    if not roles:
+        return ""
+    return (
+        f" (illustrative {' and '.join(roles)} price{'s' * (len(roles) > 1)}, not a provider's "
+        "bill; see price.as_of)"
+    )
+
+
 def format_usage(usage: Usage) -> str:
-    """One line per role and the total, for the end-of-run table."""
+    """One line per role and the total, for the end-of-run table; a cost from an illustrative
+    price says so."""
     lines = []
+    illustrative = usage.illustrative_roles()
     for role in ("model", "judge"):
         u = usage.role(role)
         if not u.requests and not u.cache_hits:
@@ -36,7 +48,7 @@ def format_usage(usage: Usage) -> str:
         lines.append(
             f"  {role} tokens: {u.prompt_tokens} prompt ({u.cached_prompt_tokens} cached by "
             f"the provider), {u.completion_tokens} completion{reasoning}; "
-            f"cost {_dollars(u.cost_usd)}"
+            f"cost {_dollars(u.cost_usd)}" + (" (illustrative price)" * (role in illustrative))
         )
         if u.cache_hits:
             lines.append(
@@ -44,7 +56,10 @@ def format_usage(usage: Usage) -> str:
                 f"again ({u.replayed_prompt_tokens} prompt, "
                 f"{u.replayed_completion_tokens} completion tokens)"
             )
-    lines.append(f"  total cost {_dollars(usage.total_cost_usd)}")
+    total = usage.total_cost_usd
+    lines.append(
+        f"  total cost {_dollars(total)}" + (illustrative_note(illustrative) if total else "")
+    )
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from healthbench_exp.core.summary import Completions, EvalCounts, RunSummary
+from healthbench_exp.core.usage_record import is_illustrative
 
 NOT_FINAL = ("running", None)
 
@@ -47,6 +48,13 @@ class RunContext:
     cost_usd: float | None
     protocol: str  # "reference" or what differs from it
     banners: list[Banner] = field(default_factory=list)
+    # the roles whose cost came from an illustrative (placeholder) price, e.g. the demo's
+    illustrative: tuple[str, ...] = ()
+
+    @property
+    def cost_note(self) -> str:
+        """` (illustrative prices)` after a cost from placeholder prices; "" otherwise."""
+        return " (illustrative prices)" if self.illustrative and self.cost_usd else ""
 
     def title(self, flags: bool = True) -> str:
         """One line naming the run: banners (with `flags`), replies, judge, data, temperature,
@@ -56,7 +64,7 @@ class RunContext:
             self.data,
             self.sampling.split(",")[0],
             self.date or "",
-            "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.2f}",
+            "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.2f}{self.cost_note}",
         ]
         marks = " ".join(f"[{b.label}]" for b in self.banners) if flags else ""
         return (f"{marks} " if marks else "") + " · ".join(p for p in parts if p)
@@ -64,6 +72,11 @@ class RunContext:
     def fields(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a header table."""
         cost = "unknown (a price is not set)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        if self.cost_note:
+            cost += (
+                f" (illustrative {' and '.join(self.illustrative)} prices, not a provider's "
+                "bill: see price.as_of)"
+            )
         return [
             ("model" if self.task == "eval" else "task", self.replies),
             ("judge", self.judge or "?"),
@@ -222,4 +235,9 @@ def run_context(
         cost_usd=usage.total_cost_usd if usage is not None else None,
         protocol=protocol_label(summary),
         banners=banners(config, summary, status),
+        illustrative=tuple(
+            role
+            for role in ("model", "judge")
+            if is_illustrative(_section(_section(config, role), "price").get("as_of"))
+        ),
     )

@@ -181,6 +181,8 @@ def sweep_context(jobs: list[Job]) -> dict[str, Any]:
     contexts = [j.context for j in jobs]
     dates = sorted(c.date for c in contexts if c.date)
     costs = [j.context.cost_usd for j in jobs if j.status != "dry_run"]
+    paid = [j.context for j in jobs if j.status != "dry_run"]
+    note = " (from illustrative prices)" if any(c.cost_note for c in paid) else ""
     by_status: dict[str, int] = defaultdict(int)
     for j in jobs:
         by_status[j.status] += 1
@@ -193,7 +195,7 @@ def sweep_context(jobs: list[Job]) -> dict[str, Any]:
         ("count", _distinct([c.count for c in contexts])),
         ("sampling", _distinct([c.sampling for c in contexts])),
         ("date", _distinct([dates[0], dates[-1]]).replace("; ", " to ") if dates else "unknown"),
-        ("cost", "unknown" if total(costs) is None else f"${total(costs):.4f}"),
+        ("cost", "unknown" if total(costs) is None else f"${total(costs):.4f}{note}"),
         # each label lists its deviations `; `-joined: the jobs' distinct labels are ` | `-joined
         ("protocol", " | ".join(dict.fromkeys(protocols)) if protocols else "unknown"),
     ]

@@ -153,7 +153,9 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["", "## Judge agreement (items both jobs' judges graded)", ""]
         lines += _table(header, rows)
     if data.get("cost_usd") is not None:
-        lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}"]
+        cost = dict((data.get("context") or {}).get("fields") or []).get("cost", "")
+        note = " (from illustrative prices, not a provider's bill)" * ("illustrative" in cost)
+        lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}{note}"]
     if data.get("estimated_cost_usd") is not None:
         lines += ["", f"Estimated cost of the sweep (dry run): {_usd(data['estimated_cost_usd'])}"]
     if data.get("estimated_usage"):

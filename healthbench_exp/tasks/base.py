@@ -121,4 +121,5 @@ def protocol(judge: JudgeConfig, grading: str, check: ProtocolCheck) -> Protocol
         harness_version=__version__,
         name=check.name,
         deviations=list(check.deviations),
+        data_file=check.data_file,
     )

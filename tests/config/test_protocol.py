@@ -71,8 +71,8 @@ def test_judge_sampling_and_data_checks() -> None:
         "judge.system_message: You are a helpful assistant. -> null",
         "dataset.sha256: e99dd3c6372c10d6fcc5e385c5fae69d0dd40392dae56836ef9493ae324ecd2f -> null",
     ]
-    assert check("dataset.path=/tmp/x.jsonl", OFFICIAL).deviations == [
-        "dataset.path: null -> /tmp/x.jsonl"
+    assert check("dataset.path=/tmp/no-such-x.jsonl", OFFICIAL).deviations == [
+        "dataset.path: 2025-05-07-06-14-12_oss_eval.jsonl -> no-such-x.jsonl (unreadable)"
     ]
 
 

@@ -4,11 +4,15 @@ prune while a run (with latency) writes to the same cache."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.test_e2e import REPO, run_cli, run_module
 
@@ -91,3 +95,76 @@ def test_prune_while_a_run_writes_keeps_the_run_working(tmp_path: Path) -> None:
         assert db.execute("SELECT COUNT(*) FROM responses WHERE text IS NULL").fetchone()[0] == 0
     stats = cache_cli("stats", "--dir", str(cache)).stdout
     assert "hit rate   0%" in stats and "running" not in stats  # the run closed its record
+
+
+# A read-only cache (a shared copy on a cluster). Permissions do not bind root, so as root the
+# commands run with the capabilities that bypass them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+# CAP_FOWNER) dropped from their bounding set by `setpriv`: still uid 0, but refused a write
+# the file modes forbid, as any user is (the test checks that first).
+UNPRIVILEGED = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
+def as_reader(*args: str) -> subprocess.CompletedProcess:
+    """`args` as a user the file modes bind (see UNPRIVILEGED)."""
+    prefix = UNPRIVILEGED if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def test_a_read_only_cache_is_read_and_left_as_it_is(tmp_path: Path) -> None:
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file modes cannot make a cache read-only")
+    cache = tmp_path / "cache"
+    first = run_cli(
+        "experiment=demo", "wandb.mode=disabled", f"cache.dir={cache}",
+        f"hydra.run.dir={tmp_path / 'first'}",
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    (cache / "responses.sqlite").chmod(0o444)
+    cache.chmod(0o555)
+    try:
+        assert as_reader("touch", str(cache / "probe")).returncode != 0  # truly read-only
+        before = {p.name: p.read_bytes() for p in cache.iterdir()}
+        python = [sys.executable, "-m"]
+        stats = as_reader(*python, "healthbench_exp.cache", "stats", "--dir", str(cache))
+        assert stats.returncode == 0, stats.stderr
+        assert "130 entries" in stats.stdout and "(read-only for this user)" in stats.stdout
+        listed = as_reader(*python, "healthbench_exp.cache", "clear", "--dir", str(cache))
+        assert listed.returncode == 0 and "would remove 130 entries" in listed.stdout
+        refused = as_reader(*python, "healthbench_exp.cache", "clear", "--yes", "--dir", str(cache))
+        assert refused.returncode == 2 and "is read-only for this user" in refused.stderr
+        warning = "is read-only (130 entries): this run uses its replies but stores nothing new"
+        for name, temperature, paid in (("hits", "0.5", "model 0, judge 0"), ("new", "0.7", None)):
+            run = as_reader(
+                *python, "healthbench_exp", "experiment=demo", "wandb.mode=disabled",
+                f"sampling.temperature={temperature}", f"cache.dir={cache}",
+                f"hydra.run.dir={tmp_path / name}",
+            )  # fmt: skip
+            assert run.returncode == 0, run.stderr
+            assert (run.stdout + run.stderr).count(warning) == 1
+            assert "move the file away" not in run.stdout + run.stderr
+            summary = json.loads((tmp_path / name / "summary.json").read_text())
+            assert summary["counts"]["rows_scored"] == 24
+            if paid:  # answered from the read-only cache
+                assert f"requests: {paid} (from the cache" in run.stdout
+                assert round(summary["metrics"]["overall_score"], 4) == 0.2879
+            else:  # another temperature: paid, and stored nowhere
+                assert "requests: model 24, judge 106" in run.stdout
+        assert {p.name: p.read_bytes() for p in cache.iterdir()} == before
+    finally:
+        cache.chmod(0o755)
+
+
+def test_stats_on_a_file_says_what_is_wrong(tmp_path: Path) -> None:
+    file = tmp_path / "responses.sqlite"
+    file.write_bytes(b"")
+    result = cache_cli("stats", "--dir", str(file))
+    assert result.returncode == 2
+    assert f"{file} is a file, not a directory" in result.stderr
+    assert f"({tmp_path} holds it)" in result.stderr and "no response cache" not in result.stdout
+    under = cache_cli("stats", "--dir", str(file / "deeper"))
+    assert under.returncode == 2 and f"is under {file}, a file" in under.stderr
+    run = run_cli(
+        "experiment=demo", "wandb.mode=disabled", f"cache.dir={file}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )  # fmt: skip
+    assert run.returncode == 2 and "is a file, not a directory" in run.stderr
