@@ -9,20 +9,20 @@ fails the run at once with the last lines of its log; one that never answers fai
 bound; one that answers for another model name fails it naming both. The role's client then
 talks to `http://127.0.0.1:<port>/v1` with no API key. When the run ends (completed, failed,
 Ctrl-C, SIGTERM) the whole process group is sent SIGTERM, then SIGKILL if it has not exited
-within `STOP_GRACE_S`; on Linux the server also gets SIGTERM if the harness itself dies.
+within `STOP_GRACE_S`. If the harness itself dies (`kill -9` included), the server gets SIGTERM
+from the kernel (Linux's parent-death signal) and a guard process beside it stops its whole
+process group (`core.lifeline`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,15 +30,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import ConfigError, EndpointConfig, ServeConfig, ServeKind
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.lifeline import guard_command, has_death_signal, preexec_die_with_parent
 
 STOP_GRACE_S = 30.0  # SIGTERM, then this long for the server to exit, then SIGKILL
 POLL_S = 0.5  # between readiness checks
 LOG_TAIL_LINES = 20
-PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 
 
 class ServeError(FatalEndpointError):
@@ -80,26 +79,8 @@ def serve_command(name: str, settings: ServeConfig, port: int) -> list[str]:
     return [executable, "serve", name, "--host", "127.0.0.1", "--port", str(port), *settings.args]
 
 
-def _libc_prctl() -> Any:
-    """libc's prctl(2), looked up once in the harness (Linux; else None): the child calls it
-    between fork and exec, where loading a library could deadlock."""
-    if sys.platform != "linux":
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _libc_prctl()
 # readiness checks go straight to 127.0.0.1, never through an HTTP(S)_PROXY a cluster sets
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """The server gets SIGTERM when the harness dies, even by SIGKILL (Linux)."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -111,6 +92,7 @@ class ModelServer:
     settings: ServeConfig
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
+    guard: subprocess.Popen[bytes] | None = None  # `core.lifeline`'s guard of its group
     port: int = 0
     started: float = 0.0  # time.monotonic() at start: the readiness bound counts from it
     log_offset: int = 0  # where this start's lines begin in the log (a resume appends)
@@ -136,8 +118,14 @@ class ModelServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stopped as a whole
-                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+                preexec_fn=preexec_die_with_parent if has_death_signal() else None,
             )
+        # stops the server's process group if the harness dies without stopping it (kill -9)
+        self.guard = subprocess.Popen(
+            guard_command(self.process.pid),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # not stopped by the Ctrl-C meant for the harness
+        )
         return self
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
@@ -209,6 +197,9 @@ class ModelServer:
                 break
         with contextlib.suppress(ProcessLookupError):  # workers it left behind
             os.killpg(self.process.pid, signal.SIGKILL)
+        if self.guard is not None:
+            self.guard.kill()
+            self.guard.wait()
         with contextlib.suppress(OSError), self.log_path.open("a", encoding="utf-8") as log:
             stopped = datetime.now(UTC).isoformat(timespec="milliseconds")
             log.write(f"=== {stopped} healthbench-exp: the server {how}\n")
