@@ -1,9 +1,12 @@
-"""Model servers the harness starts for one run (`<role>.serve.kind=vllm`), as it starts the
-built-in endpoint: each job of a sweep serves its own model, on its own port, with its own log.
+"""Model servers the harness starts for one run (`<role>.serve.kind=vllm` or `llamacpp`), as it
+starts the built-in endpoint: each job of a sweep serves its own model, on its own port, with
+its own log. Every kind shares this lifecycle; what differs (the command line, the log's name,
+the cache identity) is `engine.serve_commands`.
 
-A served role gets `<executable> serve <role.name> --host 127.0.0.1 --port <free port> <args>`,
-started in a session of its own with its output appended to the run directory's `vllm.log`
-(`vllm-judge.log` for a served judge). The run waits for `GET /v1/models` to answer, at most
+A served role's server (`vllm serve <role.name> ...`, `python -m llama_cpp.server --model
+<gguf> ...`) listens on a free port of 127.0.0.1, started in a session of its own with its
+output appended to the run directory's `<kind>.log` (`<kind>-judge.log` for a served judge:
+`vllm.log`, `llamacpp-judge.log`). The run waits for `GET /v1/models` to answer, at most
 `serve.ready_timeout_s`, checking all the while that the process is alive: a server that exits
 fails the run at once with the last lines of its log; one that never answers fails it at the
 bound; one that answers for another model name fails it naming both. The role's client then
@@ -19,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,9 +33,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from healthbench_exp.config.schema import ConfigError, EndpointConfig, ServeConfig, ServeKind
+from healthbench_exp.config.schema import EndpointConfig, ServeConfig, ServeKind
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.lifeline import guard_command, has_death_signal, preexec_die_with_parent
+from healthbench_exp.engine.serve_commands import log_name, program, serve_command
+from healthbench_exp.engine.serve_commands import serve_identity as serve_identity  # re-exported
 
 STOP_GRACE_S = 30.0  # SIGTERM, then this long for the server to exit, then SIGKILL
 POLL_S = 0.5  # between readiness checks
@@ -49,34 +53,11 @@ def is_served(endpoint: EndpointConfig) -> bool:
     return endpoint.serve.kind is not ServeKind.none
 
 
-def serve_identity(endpoint: EndpointConfig) -> str:
-    """A served endpoint in cache keys: what it serves and how, not its port (a new one every
-    run), so that a resumed run finds the replies it already has."""
-    return " ".join([endpoint.serve.kind.value, "serve", endpoint.name, *endpoint.serve.args])
-
-
-def log_name(role: str) -> str:
-    """The server log's file name in the run directory: `vllm.log`, or `vllm-judge.log`."""
-    return "vllm.log" if role == "model" else f"vllm-{role}.log"
-
-
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now (the kernel picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def serve_command(name: str, settings: ServeConfig, port: int) -> list[str]:
-    """The server's command line (the executable resolved on PATH); ConfigError if missing."""
-    executable = shutil.which(settings.executable)
-    if executable is None:
-        raise ConfigError(
-            f"serve.kind={settings.kind.value} needs the executable {settings.executable!r}, "
-            "which is not on PATH here: install vLLM on this node (pip install vllm) or set "
-            "<role>.serve.executable to its path"
-        )
-    return [executable, "serve", name, "--host", "127.0.0.1", "--port", str(port), *settings.args]
 
 
 # readiness checks go straight to 127.0.0.1, never through an HTTP(S)_PROXY a cluster sets
@@ -150,7 +131,7 @@ class ModelServer:
 
     def _fail(self, what: str) -> ServeError:
         return ServeError(
-            f"{self.role}: {self.settings.executable} serving {self.name} {what}; its log: "
+            f"{self.role}: {program(self.settings)} serving {self.name} {what}; its log: "
             f"{self.log_path}, last lines:\n{self.log_tail()}"
         )
 
@@ -227,7 +208,10 @@ def served_models(
         for role, endpoint in endpoints.items():
             if is_served(endpoint):
                 server = ModelServer(
-                    role, endpoint.name, endpoint.serve, output_dir / log_name(role)
+                    role,
+                    endpoint.name,
+                    endpoint.serve,
+                    output_dir / log_name(role, endpoint.serve.kind),
                 )
                 servers[role] = server
                 server.start()
