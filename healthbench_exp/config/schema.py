@@ -70,6 +70,8 @@ class ServeKind(Enum):
 
     none = "none"
     vllm = "vllm"  # `vllm serve <name>` on a free port of this machine, stopped when the run ends
+    # llama-cpp-python's server (`python -m llama_cpp.server`) with a GGUF file, the same way
+    llamacpp = "llamacpp"
 
 
 class WandbMode(Enum):
@@ -103,16 +105,21 @@ class RateLimitConfig:
 
 @dataclass
 class ServeConfig:
-    """A model server the harness starts for one run and stops when it ends (`kind: vllm`):
-    `<executable> serve <name> --host 127.0.0.1 --port <a free port> <args...>`, its log in the
-    run directory (`vllm.log`); the endpoint's `base_url` and API key are then not used."""
+    """A model server the harness starts for one run and stops when it ends, on a free port of
+    this machine, its log in the run directory (`<kind>.log`); the endpoint's `base_url` and API
+    key are then not used. `kind: vllm`: `<executable> serve <name> --host 127.0.0.1 --port <port>
+    <args...>`. `kind: llamacpp`: `<python> -m llama_cpp.server --model <gguf> --model_alias
+    <name> --host 127.0.0.1 --port <port> <args...>` (`engine.serve_commands`)."""
 
     kind: ServeKind = ServeKind.none
-    executable: str = "vllm"  # a name on PATH or a path
+    # a name on PATH or a path; null: `vllm`, or (llamacpp) the Python running the harness
+    executable: str | None = None
     # more arguments after those, e.g. ["--max-model-len", "8192"]
     args: list[str] = field(default_factory=list)
     # the server must answer /v1/models within this (weights download and load included)
     ready_timeout_s: float = 1800.0
+    # llamacpp: the GGUF file to serve; null: the one a preset names for the role's `name`
+    gguf: str | None = None
 
 
 @dataclass

@@ -1,28 +1,30 @@
-"""Model servers the harness starts for one run (`<role>.serve.kind=vllm`), as it starts the
-built-in endpoint: each job of a sweep serves its own model, on its own port, with its own log.
+"""Model servers the harness starts for one run (`<role>.serve.kind=vllm` or `llamacpp`), as it
+starts the built-in endpoint: each job of a sweep serves its own model, on its own port, with
+its own log. Every kind shares this lifecycle; what differs (the command line, the log's name,
+the cache identity) is `engine.serve_commands`.
 
-A served role gets `<executable> serve <role.name> --host 127.0.0.1 --port <free port> <args>`,
-started in a session of its own with its output appended to the run directory's `vllm.log`
-(`vllm-judge.log` for a served judge). The run waits for `GET /v1/models` to answer, at most
+A served role's server (`vllm serve <role.name> ...`, `python -m llama_cpp.server --model
+<gguf> ...`) listens on a free port of 127.0.0.1, started in a session of its own with its
+output appended to the run directory's `<kind>.log` (`<kind>-judge.log` for a served judge:
+`vllm.log`, `llamacpp-judge.log`). The run waits for `GET /v1/models` to answer, at most
 `serve.ready_timeout_s`, checking all the while that the process is alive: a server that exits
 fails the run at once with the last lines of its log; one that never answers fails it at the
 bound; one that answers for another model name fails it naming both. The role's client then
 talks to `http://127.0.0.1:<port>/v1` with no API key. When the run ends (completed, failed,
 Ctrl-C, SIGTERM) the whole process group is sent SIGTERM, then SIGKILL if it has not exited
-within `STOP_GRACE_S`; on Linux the server also gets SIGTERM if the harness itself dies.
+within `STOP_GRACE_S`. If the harness itself dies (`kill -9` included), the server gets SIGTERM
+from the kernel (Linux's parent-death signal) and a guard process beside it stops its whole
+process group (`core.lifeline`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,15 +32,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from healthbench_exp.config.schema import ConfigError, EndpointConfig, ServeConfig, ServeKind
+from healthbench_exp.config.schema import EndpointConfig, ServeConfig, ServeKind
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.lifeline import guard_command, has_death_signal, preexec_die_with_parent
+from healthbench_exp.engine.serve_commands import log_name, program, serve_command
+from healthbench_exp.engine.serve_commands import serve_identity as serve_identity  # re-exported
 
 STOP_GRACE_S = 30.0  # SIGTERM, then this long for the server to exit, then SIGKILL
 POLL_S = 0.5  # between readiness checks
 LOG_TAIL_LINES = 20
-PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 
 
 class ServeError(FatalEndpointError):
@@ -50,17 +53,6 @@ def is_served(endpoint: EndpointConfig) -> bool:
     return endpoint.serve.kind is not ServeKind.none
 
 
-def serve_identity(endpoint: EndpointConfig) -> str:
-    """A served endpoint in cache keys: what it serves and how, not its port (a new one every
-    run), so that a resumed run finds the replies it already has."""
-    return " ".join([endpoint.serve.kind.value, "serve", endpoint.name, *endpoint.serve.args])
-
-
-def log_name(role: str) -> str:
-    """The server log's file name in the run directory: `vllm.log`, or `vllm-judge.log`."""
-    return "vllm.log" if role == "model" else f"vllm-{role}.log"
-
-
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now (the kernel picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -68,38 +60,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def serve_command(name: str, settings: ServeConfig, port: int) -> list[str]:
-    """The server's command line (the executable resolved on PATH); ConfigError if missing."""
-    executable = shutil.which(settings.executable)
-    if executable is None:
-        raise ConfigError(
-            f"serve.kind={settings.kind.value} needs the executable {settings.executable!r}, "
-            "which is not on PATH here: install vLLM on this node (pip install vllm) or set "
-            "<role>.serve.executable to its path"
-        )
-    return [executable, "serve", name, "--host", "127.0.0.1", "--port", str(port), *settings.args]
-
-
-def _libc_prctl() -> Any:
-    """libc's prctl(2), looked up once in the harness (Linux; else None): the child calls it
-    between fork and exec, where loading a library could deadlock."""
-    if sys.platform != "linux":
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _libc_prctl()
 # readiness checks go straight to 127.0.0.1, never through an HTTP(S)_PROXY a cluster sets
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """The server gets SIGTERM when the harness dies, even by SIGKILL (Linux)."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -111,6 +73,7 @@ class ModelServer:
     settings: ServeConfig
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
+    guard: subprocess.Popen[bytes] | None = None  # `core.lifeline`'s guard of its group
     port: int = 0
     started: float = 0.0  # time.monotonic() at start: the readiness bound counts from it
     log_offset: int = 0  # where this start's lines begin in the log (a resume appends)
@@ -136,8 +99,14 @@ class ModelServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stopped as a whole
-                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+                preexec_fn=preexec_die_with_parent if has_death_signal() else None,
             )
+        # stops the server's process group if the harness dies without stopping it (kill -9)
+        self.guard = subprocess.Popen(
+            guard_command(self.process.pid),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # not stopped by the Ctrl-C meant for the harness
+        )
         return self
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
@@ -162,7 +131,7 @@ class ModelServer:
 
     def _fail(self, what: str) -> ServeError:
         return ServeError(
-            f"{self.role}: {self.settings.executable} serving {self.name} {what}; its log: "
+            f"{self.role}: {program(self.settings)} serving {self.name} {what}; its log: "
             f"{self.log_path}, last lines:\n{self.log_tail()}"
         )
 
@@ -209,6 +178,9 @@ class ModelServer:
                 break
         with contextlib.suppress(ProcessLookupError):  # workers it left behind
             os.killpg(self.process.pid, signal.SIGKILL)
+        if self.guard is not None:
+            self.guard.kill()
+            self.guard.wait()
         with contextlib.suppress(OSError), self.log_path.open("a", encoding="utf-8") as log:
             stopped = datetime.now(UTC).isoformat(timespec="milliseconds")
             log.write(f"=== {stopped} healthbench-exp: the server {how}\n")
@@ -236,7 +208,10 @@ def served_models(
         for role, endpoint in endpoints.items():
             if is_served(endpoint):
                 server = ModelServer(
-                    role, endpoint.name, endpoint.serve, output_dir / log_name(role)
+                    role,
+                    endpoint.name,
+                    endpoint.serve,
+                    output_dir / log_name(role, endpoint.serve.kind),
                 )
                 servers[role] = server
                 server.start()

@@ -159,7 +159,7 @@ OWN_FILES = {
     ".hydra", "healthbench.log", "status.json", "summary.json", "per_criterion.jsonl",
     "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
     "estimate.json", "batches.json", "invocations.jsonl", ".lock", "report_examples.js",
-    "vllm.log", "vllm-judge.log",  # a served model's log (engine.serve)
+    "vllm.log", "vllm-judge.log", "llamacpp.log", "llamacpp-judge.log",  # engine.serve logs
 }  # fmt: skip
 
 

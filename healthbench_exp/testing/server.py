@@ -30,12 +30,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 from dataclasses import fields
 from typing import Any
 
 from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.core.lifeline import die_with_parent
 from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.testing.limits import ROLES
 from healthbench_exp.testing.routes import OfflineServer, serve
@@ -109,7 +111,8 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class ServerProcess:
-    """The server in a child process on a free port; stopped on exit.
+    """The server in a child process on a free port; stopped on exit, and ending by itself when
+    the process that started it dies, however it dies (`--parent-pid`: `core.lifeline`).
 
     `with ServerProcess(args) as server:` starts it and waits until it listens. `start()` alone
     returns at once, so the caller can do other work while it starts; `wait_ready()` then waits.
@@ -122,8 +125,10 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         if self.process is None:
+            module = "healthbench_exp.offline_server"
+            parent = f"--parent-pid={os.getpid()}"  # it dies with this process
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "healthbench_exp.offline_server", "--port=0", *self.args],
+                [sys.executable, "-m", module, "--port=0", parent, *self.args],
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -163,6 +168,9 @@ def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--require-key", default=None, help="answer 401 to any other API key")
+    parser.add_argument(
+        "--parent-pid", type=int, default=None, help="exit when this process (the harness) dies"
+    )
     add_server_arguments(parser)
     return parser
 
@@ -176,6 +184,8 @@ def settings_from(args: argparse.Namespace) -> OfflineServerConfig:
 
 def main(argv: list[str] | None = None) -> None:
     args = argument_parser().parse_args(argv)
+    if args.parent_pid is not None:
+        die_with_parent(args.parent_pid)
     server = OfflineServer(settings_from(args), args.require_key)
     with (
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,
