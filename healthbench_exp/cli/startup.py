@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from datetime import date
 from pathlib import Path
 
 from healthbench_exp.cli.run_lock import LOCK_FILE
@@ -22,6 +23,7 @@ from healthbench_exp.config.checks import needed_roles, validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
 from healthbench_exp.model.access import resolve_api_key
+from healthbench_exp.model.retired import check_shutdowns
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
 from healthbench_exp.output.wandb.mode import check as wandb_check
 
@@ -125,8 +127,18 @@ def check(config: Config, dry_run: bool = False) -> Readiness:
     if problems:
         listed = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(f"{len(problems)} problems, nothing was sent:\n{listed}")
+    check_models(config, dry_run)  # a retired model refuses the run (model.retired)
     announce_protocol(protocol)
     return readiness
+
+
+def check_models(config: Config, dry_run: bool = False, warn: bool = True) -> list[str]:
+    """The shutdown dates of the endpoints the run talks to (`model.retired`): warning lines
+    (logged with `warn`); ModelRetired (a ConfigError) for a retired model. A dry run asks no
+    server."""
+    roles = {role: getattr(config, role) for role in needed_roles(config)}
+    timeout = config.runner.connect_timeout_s
+    return check_shutdowns(roles, date.today(), ask=not dry_run, timeout_s=timeout, warn=warn)
 
 
 def is_fresh(output_dir: Path) -> bool:

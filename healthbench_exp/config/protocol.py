@@ -226,6 +226,8 @@ def _judge(out: _Deviations, judge: JudgeConfig, bundle: JudgeBundle) -> None:
 
 def _scoring(out: _Deviations, scoring: ScoringConfig, bundle: ScoringBundle) -> None:
     penalty = scoring.length_penalty_per_500_chars
+    if penalty is None:  # not given: the set's published value applies (`grading.length`)
+        penalty = bundle.length_penalty_per_500_chars
     out.compare(
         "scoring.length_penalty_per_500_chars", bundle.length_penalty_per_500_chars, penalty
     )

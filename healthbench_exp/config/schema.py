@@ -144,6 +144,11 @@ class EndpointConfig:
     expected_completion_tokens: int = 600
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)  # a server started for the run
+    # the provider's announced shutdown (YYYY-MM-DD; null: none announced), where and when that
+    # was read, and the presets to use instead; checked at start-up (`model.retired`)
+    shutdown_date: str | None = None
+    shutdown_source: str | None = None
+    replacements: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -298,6 +303,9 @@ class OfflineServerConfig:
     quota_exhausted: bool = False  # answer 429 insufficient_quota
     silent: bool = False  # accept requests and never answer
     limited_role: str = "all"  # all | model | judge
+    # `GET /v1/models/{id}` reports these shutdown dates ("id=YYYY-MM-DD,..."); past its date a
+    # model is answered 404 model_not_found, as OpenAI's API answers a retired model
+    shutdown_dates: str = ""
 
 
 @dataclass

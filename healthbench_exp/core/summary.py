@@ -251,6 +251,8 @@ class RunSummary(Record):
     protocol: Protocol | None = None
     config: dict[str, Any] = field(default_factory=dict)
     completions: Completions | None = field(default=None, metadata=OMIT_NONE)
+    # eval: the penalty `length_adjusted_score` uses, its set and source (`grading.length`)
+    length_penalty: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
     # partial, demo: None when not recorded (an older version)
     partial: bool | None = field(default=None, metadata=OMIT_NONE)
     demo: bool | None = field(default=None, metadata=OMIT_NONE)

@@ -52,6 +52,7 @@ from healthbench_exp.grading.comparison import (
     worst_at_k,
 )
 from healthbench_exp.grading.grader import grade_criterion, render_conversation, rubric_item_text
+from healthbench_exp.grading.length import LengthPenalty, length_penalty
 from healthbench_exp.grading.scoring import (
     aggregate_metrics,
     consensus_breakdown,
@@ -130,12 +131,14 @@ class EvalTask:
             list(results),
             self.runner,
             self.sampling,
-            self.scoring,
+            effective_scoring(self.scoring, self.dataset),
             self.judge,
             self.config_dict,
             measured,
             self.protocol(),
         )
+        penalty = run_length_penalty(self.scoring, self.dataset)
+        summary.length_penalty = None if penalty is None else penalty.to_dict()
         summary.completions = Completions(**self.completions_info)
         return summary
 
@@ -319,6 +322,20 @@ def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
         "run_to_run_std": run_to_run_std(by_rollout),
         "worst_at_k": {str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
     }
+
+
+def run_length_penalty(scoring: ScoringConfig, dataset: DatasetConfig) -> LengthPenalty | None:
+    """The penalty the run's `length_adjusted_score` uses (`grading.length`)."""
+    return length_penalty(
+        scoring.length_penalty_per_500_chars, scoring.length_center_chars, dataset.difficulty
+    )
+
+
+def effective_scoring(scoring: ScoringConfig, dataset: DatasetConfig) -> ScoringConfig:
+    """`scoring` with the penalty the run applies filled in (the option, else the published)."""
+    penalty = run_length_penalty(scoring, dataset)
+    value = None if penalty is None else penalty.per_500_chars
+    return ScoringConfig(value, scoring.length_center_chars)
 
 
 def length_adjusted(

@@ -3,7 +3,10 @@ account's limits, served on the loopback interface.
 
 `POST /v1/chat/completions` answers as `replies.completion_response` says (after the account's
 limits, see `limits`); `GET /stats` returns request counters, `POST /stats/reset` zeroes them;
-the files and batches routes are `batches.BatchStore`'s.
+the files and batches routes are `batches.BatchStore`'s. `GET /v1/models` lists the models given
+a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any model (with its
+`shutdown_date` when one is given); a model past its date is answered, there and on chat
+completions, 404 `model_not_found`, as OpenAI's API answers a retired model.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from healthbench_exp.config.schema import OfflineServerConfig
@@ -37,6 +41,24 @@ def _not_found(path: str) -> web.Response:
     return _json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
 
+def parse_shutdown_dates(text: str) -> dict[str, str]:
+    """`"id=YYYY-MM-DD,..."` as a mapping (ValueError for an entry without `=` or a bad date)."""
+    dates = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        model, sep, day = entry.partition("=")
+        if not sep:
+            raise ValueError(f"shutdown_dates: {entry!r} is not id=YYYY-MM-DD")
+        dates[model.strip()] = date.fromisoformat(day.strip()).isoformat()
+    return dates
+
+
+def _model_not_found(model: str) -> web.Response:
+    """OpenAI's answer to a model that does not exist (or no longer does)."""
+    message = f"The model `{model}` does not exist or you do not have access to it."
+    error = {"message": message, "type": "invalid_request_error", "param": None}
+    return _json(404, {"error": {**error, "code": "model_not_found"}})
+
+
 class OfflineServer:
     """The routes, over one Faults, one BatchStore and the account's limits, all set by
     `settings`; `require_key`: answer 401 to requests without `Authorization: Bearer <it>`."""
@@ -45,6 +67,19 @@ class OfflineServer:
         self.faults = Faults(settings, require_key)
         self.batches = BatchStore(settings.batch_delay_s)
         self.limits = AccountLimits(settings)
+        self.shutdown_dates = parse_shutdown_dates(settings.shutdown_dates)
+
+    def retired(self, model: str) -> bool:
+        """Whether `model` is past its shutdown date (today, on this machine's clock)."""
+        day = self.shutdown_dates.get(model)
+        return day is not None and date.fromisoformat(day) <= date.today()
+
+    def describe(self, model: str) -> dict[str, Any]:
+        """A model object as `GET /v1/models/{id}` returns it (`shutdown_date` where given)."""
+        found: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": "system"}
+        if model in self.shutdown_dates:
+            found["shutdown_date"] = self.shutdown_dates[model]
+        return found
 
     def app(self) -> web.Application:
         from aiohttp import web
@@ -69,7 +104,13 @@ class OfflineServer:
         if path.rstrip("/") == "/stats":
             return _json(200, dict(self.faults.counts))
         if path.rstrip("/") == "/v1/models":
-            return _json(200, {"object": "list", "data": []})
+            listed = [self.describe(m) for m in self.shutdown_dates if not self.retired(m)]
+            return _json(200, {"object": "list", "data": listed})
+        if parts[:2] == ["v1", "models"] and len(parts) >= 3:
+            model = "/".join(parts[2:])  # ids such as org/name
+            return (
+                _model_not_found(model) if self.retired(model) else _json(200, self.describe(model))
+            )
         return _not_found(path)
 
     async def post(self, request: web.Request) -> web.Response:
@@ -96,6 +137,8 @@ class OfflineServer:
                 400, {"error": {"message": "invalid request body", "type": "invalid_request"}}
             )
         faults = self.faults
+        if isinstance(model, str) and self.retired(model):
+            return _model_not_found(model)
         if (
             faults.require_key
             and request.headers.get("Authorization") != f"Bearer {faults.require_key}"
