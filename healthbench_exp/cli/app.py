@@ -9,7 +9,6 @@ traceback.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import sys
 from pathlib import Path
@@ -24,8 +23,9 @@ from healthbench_exp.cli import job as jobs
 from healthbench_exp.cli import ownership, run_lock, startup
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
+from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.resume import finish_command, plan_resume
-from healthbench_exp.config.schema import ConfigError, unknown_option
+from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
 from healthbench_exp.data.healthbench import DataError
@@ -39,43 +39,7 @@ from healthbench_exp.output import files as reporting
 
 log = logging.getLogger("healthbench_exp")
 
-# Hydra flags that take the next argument as their value.
-_FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
-_GROUPS = {
-    "task", "completions", "model", "judge", "difficulty", "sampling", "wandb", "experiment"
-}  # fmt: skip
 _QUIET_LOGGERS = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "datasets")
-
-
-def check_overrides(argv: list[str]) -> None:
-    """Reject `key=value` overrides whose key the schema does not have, naming the valid ones.
-
-    Group choices (`model=gpt41`), `hydra.*`, and `+`/`~` overrides are left to Hydra, which
-    names the available options itself.
-    """
-    values_follow = False
-    for arg in argv:
-        if values_follow or arg.startswith("-"):
-            values_follow = arg in _FLAGS_WITH_VALUE
-            continue
-        if "=" not in arg or arg[0] in "+~":
-            continue
-        key = arg.split("=", 1)[0].split("@", 1)[0]
-        if key in _GROUPS or key.split(".")[0].split("/")[0] == "hydra":
-            continue
-        problem = unknown_option(key)
-        if problem is None:
-            continue
-        where, valid = problem
-        if not where:
-            valid = sorted({*valid, *_GROUPS})
-        failed_part = key.split(".")[where.count(".") + 1 if where else 0]
-        guess = difflib.get_close_matches(failed_part, valid, n=1)
-        hint = f" Did you mean '{guess[0]}'?" if guess else ""
-        raise ConfigError(
-            f"unknown config option '{key}'.{hint} Valid options under "
-            f"{repr(where) if where else 'the top level'}: {', '.join(valid)}"
-        )
 
 
 def log_to_file(message: str) -> None:
