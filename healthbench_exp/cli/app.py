@@ -9,22 +9,23 @@ traceback.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from healthbench_exp.cli import job as jobs
-from healthbench_exp.cli import run_lock, startup
+from healthbench_exp.cli import ownership, run_lock, startup
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
+from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.resume import finish_command, plan_resume
-from healthbench_exp.config.schema import ConfigError, unknown_option
+from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
 from healthbench_exp.data.healthbench import DataError
@@ -38,43 +39,7 @@ from healthbench_exp.output import files as reporting
 
 log = logging.getLogger("healthbench_exp")
 
-# Hydra flags that take the next argument as their value.
-_FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
-_GROUPS = {
-    "task", "completions", "model", "judge", "difficulty", "sampling", "wandb", "experiment"
-}  # fmt: skip
 _QUIET_LOGGERS = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "datasets")
-
-
-def check_overrides(argv: list[str]) -> None:
-    """Reject `key=value` overrides whose key the schema does not have, naming the valid ones.
-
-    Group choices (`model=gpt41`), `hydra.*`, and `+`/`~` overrides are left to Hydra, which
-    names the available options itself.
-    """
-    values_follow = False
-    for arg in argv:
-        if values_follow or arg.startswith("-"):
-            values_follow = arg in _FLAGS_WITH_VALUE
-            continue
-        if "=" not in arg or arg[0] in "+~":
-            continue
-        key = arg.split("=", 1)[0].split("@", 1)[0]
-        if key in _GROUPS or key.split(".")[0].split("/")[0] == "hydra":
-            continue
-        problem = unknown_option(key)
-        if problem is None:
-            continue
-        where, valid = problem
-        if not where:
-            valid = sorted({*valid, *_GROUPS})
-        failed_part = key.split(".")[where.count(".") + 1 if where else 0]
-        guess = difflib.get_close_matches(failed_part, valid, n=1)
-        hint = f" Did you mean '{guess[0]}'?" if guess else ""
-        raise ConfigError(
-            f"unknown config option '{key}'.{hint} Valid options under "
-            f"{repr(where) if where else 'the top level'}: {', '.join(valid)}"
-        )
 
 
 def log_to_file(message: str) -> None:
@@ -83,6 +48,34 @@ def log_to_file(message: str) -> None:
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)
+
+
+def save_hydra_config(output_dir: Path, cfg: DictConfig) -> None:
+    """`.hydra/{config,hydra,overrides}.yaml` as Hydra's job setup writes them, for a resume
+    (whose job Hydra was told not to write them: they change only once its checks pass)."""
+    folder = output_dir / ".hydra"
+    folder.mkdir(parents=True, exist_ok=True)
+    hydra_node = OmegaConf.create({"hydra": HydraConfig.get()})
+    for name, node in (
+        ("config.yaml", cfg),
+        ("hydra.yaml", hydra_node),
+        ("overrides.yaml", HydraConfig.get().overrides.task),
+    ):
+        (folder / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+
+
+def refuse_resume(exc: BaseException, output_dir: Path) -> NoReturn:
+    """A resume refused before it started (a key, a file, protocol.strict, Ctrl-C): one line,
+    nothing in its run's directory changed (status, log, .hydra/ as they were)."""
+    if isinstance(exc, RunInterrupted):
+        print(f"{exc}; nothing in {output_dir} was changed", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    print(
+        f"error: {exc}; nothing in {output_dir} was changed; then finish with: "
+        f"{run_stops.resume_hint(output_dir)}",
+        file=sys.stderr,
+    )
+    raise SystemExit(2) from None
 
 
 register_configs()
@@ -119,20 +112,33 @@ def run_app(cfg: DictConfig) -> float | None:
         )
         raise SystemExit(2)
     fresh = startup.is_fresh(output_dir)  # a failed start leaves only its log in a fresh one
-    reporting.write_status(output_dir, "running")
+    # a resume changes nothing in its run's directory (not even .hydra/, which Hydra was told
+    # not to write) until its start-up checks pass: a refused resume leaves the run as it was
+    started = not ownership.is_resume(output_dir)
+    if started:
+        reporting.write_status(output_dir, "running")
     try:
-        config, plain = to_config(cfg)
+        try:
+            config, plain = to_config(cfg)
+            readiness = startup.check(config, dry_run=config.dry_run.requested)
+        except (ConfigError, DataError, RunInterrupted) as exc:
+            if not started:
+                refuse_resume(exc, output_dir)
+            raise
+        if not started:
+            save_hydra_config(output_dir, cfg)
+            reporting.write_status(output_dir, "running")
         job = jobs.JobContext(
             overrides=list(hydra_config.overrides.task),
             sweep_dir=hydra_config.sweep.dir if in_sweep else None,
             job_name=hydra_config.job.name,
         )
         if config.dry_run.requested:
-            estimate = jobs.dry_run(config, output_dir, plain)
+            estimate = jobs.dry_run(config, output_dir, plain, checked=True)
             print(format_estimate(estimate, output_dir))
             reporting.write_status(output_dir, "dry_run")
             return None
-        record = jobs.run_job(config, output_dir, plain, job)
+        record = jobs.run_job(config, output_dir, plain, job, readiness)
     except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
         reporting.write_status(output_dir, "ungraded", str(exc))
         log_to_file(f"error: {exc}")
@@ -206,7 +212,10 @@ def main() -> None:
             if plan.completed:
                 print(plan.completed_message())
                 raise SystemExit(0)
-            sys.argv[1:] = plan.arguments
+            # the run's own directory is open to its resume, whose job Hydra does not let write
+            # .hydra/: the app writes it once the resume's start-up checks pass
+            ownership.allow_resume(plan.run_dir)
+            sys.argv[1:] = [*plan.arguments, "hydra.output_subdir=null"]
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -106,6 +106,7 @@ def run_job(
     output_dir: Path,
     config_dict: dict[str, Any],
     job: tracking.JobContext | None = None,
+    readiness: Readiness | None = None,
 ) -> RunSummary:
     """Run the configured task, write every output into `output_dir`, return the summary.
 
@@ -115,9 +116,11 @@ def run_job(
     the resolved config as plain data, written as the summary's `config` and W&B's; `job`
     carries what Hydra knows (overrides, sweep directory). Every start-up problem is reported
     at once (ConfigError) before any data load or request; raises ConfigError / DataError /
-    FatalEndpointError before or instead of a partial result.
+    FatalEndpointError before or instead of a partial result. `readiness`: what
+    `startup.check(config)` returned, when the caller already checked.
     """
-    readiness = startup.check(config)  # every problem found without a network, at once
+    if readiness is None:
+        readiness = startup.check(config)  # every problem found without a network, at once
     task = build_task(config, config_dict)
     sinks = build_sinks(config, config_dict, output_dir, job or tracking.JobContext(), readiness)
     return engine.run(task, engine.RunSettings(config, output_dir), sinks)
@@ -139,14 +142,19 @@ def run(
 
 
 def dry_run(
-    config: Config, output_dir: Path | str, config_dict: dict[str, Any] | None = None
+    config: Config,
+    output_dir: Path | str,
+    config_dict: dict[str, Any] | None = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """Estimate the run's calls, tokens and cost into `output_dir/estimate.json`; send nothing
     (unless a role's `rate_limit.probe` asks for one request, or `dry_run.pilot=N` for the
-    first N rows: then the keys are checked first); return the estimate."""
+    first N rows: then the keys are checked first); return the estimate. `checked`: the caller
+    ran `startup.check(config, dry_run=True)` already."""
     output_dir = Path(output_dir)
     config_dict = plain_config(config) if config_dict is None else config_dict
-    startup.check(config, dry_run=True)  # a pilot's keys are read when it starts
+    if not checked:
+        startup.check(config, dry_run=True)  # a pilot's keys are read when it starts
     estimate = engine.estimate(
         build_task(config, config_dict), engine.RunSettings(config, output_dir)
     )

@@ -76,6 +76,15 @@ def _describe(holder: dict[str, Any]) -> str:
     return f"pid {holder['pid']} on {holder.get('host', '?')}{when}{command}"
 
 
+def _in_use(directory: Path, holder: dict[str, Any]) -> str:
+    pid = holder.get("pid")
+    stop = f"wait for it to end or stop it (kill {pid})" if pid else "wait for it to end"
+    return (
+        f"{directory} is in use by another run ({_describe(holder)}); {stop}, "
+        "or choose another hydra.run.dir"
+    )
+
+
 def _open_locked(path: Path) -> tuple[int, dict[str, Any]]:
     """Open and lock `path`, returning the fd and what the file said before (a stale holder).
 
@@ -89,12 +98,7 @@ def _open_locked(path: Path) -> tuple[int, dict[str, Any]]:
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            pid = holder.get("pid")
-            stop = f"wait for it to end or stop it (kill {pid})" if pid else "wait for it to end"
-            raise RunDirBusy(
-                f"{path.parent} is in use by another run ({_describe(holder)}); {stop}, "
-                "or choose another hydra.run.dir"
-            ) from None
+            raise RunDirBusy(_in_use(path.parent, holder)) from None
         except BaseException:
             os.close(fd)
             raise
@@ -111,6 +115,24 @@ def _free_bytes(directory: Path) -> int:
     """Bytes an unprivileged writer may still use on `directory`'s file system."""
     stats = os.statvfs(directory)
     return stats.f_bavail * stats.f_frsize
+
+
+def busy(directory: Path) -> str | None:
+    """The refusal `acquire` would give if a live process holds `directory`'s lock, else None;
+    creates and writes nothing (a directory that is to be refused must stay as it is)."""
+    try:
+        fd = os.open(Path(directory) / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file (or no directory): nobody holds it
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _in_use(Path(directory), _holder(fd))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the lock taken for the test
+    return None
 
 
 def acquire(directory: Path) -> RunLock:

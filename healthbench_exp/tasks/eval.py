@@ -92,9 +92,15 @@ class EvalTask:
             system_message=self.model.system_message,
         )
         sampled = self.completions.source is CompletionSource.model
+        rows = len({item.example.prompt_id for item in work})
+        asked = self.sampling.num_examples
+        if asked is not None and asked > rows:  # said once: the run is smaller than asked
+            log.warning(
+                "sampling.num_examples=%d: the data has %d rows; running all %d", asked, rows, rows
+            )
         log.info(
             "%d examples x %d rollouts (%s replies): %d model calls, %d criteria to grade",
-            len({item.example.prompt_id for item in work}),
+            rows,
             self.sampling.rollouts_per_example,
             self.completions.source.value,
             len(work) if sampled else 0,

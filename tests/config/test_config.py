@@ -161,7 +161,6 @@ def test_known_overrides_and_flags_pass_the_check() -> None:
             "model.extra_body.reasoning_effort=high",
             "sampling.temperature=0,0.7",
             "hydra.verbose=true",
-            "+foo=1",
             "runner.max_concurrent=4",
         ]
     )

@@ -1,0 +1,144 @@
+"""Command-line overrides checked before Hydra runs: every mistake is one line naming the key.
+
+Hydra would report an unknown group option or a value of the wrong type with its own several
+lines and exit 1, and would store a key added with `+` that the schema does not have (a typo
+such as `+sampling.temprature=0` ran at the default temperature). `check_overrides` refuses each
+of these as a ConfigError (the CLI prints it and exits 2), naming the valid options, the valid
+choices of a group, or the type a key takes.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, Override
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode
+
+from healthbench_exp.cli.compose import CONFIG_PATH
+from healthbench_exp.config.schema import Config, ConfigError, unknown_option
+
+# Hydra flags that take the next argument as their value.
+_FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
+GROUPS = {
+    "task", "completions", "model", "judge", "difficulty", "sampling", "wandb", "experiment"
+}  # fmt: skip
+
+
+def check_overrides(argv: list[str]) -> None:
+    """Raise ConfigError (one line) for the first override that Hydra would refuse with its own
+    text, or accept wrongly: an unknown key (with `+` too; with a did-you-mean and the valid
+    options), a group option that does not exist, a value of the wrong type."""
+    values_follow = False
+    parser = OverridesParser.create()
+    schema: list[DictConfig] = []  # the typed schema, made once when a key needs it
+    for arg in argv:
+        if values_follow or arg.startswith("-"):
+            values_follow = arg in _FLAGS_WITH_VALUE
+            continue
+        if "=" not in arg or arg.startswith("~"):
+            continue
+        try:
+            override = parser.parse_override(arg)
+        except Exception as exc:  # Hydra's grammar error: its first line names the problem
+            raise ConfigError(f"cannot read {arg}: {str(exc).splitlines()[0]}") from None
+        key = override.key_or_group
+        if key.split(".")[0].split("/")[0] == "hydra":
+            continue
+        if key in GROUPS:
+            _check_group(key, override, arg)
+            continue
+        _check_known(key, override.is_add() or override.is_force_add())
+        if override.is_add() and unknown_option(key) is None and _is_schema_key(key):
+            raise ConfigError(
+                f"{arg}: {key} is already an option; set it without '+' ({arg.lstrip('+')})"
+            )
+        if not schema:
+            schema.append(OmegaConf.structured(Config))
+        _check_type(schema[0], key, override, arg)
+
+
+def _check_known(key: str, added: bool) -> None:
+    problem = unknown_option(key)
+    if problem is None:
+        return
+    where, valid = problem
+    if not where:
+        valid = sorted({*valid, *GROUPS})
+    failed_part = key.split(".")[where.count(".") + 1 if where else 0]
+    guess = difflib.get_close_matches(failed_part, valid, n=1)
+    hint = f" Did you mean '{guess[0]}'?" if guess else ""
+    plus = " (added with '+': the schema has no such key)" if added else ""
+    raise ConfigError(
+        f"unknown config option '{key}'{plus}.{hint} Valid options under "
+        f"{repr(where) if where else 'the top level'}: {', '.join(valid)}"
+    )
+
+
+def _is_schema_key(key: str) -> bool:
+    """Whether `key` is a field of the schema itself (not a key inside a free-form field)."""
+    parent, _, name = key.rpartition(".")
+    node: Any = OmegaConf.structured(Config)
+    if parent:
+        node = OmegaConf.select(node, parent)
+    return isinstance(node, DictConfig) and not node._is_none() and name in node
+
+
+def _values(override: Override) -> list[Any] | None:
+    """The values an override sets (each choice of a sweep); None for a range or interval."""
+    if not override.is_sweep_override():
+        return [override.value()]
+    value = override.value()
+    return list(value.list) if isinstance(value, ChoiceSweep) else None
+
+
+def _check_group(group: str, override: Override, arg: str) -> None:
+    values = _values(override)
+    choices = sorted(p.stem for p in (Path(CONFIG_PATH) / group).glob("*.yaml"))
+    for value in values or []:
+        if value is None and group == "experiment":
+            continue
+        if not isinstance(value, str) or value not in choices:
+            guess = difflib.get_close_matches(str(value), choices, n=1)
+            hint = f" Did you mean '{guess[0]}'?" if guess else ""
+            raise ConfigError(
+                f"{arg}: {group} has no option {value!r}.{hint} Valid choices for {group}: "
+                f"{', '.join(choices)}"
+            )
+
+
+def _expected(node: Any) -> str | None:
+    """What a typed leaf accepts, in words; None for strings and free-form values."""
+    if isinstance(node, FloatNode):
+        kind = "a number"
+    elif isinstance(node, IntegerNode):
+        kind = "an integer"
+    elif isinstance(node, BooleanNode):
+        kind = "true or false"
+    elif isinstance(node, EnumNode):
+        kind = "one of " + ", ".join(member.name for member in node.enum_type)
+    else:
+        return None
+    return f"{kind} or null" if node._is_optional() else kind
+
+
+def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> None:
+    parent, _, name = key.rpartition(".")
+    container = OmegaConf.select(schema, parent) if parent else schema
+    if not isinstance(container, DictConfig) or container._is_none():
+        return
+    node = container._get_node(name, throw_on_missing_key=False)
+    expected = _expected(node)
+    if expected is None:
+        return
+    for value in _values(override) or []:
+        if isinstance(value, str) and "${" in value:  # an interpolation: resolved later
+            continue
+        try:
+            node.validate_and_convert(value)  # type: ignore[union-attr]
+        except (OmegaConfBaseException, ValueError):
+            raise ConfigError(f"{arg}: {key} takes {expected}, not {value!r}") from None

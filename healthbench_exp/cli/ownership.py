@@ -1,0 +1,125 @@
+"""A run directory belongs to the run in it: nothing but that run's own resume writes there again.
+
+A directory holds a run once any invocation wrote into it beyond Hydra's own files, its log and
+its lock (`startup.is_fresh`): a status, results, a summary, an estimate, whatever the status
+says (completed, partial, failed, interrupted, running, dry_run). A new run into it is refused
+before anything is written (Hydra's `.hydra/` and log included: `RunDirCallback` checks as
+Hydra starts the run, before its job setup and before the run lock is taken), naming the run it
+holds and what to do instead; only `resume=<that dir>` may continue it (`allow_resume`, called
+by the CLI once the resume was checked against the run's saved config). A directory holding
+files a run would not have written is refused too, naming them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
+
+from healthbench_exp.cli.run_lock import busy
+from healthbench_exp.cli.startup import is_fresh
+from healthbench_exp.output.files import foreign_files
+
+_resumed: set[Path] = set()  # the run directories this process resumes (set by the CLI)
+
+
+def allow_resume(run_dir: Path) -> None:
+    """Let this process continue the run in `run_dir` (a checked `resume=`)."""
+    _resumed.add(Path(os.path.abspath(run_dir)))
+
+
+def is_resume(run_dir: Path) -> bool:
+    """Whether this process runs `run_dir` as the resume of the run it holds."""
+    return Path(os.path.abspath(run_dir)) in _resumed
+
+
+def _saved_config(run_dir: Path) -> dict[str, Any]:
+    """The run's config as saved (`.hydra/config.yaml`, else summary.json's), {} if unreadable."""
+    try:
+        saved = OmegaConf.to_container(OmegaConf.load(run_dir / ".hydra" / "config.yaml"))
+        if isinstance(saved, dict):
+            return saved  # type: ignore[return-value]
+    except Exception:  # missing or damaged: try the summary
+        pass
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        config = summary.get("config") if isinstance(summary, dict) else None
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _status(run_dir: Path) -> str:
+    try:
+        status = json.loads((run_dir / "status.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return "unknown"
+    return str(status) if status else "unknown"
+
+
+def _value(config: dict[str, Any], dotted: str) -> str:
+    node: Any = config
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return "?" if node is None else str(node)
+
+
+def describe(run_dir: Path) -> tuple[str, str]:
+    """What the run in `run_dir` is (`model X, judge Y, set Z, status S`) and its status."""
+    config = _saved_config(run_dir)
+    status = _status(run_dir)
+    source = _value(config, "completions.source")
+    replies = _value(config, "model.name") if source in ("model", "?") else source
+    if _value(config, "task.kind") == "meta_eval":
+        replies = "meta_eval"
+    return (
+        f"model {replies}, judge {_value(config, 'judge.name')}, "
+        f"set {_value(config, 'dataset.difficulty')}, status {status}",
+        status,
+    )
+
+
+def refusal(run_dir: Path) -> str | None:
+    """Why a run may not start writing into `run_dir` (one line), or None if it may.
+
+    Writes nothing. A directory that does not exist, or holds only what a refused start left
+    (its log), is free; one holding a run is free only to that run's resume.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return None
+    foreign = foreign_files(run_dir)
+    if foreign:
+        return (
+            f"refusing to write into {run_dir}: it holds files that are not from "
+            f"healthbench-exp ({', '.join(foreign[:5])}); choose another hydra.run.dir"
+        )
+    if is_fresh(run_dir) or is_resume(run_dir):
+        return None
+    what, status = describe(run_dir)
+    finish = (
+        ""
+        if status in ("completed", "dry_run")
+        else f"finish it with: python -m healthbench_exp resume={run_dir}, or "
+    )
+    return (
+        f"{run_dir} holds a run ({what}); a new run may not write there, so nothing was "
+        f"written: {finish}start the new run in a new directory (hydra.run.dir=<new dir>)"
+    )
+
+
+class RunDirCallback(Callback):
+    """Refuses (exit 2, one line, nothing written) a run into a directory that is in use, holds
+    another run, or holds foreign files; registered before the run lock in `conf/config.yaml`."""
+
+    def on_run_start(self, config: Any, **kwargs: Any) -> None:
+        run_dir = Path(str(config.hydra.run.dir))
+        problem = busy(run_dir) or refusal(run_dir)
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            raise SystemExit(2)
