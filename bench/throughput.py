@@ -177,6 +177,24 @@ COMMANDS = {
 }
 
 
+def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
+    """Under the server's rate limits: the share of requests refused with 429, and the share of
+    what the limits allowed that was used (admitted / (level at the start + refill over the
+    evaluation), for the more used of the requests and tokens limits)."""
+    refused = stats["rate_limited"]
+    uses = []
+    for kind in ("requests", "tokens"):
+        if f"limit_{kind}_per_s" not in stats:
+            continue
+        per_s, capacity = stats[f"limit_{kind}_per_s"], stats[f"limit_{kind}_capacity"]
+        waited = max(0.0, stats["first_request_at"] - before["read_at"])
+        start_level = min(capacity, before[f"limit_{kind}_level"] + per_s * waited)
+        admitted = stats[f"limited_{kind}"] - before[f"limited_{kind}"]
+        uses.append(admitted / (start_level + per_s * evaluation))
+    sent = stats["requests"] + refused
+    return {"refused_429_share": refused / max(1, sent), "limit_use": max(uses, default=0.0)}
+
+
 def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerProcess) -> dict:
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
@@ -184,6 +202,7 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
     run_dir.mkdir()
     cache = work / ("cache" if args.reuse_cache else f"cache-{time.monotonic_ns()}")
     reset_server(server.base_url)  # one server for all repeats: its URL is in the cache key
+    before = {**server_stats(server.base_url), "read_at": time.time()}
     build = COMMANDS[args.runner]
     started = time.time()
     # stderr to a file, not a pipe: a progress bar could fill the pipe and stall the run
@@ -211,7 +230,9 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         evaluation = stats["last_reply_at"] - stats["first_request_at"]
     request_seconds = stats["latency_ms_total"] / 1000
     ideal = max(request_seconds / args.concurrency, 2 * (latency + jitter) / 1000)
+    limited = limit_figures(before, stats, evaluation) if limits_of(args) else {}
     return {
+        **limited,
         "requests": requests,
         "wall_s": wall,
         "evaluation_s": evaluation,
@@ -228,6 +249,18 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         "start_s": (stats["first_request_at"] - started)
         if stats["first_request_at"]
         else float("nan"),
+    }
+
+
+def limits_of(args: argparse.Namespace) -> dict:
+    """The server's rate limits (OpenAI-style buckets, x-ratelimit-* headers), for all roles."""
+    if not (args.rate_limit_tokens or args.rate_limit_requests):
+        return {}
+    return {
+        "rate_limit_tokens": args.rate_limit_tokens,
+        "rate_limit_requests": args.rate_limit_requests,
+        "rate_limit_window_s": args.rate_limit_window_s,
+        "limited_role": "all",
     }
 
 
@@ -264,6 +297,9 @@ def main() -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="another override for the harness (repeatable), e.g. --set cache.enabled=false",
     )  # fmt: skip
+    parser.add_argument("--rate-limit-tokens", type=int, default=0, help="per window; 0: none")
+    parser.add_argument("--rate-limit-requests", type=int, default=0, help="per window; 0: none")
+    parser.add_argument("--rate-limit-window-s", type=float, default=60.0)
     args = parser.parse_args()
     if args.runner == "simple-evals" and not args.simple_evals:
         parser.error("--runner simple-evals needs --simple-evals DIR (a simple-evals checkout)")
@@ -276,11 +312,14 @@ def main() -> None:
     header = ["requests", "wall_s", "evaluation_s", "ideal_s", "efficiency",
               "cpu_ms_per_request", "peak_rss_mb", "peak_in_flight", "mean_in_flight",
               "server_extra_ms", "start_s"]  # fmt: skip
+    if limits_of(args):
+        header += ["refused_429_share", "limit_use"]
     print("run  " + "  ".join(f"{h:>12}" for h in header))
     results = []
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
-    with ServerProcess(server_args(latency_ms=latency, jitter_ms=jitter)) as server:
+    settings = server_args(latency_ms=latency, jitter_ms=jitter, **limits_of(args))
+    with ServerProcess(settings) as server:
         for i in range(args.repeat):
             result = run_once(data, args, work, server)
             results.append(result)

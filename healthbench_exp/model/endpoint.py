@@ -7,6 +7,7 @@ module-level client breaks the second job of a multirun with "Event loop is clos
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -27,6 +28,7 @@ from healthbench_exp.model.cache import (
     prompt_chars,
 )
 from healthbench_exp.model.costs import Budget, cost_usd, request_estimate_usd
+from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
 
@@ -87,6 +89,20 @@ class ChatEndpoint:
         self.http_client = http_client
         self._clients: list[Any] = []  # made at the first request: a run answered from the
         # response cache never imports openai (about half a second)
+        # runner.http_client=aiohttp: requests skip the openai client (see model/http.py)
+        self.poster = (
+            DirectPoster(
+                base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL,
+                api_key,
+                max_retries=max_retries,
+                timeout_s=timeout_s,
+                connect_timeout_s=connect_timeout_s or timeout_s,
+                tls=shared_tls_context(),
+                on_response=self._answered,
+            )
+            if http_client is HttpClient.aiohttp
+            else None
+        )
         self.sent = 0
         self.cache = cache
         self.shared_limit = shared_limit  # runner.max_in_flight, shared with the other endpoint
@@ -131,12 +147,15 @@ class ChatEndpoint:
         return self._clients
 
     async def _on_response(self, response: Any) -> None:
+        if response.status_code == 429 and response.request.url.path.endswith("/chat/completions"):
+            # not retried by the client's bounded retries: `_request` waits as the server
+            # says and sends it again (or stops the run on insufficient_quota)
+            response.headers["x-should-retry"] = "false"
+        self._answered(response.status_code)
+
+    def _answered(self, status: int) -> None:
         self.last_reply_at = time.monotonic()
-        if response.status_code == 429:
-            if response.request.url.path.endswith("/chat/completions"):
-                # not retried by the client's bounded retries: `_request` waits as the server
-                # says and sends it again (or stops the run on insufficient_quota)
-                response.headers["x-should-retry"] = "false"
+        if status == 429:
             self.stats.rate_limited += 1
             self.limit.rate_limited()
             self.stats.lowest_limit = self.limit.lowest
@@ -189,8 +208,6 @@ class ChatEndpoint:
             return reply
 
     async def _send(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
-        import openai
-
         stats = self.stats
         await self.limit.acquire()
         if self.shared_limit is not None:
@@ -216,42 +233,35 @@ class ChatEndpoint:
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False
         try:
-            # The client's low-level post: its auth, retries, timeouts and error types, without
-            # re-validating a body of plain strings or building pydantic models of the reply
-            # (together about 2 ms of CPU per request, more than the rest of the harness).
-            client = self.clients[self.sent % len(self.clients)]
-            self.sent += 1
             body = {**self.body, "messages": sent}
             if prefix_key is not None:
                 body["prompt_cache_key"] = prefix_key
-            response: dict[str, Any] = await client.post(
-                "/chat/completions", body=body, cast_to=object
-            )
+            response: dict[str, Any] = await self._post(body)
             success = True
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise FatalEndpointError(
-                f"{self.role} endpoint refused the API key ({exc.status_code}); "
-                f"check {self.config.api_key_env}"
-            ) from exc
-        except openai.NotFoundError as exc:
-            raise FatalEndpointError(
-                f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
-                f"path ({exc.status_code}); check {self.role}.name and {self.role}.base_url"
-            ) from exc
-        except openai.RateLimitError as exc:
-            refusal = classify_429(exc.response.headers, exc.body and {"error": exc.body})
-            if refusal.quota:
-                raise QuotaExhausted(
-                    f"{self.role} endpoint {self.url}: insufficient_quota (429): "
-                    f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
+        except HttpError as exc:
+            if exc.status in (401, 403):
+                raise FatalEndpointError(
+                    f"{self.role} endpoint refused the API key ({exc.status}); "
+                    f"check {self.config.api_key_env}"
                 ) from exc
-            if not refusal.too_large:
-                raise RateLimited(refusal.wait_s) from None
-            self._failed("RequestTooLarge")
-            raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
-        except openai.APIError as exc:
-            self._failed(type(exc).__name__)
-            raise RequestFailed(f"{type(exc).__name__}: {exc}") from exc
+            if exc.status == 404:
+                raise FatalEndpointError(
+                    f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
+                    f"path ({exc.status}); check {self.role}.name and {self.role}.base_url"
+                ) from exc
+            if exc.status == 429:
+                refusal = classify_429(exc.headers, exc.body and {"error": exc.body})
+                if refusal.quota:
+                    raise QuotaExhausted(
+                        f"{self.role} endpoint {self.url}: insufficient_quota (429): "
+                        f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
+                    ) from exc
+                if not refusal.too_large:
+                    raise RateLimited(refusal.wait_s) from None
+                self._failed("RequestTooLarge")
+                raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
+            self._failed(exc.name)
+            raise RequestFailed(str(exc)) from exc
         finally:
             stats.in_flight -= 1
             if self.shared_limit is not None:
@@ -279,9 +289,32 @@ class ChatEndpoint:
         self.stats.failures += 1
         self.stats.errors[kind] = self.stats.errors.get(kind, 0) + 1
 
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """The reply's JSON; HttpError, named as the openai client names its errors."""
+        if self.poster is not None:
+            return await self.poster.post(body)
+        import openai
+
+        # The client's low-level post: its auth, retries, timeouts and error types, without
+        # re-validating a body of plain strings or building pydantic models of the reply
+        # (together about 2 ms of CPU per request, more than the rest of the harness).
+        client = self.clients[self.sent % len(self.clients)]
+        self.sent += 1
+        try:
+            return await client.post("/chat/completions", body=body, cast_to=object)
+        except openai.APIStatusError as exc:
+            headers = exc.response.headers
+            raise HttpError(
+                type(exc).__name__, exc.message, exc.status_code, headers, exc.body
+            ) from exc
+        except openai.APIError as exc:
+            raise HttpError(type(exc).__name__, str(exc)) from exc
+
     async def close(self) -> None:
         for client in self._clients:
             await client.close()
+        if self.poster is not None:
+            await self.poster.close()
 
 
 def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -79,6 +79,7 @@ class AccountLimits:
         self.quota_exhausted = settings.quota_exhausted
         self.silent = settings.silent
         self.limited_role = settings.limited_role
+        self.admitted = {"limited_requests": 0, "limited_tokens": 0}  # for /stats (bench/)
 
     def applies(self, is_judge: bool) -> bool:
         return self.limited_role == "all" or self.limited_role == ("judge" if is_judge else "model")
@@ -106,6 +107,8 @@ class AccountLimits:
         if wait <= 0:
             for kind, bucket in self.buckets.items():
                 bucket.level -= amounts[kind]
+            self.admitted["limited_requests"] += 1
+            self.admitted["limited_tokens"] += tokens
         headers = self._headers()
         if wait <= 0:
             return headers, None
@@ -122,6 +125,18 @@ class AccountLimits:
         headers["retry-after-ms"] = str(math.ceil(wait * 1000))
         error = {"message": message, "type": refused, "param": None, "code": "rate_limit_exceeded"}
         return headers, (429, {"error": error}, headers)
+
+    def limit_stats(self) -> dict[str, float]:
+        """What was admitted under the limits, and what the limits allowed: each bucket's
+        capacity (full at the start) and refill per second."""
+        stats: dict[str, float] = dict(self.admitted)
+        now = time.monotonic()
+        for kind, bucket in self.buckets.items():
+            bucket.refill(now)
+            stats[f"limit_{kind}_level"] = bucket.level
+            stats[f"limit_{kind}_capacity"] = bucket.capacity
+            stats[f"limit_{kind}_per_s"] = bucket.per_s
+        return stats
 
     def _headers(self) -> dict[str, str]:
         headers = {}

@@ -102,7 +102,7 @@ class OfflineServer:
                 body=store.files[parts[2]]["content"], content_type="application/octet-stream"
             )
         if path.rstrip("/") == "/stats":
-            return _json(200, dict(self.faults.counts))
+            return _json(200, {**self.faults.counts, **self.limits.limit_stats()})
         if path.rstrip("/") == "/v1/models":
             listed = [self.describe(m) for m in self.shutdown_dates if not self.retired(m)]
             return _json(200, {"object": "list", "data": listed})

@@ -1,0 +1,168 @@
+"""POST a chat completion over one aiohttp session, as the openai client would, for less CPU.
+
+`runner.http_client=aiohttp` sends requests through `DirectPoster`: the openai client's bearer
+auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx; `x-should-retry`;
+`retry-after(-ms)` up to 60 s, else 0.5 s doubling to 8 s with jitter) and its timeouts (read
+and connect), and its errors by the same names (`InternalServerError: Error code: 500 - ...`,
+`APITimeoutError: Request timed out.`), without building an httpx request, a pydantic options
+model and header mappings for every call (about 1 ms of CPU per request in openai 3.x, as much
+as all the rest of the harness). A rate-limit 429 is never retried here: the endpoint waits it
+out (see ratelimit.py). `httpx` keeps the openai client itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp
+
+from healthbench_exp.model.ratelimit import retry_after_s
+
+INITIAL_RETRY_DELAY_S = 0.5  # the openai client's backoff: 0.5 s, doubling ...
+MAX_RETRY_DELAY_S = 8.0  # ... up to 8 s, times a jitter of 0.75 to 1
+_STATUS_NAMES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+}
+
+
+class HttpError(Exception):
+    """A request that failed, named as the openai client names it (`name`); `status` None when
+    no HTTP answer came (APIConnectionError, APITimeoutError); `body` the error's JSON (its
+    `error` object when it has one)."""
+
+    def __init__(
+        self,
+        name: str,
+        message: str,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.name = name
+        self.status = status
+        self.headers: Mapping[str, str] = headers or {}
+        self.body = body
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.args[0]}"
+
+
+def status_error(status: int, headers: Mapping[str, str], raw: bytes) -> HttpError:
+    """The openai client's error for a non-2xx answer: its class name and message."""
+    try:
+        data: object = json.loads(raw)
+    except ValueError:
+        data = raw.decode(errors="replace") or None
+    message = f"Error code: {status}" + (f" - {data}" if data else "")
+    body = data.get("error", data) if isinstance(data, dict) else data
+    name = _STATUS_NAMES.get(status, "InternalServerError" if status >= 500 else "APIStatusError")
+    return HttpError(name, message, status, headers, body)
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    should = headers.get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    return status in (408, 409) or (status >= 500 and status != 429)
+
+
+def retry_delay_s(attempt: int, headers: Mapping[str, str]) -> float:
+    """The openai client's wait before retry `attempt` (0-based)."""
+    told = retry_after_s(headers)
+    if told is not None and 0 < told <= 60:
+        return told
+    delay = min(INITIAL_RETRY_DELAY_S * 2.0**attempt, MAX_RETRY_DELAY_S)
+    return delay * (1 - 0.25 * random.random())
+
+
+class DirectPoster:
+    """`post(body)`: the parsed JSON reply of `{base_url}/chat/completions`, or HttpError."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        max_retries: int,
+        timeout_s: float,
+        connect_timeout_s: float,
+        tls: ssl.SSLContext,
+        on_response: Callable[[int], None],
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        # what the openai client adds from the environment
+        for header, env in (("OpenAI-Organization", "OPENAI_ORG_ID"),
+                            ("OpenAI-Project", "OPENAI_PROJECT_ID")):  # fmt: skip
+            if os.environ.get(env):
+                self.headers[header] = os.environ[env]
+        self.max_retries = max_retries
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_timeout_s, sock_read=timeout_s
+        )
+        self.tls = tls
+        self.on_response = on_response  # every HTTP answer, retried ones included
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None:  # in the event loop, at the first request
+            connector = aiohttp.TCPConnector(limit=0, ssl=self.tls)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self.timeout, skip_auto_headers=("User-Agent",)
+            )
+        return self._session
+
+    async def post(self, body: dict[str, Any]) -> Any:
+        data = json.dumps(body, ensure_ascii=False).encode()
+        session = self._open()
+        attempt = 0
+        while True:
+            headers: Mapping[str, str] = {}
+            try:
+                async with session.post(self.url, data=data, headers=self.headers) as response:
+                    raw = await response.read()
+                    status, headers = response.status, response.headers
+            except TimeoutError as exc:  # aiohttp.ServerTimeoutError is one
+                error = HttpError("APITimeoutError", "Request timed out.")
+                error.__cause__ = exc
+            except aiohttp.ClientError as exc:
+                error = HttpError("APIConnectionError", "Connection error.")
+                error.__cause__ = exc
+            else:
+                self.on_response(status)
+                if status < 300:
+                    try:
+                        return json.loads(raw)
+                    except ValueError as exc:
+                        raise HttpError(
+                            "APIResponseValidationError", f"reply is not JSON ({exc})", status
+                        ) from None
+                error = status_error(status, headers, raw)
+                if status == 429 or not should_retry(status, headers):
+                    raise error
+            if attempt >= self.max_retries:
+                raise error
+            await asyncio.sleep(retry_delay_s(attempt, headers))
+            attempt += 1
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
