@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
@@ -136,7 +135,7 @@ def protocol_name(task: TaskConfig, dataset: DatasetConfig) -> str:
     return OFFICIAL_2025.get(dataset.difficulty, OFFICIAL_2025["all"])[0]
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """A setting as it reads in a deviation: JSON-like (null, true, 0.5, "text" unquoted)."""
     if value is None:
         return "null"
@@ -154,7 +153,7 @@ class _Deviations:
         self.lines: list[str] = []
         self.fixes: list[str] = []
 
-    def compare(self, option: str, reference: Any, actual: Any) -> None:
+    def compare(self, option: str, reference: object, actual: object) -> None:
         """Record `option` when the run's value differs from the reference's."""
         if reference != actual:
             self.lines.append(f"{option}: {_text(reference)} -> {_text(actual)}")
