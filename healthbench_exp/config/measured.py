@@ -77,14 +77,14 @@ class Change:
     """One config key whose value differs between the saved run and the resume."""
 
     key: str
-    old: Any
-    new: Any
+    old: object
+    new: object
 
     def __str__(self) -> str:
         return f"{self.key}: {_shown(self.old)} -> {_shown(self.new)}"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if value is ABSENT:
         return "(unset)"
     return value if isinstance(value, str) else json.dumps(value)

@@ -30,7 +30,6 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
@@ -145,7 +144,7 @@ def protocol_name(task: TaskConfig, dataset: DatasetConfig) -> str:
     return OFFICIAL_2025.get(dataset.difficulty, OFFICIAL_2025["all"])[0]
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """A setting as it reads in a deviation: JSON-like (null, true, 0.5, "text" unquoted)."""
     if value is None:
         return "null"
@@ -165,7 +164,7 @@ class _Deviations:
 
         self.data_file: dict[str, str | None] | None = None
 
-    def compare(self, option: str, reference: Any, actual: Any) -> None:
+    def compare(self, option: str, reference: object, actual: object) -> None:
         """Record `option` when the run's value differs from the reference's."""
         if reference != actual:
             self.add(option, f"{_text(reference)} -> {_text(actual)}", _text(reference))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ class Range:
     high_inclusive: bool = True
     nullable: bool = False
 
-    def allows(self, value: Any) -> bool:
+    def allows(self, value: object) -> bool:
         if value is None:
             return self.nullable
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -114,7 +113,7 @@ NUMERIC_RANGES: dict[str, Range] = {
 }
 
 
-def _value(config: object, key: str) -> Any:
+def _value(config: object, key: str) -> object:
     for part in key.split("."):
         config = getattr(config, part)
     return config

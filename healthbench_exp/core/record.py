@@ -25,7 +25,7 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         """The fields in declaration order, as plain JSON data."""
         out: dict[str, Any] = {}
-        for f in fields(self):  # type: ignore[arg-type]
+        for f in fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
             value = getattr(self, f.name)
             if value is None and f.metadata.get("omit_none"):
                 continue
@@ -35,9 +35,9 @@ class Record:
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         """The record `data` holds (missing keys: the field's default, else None)."""
-        hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy sees type[R] as not
+        hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy: type[R] is not
         values: dict[str, Any] = {}
-        for f in fields(cls):  # type: ignore[arg-type]
+        for f in fields(cls):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
             if f.name in data:
                 values[f.name] = _decode(hints[f.name], data[f.name])
             elif f.default is not MISSING:
@@ -54,7 +54,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
 
 
-def encode(value: Any) -> Any:
+def encode(value: object) -> object:
     """`value` as plain JSON data: records as dicts, inside lists and dicts too."""
     if isinstance(value, Record):
         return value.to_dict()

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 
-def finite_or_null(data: Any) -> Any:
+def finite_or_null(data: object) -> object:
     """`data` with every non-finite float (in dicts, lists and tuples) replaced by None."""
     if isinstance(data, float):
         return data if math.isfinite(data) else None
@@ -23,7 +23,7 @@ def finite_or_null(data: Any) -> Any:
     return data
 
 
-def dumps(data: Any, **options: Any) -> str:
+def dumps(data: object, **options: Any) -> str:
     """`json.dumps(data, **options)`, with non-finite floats written as null.
 
     The common case (all finite) costs one `json.dumps`; only data holding a non-finite float is

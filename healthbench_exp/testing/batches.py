@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from email.message import Message
 from email.parser import BytesParser
 from typing import Any
 
@@ -35,15 +36,18 @@ class BatchStore:
         )
         fields: dict[str, tuple[str | None, bytes]] = {}
         for part in message.get_payload():
-            name = part.get_param("name", header="content-disposition")
-            fields[name] = (part.get_filename(), part.get_payload(decode=True))
+            assert isinstance(part, Message)  # a multipart body: a list of messages
+            name = str(part.get_param("name", header="content-disposition"))
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)  # decode=True on a leaf part
+            fields[name] = (part.get_filename(), payload)
         filename, content = fields["file"]
         return self._add_file(filename or "upload.jsonl", fields["purpose"][1].decode(), content)
 
     def create(self, request: dict[str, Any], faults: Faults) -> dict[str, Any]:
         """Answer every request of the input file now; report the batch done after delay_s."""
         lines = self.files[request["input_file_id"]]["content"].decode().splitlines()
-        output = []
+        output: list[dict[str, Any]] = []
         for line in filter(str.strip, lines):
             item = json.loads(line)
             body = item["body"]

@@ -27,7 +27,7 @@ def start_run(*args: str, cwd: Path = REPO) -> subprocess.Popen:
     )
 
 
-def wait_for(condition, process: subprocess.Popen, timeout_s: float = 60.0) -> None:
+def wait_for(condition, process: subprocess.Popen, timeout_s: float = 240.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert process.poll() is None, process.communicate()

@@ -16,7 +16,7 @@ import asyncio
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import verifiers.v1 as vf
 from verifiers.v1.clients import EvalClientConfig
@@ -38,6 +38,7 @@ from healthbench_exp.output.dataset import results_record, write_results_dataset
 
 if TYPE_CHECKING:
     import datasets
+    from openai.types.chat import ChatCompletionMessageParam
 
 TASKSET_ID = "healthbench"
 Results = Iterable[vf.Episode] | Iterable[vf.Trace] | str | Path  # rollouts, or a vf-eval run dir
@@ -67,11 +68,16 @@ class HealthBenchHarness(vf.Harness[HealthBenchHarnessConfig]):
         import openai
 
         system, prompt = self.resolve_prompt(data)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages: list[ChatCompletionMessageParam] = (
+            [{"role": "system", "content": system}] if system else []
+        )
         if isinstance(prompt, str):
             messages.append({"role": "user", "content": prompt})
-        else:
-            messages += [m.model_dump(mode="json", exclude_none=True) for m in prompt or []]
+        else:  # verifiers' messages dump to the chat API's message dicts
+            messages += [
+                cast("ChatCompletionMessageParam", m.model_dump(mode="json", exclude_none=True))
+                for m in prompt or []
+            ]
         async with openai.AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0) as client:
             reply = await client.chat.completions.create(model=ctx.model, messages=messages)
         choice = reply.choices[0] if reply.choices else None
@@ -130,9 +136,10 @@ class HealthBenchEnv(vf.Env[HealthBenchEnvConfig]):
 def example_results(results: Results) -> list[ExampleResult]:
     """The harness's ExampleResult of every scored rollout, in order; a run directory of
     `vf-eval` (its traces.jsonl) reads too. Each example's rollouts are numbered 0, 1, ..."""
-    if isinstance(results, str | Path):
-        results = read_episodes(Path(results), WireTrace)
-    traces = [t for r in results for t in (r.traces if isinstance(r, vf.Episode) else [r])]
+    runs = read_episodes(Path(results), WireTrace) if isinstance(results, str | Path) else results
+    traces: list[vf.Trace] = [
+        t for r in runs for t in (r.traces if isinstance(r, vf.Episode) else [r])
+    ]
     rollouts: dict[str, int] = {}
     out = []
     for trace in traces:

@@ -157,7 +157,7 @@ def plain_table(columns: list[str], rows: list[list[Any]]) -> Any:
     """
     import wandb
 
-    table = wandb.Table(columns=columns, data=[], allow_mixed_types=True)
+    table = wandb.Table(columns=[*columns], data=[], allow_mixed_types=True)
     table.data = rows
     return table
 
@@ -208,7 +208,7 @@ def breakdown_tables(summary: RunSummary) -> dict[str, Any]:
             [n[len(prefix) :], metrics[n], metrics[f"{n}:bootstrap_std"], metrics[f"{n}:n_samples"]]
             for n in names
         ]
-        tables[table_name] = wandb.Table(columns=columns, data=data)
+        tables[table_name] = wandb.Table(columns=[*columns], data=data)
     consensus = [
         [
             f"{row.theme} / {row.behavior_category} / {row.criterion}",
@@ -218,7 +218,7 @@ def breakdown_tables(summary: RunSummary) -> dict[str, Any]:
         ]
         for row in summary.consensus or []
     ]
-    tables["by_consensus_criterion"] = wandb.Table(columns=columns, data=consensus)
+    tables["by_consensus_criterion"] = wandb.Table(columns=[*columns], data=consensus)
     return tables
 
 
@@ -238,7 +238,7 @@ def meta_category_table(summary: RunSummary) -> Any:
 
     rows = [row.to_dict() for row in summary.by_category or []]
     data = [[row[c] for c in META_CATEGORY_COLUMNS] for row in rows]
-    return wandb.Table(columns=META_CATEGORY_COLUMNS, data=data, allow_mixed_types=True)
+    return wandb.Table(columns=[*META_CATEGORY_COLUMNS], data=data, allow_mixed_types=True)
 
 
 def physician_table(summary: RunSummary) -> Any:
@@ -252,7 +252,7 @@ def physician_table(summary: RunSummary) -> Any:
         [pid, *(m[n].value for n in names), m["pairwise_physician_f1_balanced"].n]
         for pid, m in (summary.agreement.physicians if summary.agreement else {}).items()
     ]
-    return wandb.Table(columns=columns, data=data, allow_mixed_types=True)
+    return wandb.Table(columns=[*columns], data=data, allow_mixed_types=True)
 
 
 def meta_row_table(path: Path) -> Any:

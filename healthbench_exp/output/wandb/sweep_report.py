@@ -57,7 +57,7 @@ def build_report(entity: str, project: str, group: str, title: str | None = None
         filters=group_filter(group),
         pinned_columns=SUMMARY_COLUMNS,
     )
-    panels = [
+    panels: list[wr.interface.PanelTypes] = [
         wr.BarPlot(title="Headline score per run", metrics=["headline/score"], orientation="h"),
         wr.BarPlot(title="Overall score per run", metrics=["overall_score"], orientation="h"),
         wr.BarPlot(title="Score by theme", metrics=[f"theme:{t}" for t in THEMES]),
