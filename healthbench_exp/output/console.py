@@ -81,13 +81,15 @@ def format_meta_report(summary: RunSummary) -> str:
         f"   ({counts.physicians} physicians)",
         f"  mean over categories: judge {_value(metrics[f'category_mean:{judge}'])}, "
         f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
-        f"  by category:{'':<53} judge  physicians  rows",
     ]
-    for row in summary.by_category or []:
+    rows = summary.by_category or []
+    names = [row.category.removeprefix("cluster:") for row in rows]
+    width = max([len(name) for name in names] + [len("by category:") - 2])  # never cut
+    lines.append(f"  {'by category:':<{width + 2}}      judge  physicians   rows")
+    for name, row in zip(names, rows, strict=True):
         lines.append(
-            f"    {row.category.removeprefix('cluster:')[:60]:<60} "
-            f"{_value(row.model_f1_balanced):>9} "
-            f"{_value(row.physicians_weighted_mean_f1_balanced):>10} {row.rows:>5}"
+            f"    {name:<{width}}  {_value(row.model_f1_balanced):>9}  "
+            f"{_value(row.physicians_weighted_mean_f1_balanced):>10}  {row.rows:>5}"
         )
     lines.append(
         f"  rows graded {counts.rows_graded}/{counts.rows}, ungraded {counts.rows_failed}"

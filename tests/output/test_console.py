@@ -146,7 +146,18 @@ def test_a_meta_eval_table_reads_its_categories() -> None:
     table = format_report(summary)
     assert "judge    pairwise_model_f1_balanced  0.7000   (pos F1 0.8000, neg F1 0.6000)" in table
     assert "physicians                           undefined   (0 physicians)" in table
-    assert f"    {'hedging_x':<60}    0.7000  undefined     4" in table
+    assert (
+        "  by category:      judge  physicians   rows\n    hedging_x      0.7000   undefined      4"
+        in table
+    )
+    # a long category is printed whole, its figures under their headers
+    long = {**category, "category": "cluster:health_data_tasks_" + "x" * 60}
+    summary.by_category = [*summary.by_category, type(summary.by_category[0]).from_dict(long)]
+    lines = format_report(summary).splitlines()
+    header = next(line for line in lines if "by category:" in line)
+    row = next(line for line in lines if "health_data_tasks_" + "x" * 60 + "  " in line)
+    assert row.index("0.7000") + len("0.7000") == header.index("judge") + len("judge")
+    assert row.rstrip().endswith("4") and len(row.rstrip()) == len(header)
     assert "rows graded 4/4, ungraded 0; judge requests 4 (from the cache: 0)" in table
     assert "model tokens" not in table and "judge tokens: 40 prompt" in table
     assert run_context(summary).count == "4 rows, 4 graded"

@@ -25,6 +25,7 @@ svg{max-width:100%;height:auto}
 .banner{font-weight:600;padding:6px 10px;margin:6px 0;border-radius:4px;border:1px solid}
 .banner.DEMO{background:#fff4d6;border-color:#d9a400}
 .banner.other{background:#fde8e8;border-color:#a4161a;color:#7a1013}
+table.runs{font-size:13px}table.runs td{overflow-wrap:anywhere}table.runs td.num{min-width:48px}
 table.context th{width:90px}.legend{margin:2px 0 10px}.pager button{margin:0 4px}
 """
 HEAT_LOW, HEAT_HIGH = "score 0", "score 1"

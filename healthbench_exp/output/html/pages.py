@@ -10,7 +10,9 @@ protocol, and DEMO / PARTIAL / status banners (`run_context`).
 - `write_meta_eval_report`: a meta-eval's judge vs physicians overall, by category, per
   physician.
 - `refresh_report`: rewrite a run's page (not its companion) once its final status is known.
-- `sweep_report`: a comparison's table, overall score per run with CI, theme x run and axis x run
+- `sweep_report`: a comparison's runs table (one short line per cell: the model, judge, data and
+  temperature columns only where the runs differ, a protocol cell naming how many settings
+  deviate, listed under the table), each run's headline score with CI, theme x run and axis x run
   heat maps, paired differences and judge agreement, runs labelled by the overrides that set
   them apart, and links to each run's files.
 """
@@ -18,7 +20,6 @@ protocol, and DEMO / PARTIAL / status banners (`run_context`).
 from __future__ import annotations
 
 import json
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -27,18 +28,16 @@ from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names, tag_metric_names
 from healthbench_exp.output.html.charts import (
-    banner_html,
     bar_chart,
     cells,
     context_header,
-    difference_chart,
     fmt,
-    heat_map,
     page,
     table,
 )
 from healthbench_exp.output.html.examples import examples_section, write_companion
-from healthbench_exp.output.run_context import Banner, RunContext, run_context
+from healthbench_exp.output.html.sweep_page import sweep_report as sweep_report  # re-exported
+from healthbench_exp.output.run_context import RunContext, run_context
 
 
 def _score_items(metrics: dict[str, Any], prefix: str) -> list[tuple[str, float, float | None]]:
@@ -212,150 +211,3 @@ def refresh_report(output_dir: Path) -> Path:
     path = output_dir / "report.html"
     _write_if_changed(path, run_page(summary, _context(output_dir, summary)))
     return path
-
-
-def _link_base(job: dict[str, Any], out_dir: Path) -> str:
-    """The path from the comparison's folder to a run's folder, for links."""
-    return Path(os.path.relpath(job["path"], out_dir.resolve())).as_posix()
-
-
-def _number(value: Any) -> Any:
-    """A number in its shortest form (0.7, not 0.7000); anything else as it is."""
-    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
-LINK_NAMES = {"report.html": "report", "summary.json": "summary", "per_criterion.jsonl": "criteria"}
-
-
-def _protocol(job: dict[str, Any]) -> str | None:
-    """The protocol cell: the set, and `reference` or every deviation."""
-    if job.get("protocol") is None:
-        return None
-    if job.get("reference"):
-        return f"{job['protocol']} reference"
-    return f"NOT the {job['protocol']} reference: {job.get('deviations')}"
-
-
-def _job_row(job: dict[str, Any], out_dir: Path, estimates: bool) -> str:
-    done = job.get("overall_score") is not None
-    ci = f"{job['ci_low']:.4f}–{job['ci_high']:.4f}" if done else escape(job.get("error") or "")
-    base = _link_base(job, out_dir)
-    links = " ".join(
-        f"<a href='{escape(base)}/{name}' title='{name}'>{LINK_NAMES.get(name, name)}</a>"
-        for name, present in (job.get("files") or {}).items()
-        if present
-    )
-    css = "" if job["status"] in ("completed", "dry_run") else "failed"
-    return (
-        f"<tr class='{css}'>"
-        + cells(job["job"], job["label"], job["status"], job["banners"], numeric=False)
-        + cells(job["replies"], job["judge"], job["data"], numeric=False)
-        + cells(_number(job["temperature"]), _protocol(job), job.get("headline"), numeric=False)
-        + f"<td class='num job-headline'>{fmt(job.get('headline_score'))}</td>"
-        + f"<td class='num job-score'>{fmt(job.get('overall_score'))}</td><td>{ci}</td>"
-        + cells(job.get("n"), job.get("ungraded_criteria"), job.get("cost_usd"))
-        + (cells(job.get("estimated_cost_usd")) if estimates else "")
-        + f"<td class='num'>{fmt(job.get('wall_time_s'), 1)}</td><td>{links}</td></tr>"
-    )
-
-
-def sweep_header(data: dict[str, Any]) -> str:
-    """The comparison's opening: inputs, banners naming their runs, and the context table."""
-    context = data.get("context") or {"fields": [], "banners": []}
-    rows = [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in context["fields"]]
-    return (
-        "<h1>HealthBench comparison</h1>"
-        f"<p class='muted'>{escape(', '.join(data.get('inputs', [])))} · written "
-        f"{escape(data.get('written_at') or '')} · {len(data['jobs'])} runs, {data['failed']} "
-        "failed or unfinished</p>"
-        + banner_html([Banner(label, reason) for label, reason in context["banners"]])
-        + f"<div class='wide'><table class='context' id='context'>{''.join(rows)}</table></div>"
-    )
-
-
-def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
-    """The comparison's report.html, written into `out_dir` (links are relative to it)."""
-    meta = [j for j in data["jobs"] if j.get("task") == "meta_eval"]
-    jobs = [j for j in data["jobs"] if j.get("task") != "meta_eval"]
-    body = [sweep_header(data)]
-    if jobs:
-        header = ["job", "label", "status", "banners", "model", "judge", "data", "T"]
-        estimates = any(j["status"] == "dry_run" for j in jobs)
-        header += ["protocol", "headline", "headline score", "overall score", "95% CI", "n"]
-        header += ["ungraded", "cost $"]
-        header += ["estimated $", "wall s"] if estimates else ["wall s"]
-        rows = [_job_row(j, out_dir, estimates) for j in jobs]
-        body.append("<h2>Runs</h2>" + table([*header, "files"], rows))
-    if meta:
-        rows = [
-            "<tr>"
-            + cells(j["job"], j["label"], j["banners"], j["judge"], numeric=False)
-            + "<td class='num job-f1'>"
-            + fmt(j.get("pairwise_model_f1_balanced"))
-            + "</td>"
-            + cells(j.get("physicians_f1_balanced"), j.get("rows"), j.get("ungraded_rows"))
-            + "</tr>"
-            for j in meta
-        ]
-        header = ["job", "label", "banners", "judge", "judge F1", "physicians F1", "rows"]
-        body.append(
-            "<h2>Meta-eval: agreement with physicians (pairwise balanced F1)</h2>"
-            + table([*header, "ungraded"], rows)
-        )
-    if data.get("judge_agreement"):
-        rows = [
-            "<tr>"
-            + cells(p["a_label"], p["b_label"], f"{p['a_judge']} vs {p['b_judge']}", numeric=False)
-            + cells(p["n"], p["agreement"], p["kappa"])
-            + "</tr>"
-            for p in data["judge_agreement"]
-        ]
-        body.append(
-            "<h2>Judge agreement (items both judges graded)</h2>"
-            + table(["A", "B", "judges", "n", "agreement", "Cohen's kappa"], rows)
-        )
-    done = [j for j in jobs if j["status"] == "completed" and j.get("overall_score") is not None]
-    if done:
-        bars = [(j["label"][:48], j["overall_score"], j["bootstrap_std"]) for j in done]
-        body.append("<h2>Overall score per run</h2>" + bar_chart(bars, 760))
-        columns = [j["label"] for j in done]
-        for kind in ("theme", "axis"):
-            names = sorted(
-                {k.split(":", 1)[1] for j in done for k in j if k.startswith(kind + ":")}
-            )
-            values = {
-                (n, j["label"]): j[f"{kind}:{n}"] for j in done for n in names if f"{kind}:{n}" in j
-            }
-            body.append(f"<h2>{kind.title()} x run</h2>" + heat_map(names, columns, values))
-    if data.get("not_compared"):
-        rows = [
-            "<tr>" + cells(p["a_label"], p["b_label"], p["reason"], numeric=False) + "</tr>"
-            for p in data["not_compared"]
-        ]
-        body.append(
-            "<h2>Not compared pairwise (not the same examples)</h2>"
-            + table(["A", "B", "why"], rows)
-        )
-    pairs = data["pairs"]
-    if pairs:
-        items = [
-            (f"{p['a_label']} − {p['b_label']}"[:64], p["mean_difference"], p["ci_low"],
-             p["ci_high"])
-            for p in pairs
-        ]  # fmt: skip
-        rows = [
-            "<tr>"
-            + cells(p["a_label"], p["b_label"], numeric=False)
-            + cells(
-                p["n"], p["mean_difference"], p["ci_low"], p["ci_high"], p["sign_flip_fraction"]
-            )
-            + "</tr>"
-            for p in pairs
-        ]
-        header = ["A", "B", "n", "mean diff", "CI low", "CI high", "sign flips"]
-        body.append(
-            "<h2>Paired differences (A − B, bootstrap over shared prompt_ids)</h2>"
-            + difference_chart(items)
-            + table(header, rows)
-        )
-    return page("HealthBench comparison", "".join(body))
