@@ -91,8 +91,8 @@ def validate(config: Config) -> None:
         if endpoint.builtin and endpoint.serve.kind is not ServeKind.none:
             raise ConfigError(
                 f"{role}.builtin=true (the built-in endpoint) and {role}.serve.kind="
-                f"{endpoint.serve.kind.value} exclude each other: choose {role}=vllm "
-                f"{role}.name=<model> to serve a model"
+                f"{endpoint.serve.kind.value} exclude each other: choose "
+                f"{role}={endpoint.serve.kind.value} {role}.name=<model> to serve a model"
             )
 
 

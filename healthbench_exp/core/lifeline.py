@@ -29,7 +29,9 @@ from typing import Any
 
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 WATCH_S = 0.25  # between two looks at the parent
-GRACE_S = 10.0  # a guard's SIGTERM to the group, then this long, then SIGKILL
+# a guard's SIGTERM to the group, then this long, then SIGKILL: the harness is gone, nobody
+# waits for a graceful end (a server finishing a generation nobody will read)
+GRACE_S = 2.0
 
 
 def _libc_prctl() -> Any:

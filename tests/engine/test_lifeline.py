@@ -59,8 +59,8 @@ def child_running(parent: int, marker: str) -> int:
     return found[0]
 
 
-def assert_dies(pid: int, what: str) -> None:
-    deadline = time.monotonic() + GONE_WITHIN_S
+def assert_dies(pid: int, what: str, within: float = GONE_WITHIN_S) -> None:
+    deadline = time.monotonic() + within
     while alive(pid):
         assert time.monotonic() < deadline, f"{what} (pid {pid}) outlived its parent's kill -9"
         time.sleep(0.1)

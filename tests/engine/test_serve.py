@@ -30,7 +30,7 @@ from healthbench_exp.config.schema import (
     ServeConfig,
     ServeKind,
 )
-from healthbench_exp.engine import serve
+from healthbench_exp.engine import serve, serve_commands
 from healthbench_exp.engine.endpoints import endpoint_identity
 from tests.e2e.test_e2e import REPO
 
@@ -244,3 +244,35 @@ def test_the_port_is_free_and_cache_keys_do_not_name_it() -> None:
     endpoint = EndpointConfig(name="org/a", serve=ServeConfig(kind=ServeKind.vllm, args=["--x"]))
     identity = endpoint_identity(endpoint, offline_server=None)  # type: ignore[arg-type]
     assert identity == "vllm serve org/a --x"
+
+
+def test_llamacpp_serves_a_gguf_file_under_the_role_s_name(tmp_path) -> None:
+    gguf = tmp_path / "tiny.Q4_0.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(60))
+    settings = ServeConfig(kind=ServeKind.llamacpp, gguf=str(gguf), args=["--n_ctx", "8192"],
+                           executable=sys.executable)  # fmt: skip
+    command = serve_commands.serve_command("tiny", settings, 4321)
+    assert command == [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "tiny",
+        "--host", "127.0.0.1", "--port", "4321", "--n_ctx", "8192",
+    ]  # fmt: skip
+    identity = endpoint_identity(EndpointConfig(name="tiny", serve=settings), None)  # type: ignore[arg-type]
+    assert identity == "llamacpp serve tiny --gguf=tiny.Q4_0.gguf:64 --n_ctx 8192"  # no folder
+    assert serve_commands.log_name("model", ServeKind.llamacpp) == "llamacpp.log"
+    assert serve_commands.log_name("judge", ServeKind.llamacpp) == "llamacpp-judge.log"
+
+
+def test_llamacpp_without_a_file_names_the_presets_or_the_missing_one(tmp_path) -> None:
+    settings = ServeConfig(kind=ServeKind.llamacpp)
+    with pytest.raises(ConfigError, match=r"no GGUF file for 'org/x': set <role>\.serve\.gguf"):
+        serve_commands.gguf_file("org/x", settings)
+    missing = ServeConfig(kind=ServeKind.llamacpp, gguf=str(tmp_path / "none.gguf"))
+    with pytest.raises(ConfigError, match=r"none\.gguf: no such file"):
+        serve_commands.gguf_file("org/x", missing)
+
+
+def test_a_built_in_model_with_a_served_kind_names_the_preset_to_use() -> None:
+    served = ServeConfig(ServeKind.llamacpp)
+    config = Config(model=EndpointConfig(name="m", builtin=True, serve=served))
+    with pytest.raises(ConfigError, match=r"choose model=llamacpp model\.name=<model>"):
+        validate(config)
