@@ -38,6 +38,7 @@ from healthbench_exp.output.html.charts import (
     table,
 )
 from healthbench_exp.output.html.examples import examples_section, write_companion
+from healthbench_exp.output.html.judge_table import judge_table_html
 from healthbench_exp.output.run_context import Banner, RunContext, run_context
 
 
@@ -302,6 +303,7 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
             "<h2>Meta-eval: agreement with physicians (pairwise balanced F1)</h2>"
             + table([*header, "ungraded"], rows)
         )
+        body.append(judge_table_html(data.get("judge_table") or []))
     if data.get("judge_agreement"):
         rows = [
             "<tr>"
