@@ -138,6 +138,8 @@ def score_lines(metrics: dict[str, Any], headline: str) -> list[str]:
     lines = [f"  {headline:<22} {_ci(metrics, headline)}   (headline)"]
     if headline != OVERALL_SCORE:
         lines.append(f"  {OVERALL_SCORE:<22} {_ci(metrics, OVERALL_SCORE)}")
+    elif "length_adjusted_score" in metrics:  # the set's published penalty (SPEC 7.4)
+        lines.append(f"  {'length_adjusted_score':<22} {_ci(metrics, 'length_adjusted_score')}")
     of_headline = "" if headline == OVERALL_SCORE else f"{headline}:"
     for kind in (*EXAMPLE_TAG_KINDS, "axis:"):
         prefix = kind if kind == "axis:" else of_headline + kind
