@@ -63,6 +63,23 @@ def format_usage(usage: Usage) -> str:
     return "\n".join(lines)
 
 
+def _figures_line(metrics: dict) -> str:
+    """The paper's criterion-mean F1 and the pooled figures, each with its 95% interval."""
+
+    def shown(name: str) -> str:
+        low, high = metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")
+        interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+        return f"{_value(metrics.get(name))}{interval}"
+
+    return (
+        f"  criterion mean (the paper's figure): judge "
+        f"{shown('criterion_mean:pairwise_model_f1_balanced')}, physicians "
+        f"{shown('criterion_mean:pairwise_physician_f1_balanced')}; pooled: judge "
+        f"{shown('pairwise_model_f1_balanced')}, physicians "
+        f"{shown('physicians_mean:pairwise_physician_f1_balanced')}"
+    )
+
+
 def format_meta_report(summary: RunSummary) -> str:
     """The end-of-run table of a meta-eval: judge vs physicians, overall and by category."""
     metrics, counts = summary.metrics, summary.meta_counts
@@ -81,6 +98,7 @@ def format_meta_report(summary: RunSummary) -> str:
         f"   ({counts.physicians} physicians)",
         f"  mean over categories: judge {_value(metrics[f'category_mean:{judge}'])}, "
         f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
+        _figures_line(metrics),
     ]
     rows = summary.by_category or []
     names = [row.category.removeprefix("cluster:") for row in rows]
@@ -137,6 +155,8 @@ def score_lines(metrics: dict[str, Any], headline: str) -> list[str]:
     lines = [f"  {headline:<22} {_ci(metrics, headline)}   (headline)"]
     if headline != OVERALL_SCORE:
         lines.append(f"  {OVERALL_SCORE:<22} {_ci(metrics, OVERALL_SCORE)}")
+    elif "length_adjusted_score" in metrics:  # the set's published penalty (SPEC 7.4)
+        lines.append(f"  {'length_adjusted_score':<22} {_ci(metrics, 'length_adjusted_score')}")
     of_headline = "" if headline == OVERALL_SCORE else f"{headline}:"
     for kind in (*EXAMPLE_TAG_KINDS, "axis:"):
         prefix = kind if kind == "axis:" else of_headline + kind

@@ -46,6 +46,7 @@ from healthbench_exp.sweep.jobs import (
     sweep_context,
     total,
 )
+from healthbench_exp.sweep.judge_table import judge_table
 from healthbench_exp.sweep.markdown import markdown, write_csv
 
 
@@ -213,6 +214,7 @@ def summarize(inputs: list[Path]) -> dict[str, Any]:
         "pairs": pairs,
         "not_compared": not_compared,
         "judge_agreement": judge_agreement(jobs, labels),
+        "judge_table": judge_table(jobs, labels),
         "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
         "cost_usd": total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
         "estimated_cost_usd": total(

@@ -15,6 +15,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from healthbench_exp.sweep.judge_table import judge_table_markdown
+
 
 def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
@@ -141,6 +143,7 @@ def markdown(data: dict[str, Any]) -> str:
         ]
         title = "## Meta-eval jobs (agreement with physicians, pairwise balanced F1)"
         lines += ["", title, "", *_table(header, rows)]
+    lines += judge_table_markdown(data.get("judge_table") or [])
     if data["judge_agreement"]:
         rows = [
             [

@@ -51,6 +51,7 @@ from healthbench_exp.grading.agreement import (
     pairwise_metrics,
 )
 from healthbench_exp.grading.grader import grade_criterion, render_conversation
+from healthbench_exp.grading.paper_figure import paper_figures
 from healthbench_exp.grading.scoring import bootstrap_std
 from healthbench_exp.tasks.base import CallCounter, Clients, Measured, protocol
 
@@ -177,7 +178,8 @@ def meta_eval_metrics(
     metric under its reference name (None where undefined); the physicians' unweighted and
     n-weighted means of their F1 metrics (`physicians_mean:...`, `physicians_weighted_mean:...`);
     `category_mean:` of the two balanced F1s (the unweighted mean over categories, the paper's
-    per-criterion view); and the reference's per-row means.
+    per-criterion view); the paper's figures of SPEC 7.2 (`criterion_mean:...`) and every
+    figure's 95% bootstrap interval (`grading.paper_figure`); and the reference's per-row means.
     """
     graded = [r for r in results if r.grade.criteria_met is not None]
     model = pairwise_metrics(
@@ -221,6 +223,15 @@ def meta_eval_metrics(
     ):
         defined = [row[column] for row in by_category if row[column] is not None]
         metrics[f"category_mean:{key}"] = sum(defined) / len(defined) if defined else None
+    figures = paper_figures(
+        [r.grade.criteria_met for r in results],
+        [r.row.binary_labels for r in results],
+        [r.row.physician_ids for r in results],
+        [r.row.category for r in results],
+        bootstrap_samples,
+        seed,
+    )  # the paper's criterion-mean F1 and the pooled figures' intervals (SPEC 7.2)
+    metrics.update({name: value for name, value in figures.items() if name not in metrics})
     metrics.update(row_statistics(results, bootstrap_samples, seed))
     agreement = {
         "model": _plain(model),

@@ -59,7 +59,12 @@ def _run(tmp_path: Path, *args: str) -> dict:
         *args, f"hydra.run.dir={tmp_path}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    return json.loads((tmp_path / "summary.json").read_text())
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    # the console: the headline first, the length-adjusted score beside it when reported
+    headline = result.stdout.index("overall_score ")
+    if "length_adjusted_score" in summary["metrics"]:
+        assert headline < result.stdout.index("length_adjusted_score ") < result.stdout.index("by")
+    return summary
 
 
 def _by_hand(run_dir: Path, penalty: float) -> float:

@@ -22,6 +22,7 @@ from healthbench_exp.output.html.charts import (
     page,
     table,
 )
+from healthbench_exp.output.html.judge_table import judge_table_html
 from healthbench_exp.output.run_context import Banner
 
 
@@ -165,6 +166,7 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
             "<h2>Meta-eval: agreement with physicians (pairwise balanced F1)</h2>"
             + table([*header, "ungraded"], rows)
         )
+        body.append(judge_table_html(data.get("judge_table") or []))
     if data.get("judge_agreement"):
         rows = [
             "<tr>"

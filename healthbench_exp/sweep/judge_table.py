@@ -1,0 +1,142 @@
+"""The judge table of a meta-eval sweep over judges (`-m task=meta_eval judge=a,b,c`).
+
+One entry per completed meta-eval run: its judge; the paper's criterion-mean balanced F1 and
+simple-evals' pooled figure (SPEC 7.2), for the judge and for physicians, each with its 95%
+bootstrap interval (`grading.paper_figure`); the judge's balanced F1 per category; the ungraded
+rate (rows the judge gave no verdict, of the rows run); and the cost per 1,000 graded criteria
+(`grading_cost` over the rows it graded; one meta-eval row is one criterion; calls replayed
+from the response cache are priced as if sent, so a rerun shows what grading costs).
+Written into sweep_summary.json (`judge_table`), the markdown and the sweep's report.html.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from healthbench_exp.core.usage_record import RoleUsage
+from healthbench_exp.grading.paper_figure import (
+    MODEL_CRITERION_MEAN,
+    MODEL_POOLED,
+    PHYSICIAN_CRITERION_MEAN,
+    PHYSICIAN_POOLED,
+)
+from healthbench_exp.sweep.jobs import Job
+
+FIGURES = {  # column prefix -> metric
+    "judge_criterion_mean": MODEL_CRITERION_MEAN,
+    "judge_pooled": MODEL_POOLED,
+    "physicians_criterion_mean": PHYSICIAN_CRITERION_MEAN,
+    "physicians_pooled": PHYSICIAN_POOLED,
+}
+
+
+def judge_entry(job: Job, label: str) -> dict[str, Any]:
+    """One judge's line of the table (a completed meta-eval job)."""
+    assert job.summary is not None
+    summary = job.summary
+    metrics, counts = summary.metrics, summary.meta_counts
+    entry: dict[str, Any] = {"job": job.name, "label": label, "judge": job.context.judge}
+    for column, name in FIGURES.items():
+        entry[column] = metrics.get(name)
+        entry[f"{column}_ci"] = [metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")]
+    entry["by_category"] = {
+        row.category: row.model_f1_balanced for row in summary.by_category or []
+    }
+    run = counts.rows - counts.rows_not_run
+    entry["rows_graded"] = counts.rows_graded
+    entry["ungraded_rate"] = counts.rows_failed / run if run else None
+    judge = summary.usage.judge if summary.usage else None
+    cost = grading_cost(judge)
+    graded = counts.rows_graded
+    entry["judge_cost_usd"] = cost
+    entry["cost_per_1000_graded_usd"] = None if cost is None or not graded else cost / graded * 1000
+    return entry
+
+
+def grading_cost(judge: RoleUsage | None) -> float | None:
+    """What the judge's calls cost at its configured price: those billed, plus those replayed
+    from the response cache priced as if sent (at the input and output rates: how much of their
+    prompt the provider would have cached is unknown). None without a price."""
+    if judge is None or judge.cost_usd is None:
+        return None
+    price = judge.price
+    replayed = judge.replayed_prompt_tokens + judge.replayed_completion_tokens
+    if not replayed:
+        return judge.cost_usd
+    if price is None or price.input_per_mtok is None or price.output_per_mtok is None:
+        return None
+    return (
+        judge.cost_usd
+        + judge.replayed_prompt_tokens * price.input_per_mtok / 1e6
+        + judge.replayed_completion_tokens * price.output_per_mtok / 1e6
+    )
+
+
+def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The table's entries, one per completed meta-eval job (empty: no such job)."""
+    return [
+        judge_entry(job, labels[job.name])
+        for job in jobs
+        if job.status == "completed"
+        and job.summary is not None
+        and job.summary.is_meta_eval
+        and job.summary.counts is not None
+    ]
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def figure_text(entry: dict[str, Any], column: str) -> str:
+    """`0.7090 [0.6950, 0.7230]`: a figure and its interval."""
+    low, high = entry[f"{column}_ci"]
+    interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+    return _num(entry[column]) + interval
+
+
+def category_names(table: list[dict[str, Any]]) -> list[str]:
+    return sorted({c for entry in table for c in entry["by_category"]})
+
+
+def judge_table_markdown(table: list[dict[str, Any]]) -> list[str]:
+    """The judge table and the per-category F1 (categories down, judges across)."""
+    if not table:
+        return []
+    header = ["judge", "run", "criterion-mean F1 [95% CI]", "pooled F1 [95% CI]"]
+    header += ["physicians criterion-mean", "physicians pooled", "ungraded", "$ / 1,000 graded"]
+    rows = [
+        "| "
+        + " | ".join(
+            [
+                str(e["judge"]),
+                f"`{e['label']}`".replace("|", "\\|"),
+                *(figure_text(e, c) for c in FIGURES),
+                "–" if e["ungraded_rate"] is None else f"{e['ungraded_rate']:.2%}",
+                "unknown"
+                if e["cost_per_1000_graded_usd"] is None
+                else f"${e['cost_per_1000_graded_usd']:.4f}",
+            ]
+        )
+        + " |"
+        for e in table
+    ]
+    lines = ["", "## Judge table (meta-eval: agreement with physicians, balanced F1)", ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows]
+    lines += [
+        "",
+        "Criterion-mean: the paper's figure (the mean over categories of each category's "
+        "balanced F1; GPT-4.1 0.709, physicians 0.647 in the paper); pooled: simple-evals' "
+        "`pairwise_model_f1_balanced` over every pair. Intervals: 95% bootstrap over rows "
+        "within category.",
+    ]
+    names = category_names(table)
+    if names:
+        header = ["category", *(str(e["judge"]) for e in table)]
+        lines += ["", "### Judge balanced F1 by category", ""]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += [
+            f"| {name} | " + " | ".join(_num(e["by_category"].get(name)) for e in table) + " |"
+            for name in names
+        ]
+    return lines
