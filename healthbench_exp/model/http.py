@@ -100,7 +100,7 @@ class DirectPoster:
         timeout_s: float,
         connect_timeout_s: float,
         tls: ssl.SSLContext,
-        on_response: Callable[[int], None],
+        on_response: Callable[[int, Mapping[str, str]], None],
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.headers = {
@@ -146,7 +146,7 @@ class DirectPoster:
                 error = HttpError("APIConnectionError", "Connection error.")
                 error.__cause__ = exc
             else:
-                self.on_response(status)
+                self.on_response(status, headers)
                 if status < 300:
                     try:
                         return json.loads(raw)
