@@ -99,14 +99,14 @@ def wait_from_429(headers: Mapping[str, str], message: str, limit_type: str | No
     }
     if limit_type in resets and resets[limit_type] is not None:
         return min(resets[limit_type] or 0.0, MAX_WAIT_S)
+    known = {kind: reset for kind, reset in resets.items() if reset is not None}
     exhausted = [
-        resets[kind]
-        for kind in resets
+        reset
+        for kind, reset in known.items()
         if headers.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0"
-        and resets[kind] is not None
     ]
-    known = exhausted or [r for r in resets.values() if r is not None]
-    return min(max(known), MAX_WAIT_S) if known else DEFAULT_WAIT_S  # type: ignore[type-var]
+    waits = exhausted or list(known.values())
+    return min(max(waits), MAX_WAIT_S) if waits else DEFAULT_WAIT_S
 
 
 @dataclass(frozen=True)
