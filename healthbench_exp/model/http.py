@@ -124,8 +124,12 @@ class DirectPoster:
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:  # in the event loop, at the first request
             connector = aiohttp.TCPConnector(limit=0, ssl=self.tls)
+            # trust_env: HTTP(S)_PROXY and NO_PROXY, as the openai client (httpx) honours them
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self.timeout, skip_auto_headers=("User-Agent",)
+                connector=connector,
+                timeout=self.timeout,
+                skip_auto_headers=("User-Agent",),
+                trust_env=True,
             )
         return self._session
 
