@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
@@ -33,6 +35,9 @@ from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
 
 CONNECTIONS_PER_CLIENT = 16
+# the headers of the latest HTTP answer to the request the current task sends (set by the
+# response hook in the same task; read for the pacer's rate-limit buckets)
+_answer_headers: ContextVar[Mapping[str, str] | None] = ContextVar("answer_headers", default=None)
 
 
 class QuotaExhausted(FatalEndpointError):
@@ -151,10 +156,11 @@ class ChatEndpoint:
             # not retried by the client's bounded retries: `_request` waits as the server
             # says and sends it again (or stops the run on insufficient_quota)
             response.headers["x-should-retry"] = "false"
-        self._answered(response.status_code)
+        self._answered(response.status_code, response.headers)
 
-    def _answered(self, status: int) -> None:
+    def _answered(self, status: int, headers: Mapping[str, str]) -> None:
         self.last_reply_at = time.monotonic()
+        _answer_headers.set(headers)
         if status == 429:
             self.stats.rate_limited += 1
             self.limit.rate_limited()
@@ -197,15 +203,28 @@ class ChatEndpoint:
 
     async def _request(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
         """Send when the pacer allows; a rate-limited request waits and is sent again."""
+        # what a tokens limit counts: the prompt at 4 characters a token, and the completion
+        body = self.body
+        reserved = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        tokens = prompt_chars(sent) / 4 + reserved
+        pacer = self.pacer
         while True:
-            started = await self.pacer.wait_turn()
+            started, mark = await pacer.start(tokens)
+            _answer_headers.set(None)
             try:
                 reply = await self._send(sent, prefix_key)
             except RateLimited as refused:
-                self.pacer.rate_limited(refused.wait_s, started)
+                self._learn(mark)
+                pacer.rate_limited(refused.wait_s, started)
                 continue
-            self.pacer.succeeded()
+            self._learn(mark)
+            pacer.succeeded()
             return reply
+
+    def _learn(self, mark: dict[str, float]) -> None:
+        headers = _answer_headers.get()
+        if headers is not None:
+            self.pacer.buckets.learn(headers, mark)
 
     async def _send(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
         stats = self.stats

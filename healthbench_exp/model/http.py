@@ -100,7 +100,7 @@ class DirectPoster:
         timeout_s: float,
         connect_timeout_s: float,
         tls: ssl.SSLContext,
-        on_response: Callable[[int], None],
+        on_response: Callable[[int, Mapping[str, str]], None],
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.headers = {
@@ -124,8 +124,12 @@ class DirectPoster:
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:  # in the event loop, at the first request
             connector = aiohttp.TCPConnector(limit=0, ssl=self.tls)
+            # trust_env: HTTP(S)_PROXY and NO_PROXY, as the openai client (httpx) honours them
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self.timeout, skip_auto_headers=("User-Agent",)
+                connector=connector,
+                timeout=self.timeout,
+                skip_auto_headers=("User-Agent",),
+                trust_env=True,
             )
         return self._session
 
@@ -146,7 +150,7 @@ class DirectPoster:
                 error = HttpError("APIConnectionError", "Connection error.")
                 error.__cause__ = exc
             else:
-                self.on_response(status)
+                self.on_response(status, headers)
                 if status < 300:
                     try:
                         return json.loads(raw)

@@ -99,14 +99,14 @@ def wait_from_429(headers: Mapping[str, str], message: str, limit_type: str | No
     }
     if limit_type in resets and resets[limit_type] is not None:
         return min(resets[limit_type] or 0.0, MAX_WAIT_S)
+    known = {kind: reset for kind, reset in resets.items() if reset is not None}
     exhausted = [
-        resets[kind]
-        for kind in resets
+        reset
+        for kind, reset in known.items()
         if headers.get(f"x-ratelimit-remaining-{kind}", "").strip() == "0"
-        and resets[kind] is not None
     ]
-    known = exhausted or [r for r in resets.values() if r is not None]
-    return min(max(known), MAX_WAIT_S) if known else DEFAULT_WAIT_S  # type: ignore[type-var]
+    waits = exhausted or list(known.values())
+    return min(max(waits), MAX_WAIT_S) if waits else DEFAULT_WAIT_S
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,80 @@ def classify_429(headers: Mapping[str, str], body: object) -> Refusal:
     return Refusal(quota, too_large, wait_from_429(headers, message, limit_type), message)
 
 
+HEADROOM = 0.02  # of a learnt bucket's capacity, kept unspent against counting differences
+KINDS = ("requests", "tokens")
+
+
+class HeaderBuckets:
+    """The endpoint's copy of the server's rate-limit buckets (requests and tokens), learnt from
+    the `x-ratelimit-limit/remaining/reset-*` headers of its replies, so requests start when the
+    server will admit them instead of being refused.
+
+    Every request takes its cost from the copy when it starts (1 request; its prompt at 4
+    characters per token plus the completion tokens it asks for, as OpenAI counts) and keeps
+    the level it left (`mark`). A reply's `remaining` is the server's level just after it took
+    the same request, so `remaining - mark`, less the corrections made since the mark, is how far
+    the copy is off: added to the copy now, it corrects it without counting the requests started
+    since, or an earlier correction, twice. Until a reply has carried
+    the headers nothing is known and nothing waits; an endpoint that sends none costs nothing.
+    """
+
+    def __init__(self) -> None:
+        self.level = dict.fromkeys(KINDS, 0.0)  # relative until learnt: marks stay comparable
+        self.shift = dict.fromkeys(KINDS, 0.0)  # the corrections made so far (see `learn`)
+        self.per_s: dict[str, float] = {}  # refill per second of each learnt bucket
+        self.capacity: dict[str, float] = {}
+        self.updated = time.monotonic()
+
+    def _refill(self, now: float) -> None:
+        elapsed, self.updated = now - self.updated, now
+        for kind, per_s in self.per_s.items():
+            self.level[kind] = min(self.capacity[kind], self.level[kind] + elapsed * per_s)
+
+    def wait_s(self, tokens: float, now: float) -> float:
+        """Seconds until a request of `tokens` fits in every learnt bucket (0: now)."""
+        if not self.per_s:
+            return 0.0
+        self._refill(now)
+        costs = {"requests": 1.0, "tokens": tokens}
+        return max(
+            (costs[kind] + HEADROOM * self.capacity[kind] - self.level[kind]) / per_s
+            for kind, per_s in self.per_s.items()
+        )
+
+    def take(self, tokens: float) -> dict[str, float]:
+        """Take a starting request's cost; its mark (the levels it left)."""
+        level, shift = self.level, self.shift
+        level["requests"] -= 1.0
+        level["tokens"] -= tokens
+        return {"requests": level["requests"] - shift["requests"],
+                "tokens": level["tokens"] - shift["tokens"]}  # fmt: skip
+
+    def learn(self, headers: Mapping[str, str], mark: dict[str, float]) -> None:
+        """Correct the copy from the headers of the reply to the request that left `mark`. A
+        429's `remaining` was read before the request's cost and nothing was taken: the same
+        correction gives its cost back (it is taken again when the request is sent again)."""
+        now = time.monotonic()
+        self._refill(now)
+        for kind in KINDS:
+            remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+            if remaining is None:
+                continue
+            try:
+                left = float(remaining)
+                per_s = float(headers[f"x-ratelimit-limit-{kind}"]) / 60.0  # per minute
+                reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}", ""))
+            except (KeyError, ValueError):
+                continue
+            if per_s <= 0 or reset is None:
+                continue
+            self.per_s[kind] = per_s
+            self.capacity[kind] = max(left + reset * per_s, self.capacity.get(kind, 0.0))
+            error = left - (mark[kind] + self.shift[kind])
+            self.shift[kind] += error
+            self.level[kind] = min(self.capacity[kind], self.level[kind] + error)
+
+
 class EndpointPacer:
     """When the next request to one endpoint may start; shared by all its requests.
 
@@ -142,7 +216,10 @@ class EndpointPacer:
     (halved if there were none), never faster than the pace refused; it then rises linearly,
     by RAMP_PER_S of that pace every second, until the next 429. Only a 429 to a request
     started after the last cut lowers the pace again, so one burst of refusals counts once.
-    Held-back requests start in the order they came (O(1) each).
+    Held-back requests start in the order they came (O(1) each). Once replies carry
+    `x-ratelimit-*` headers, requests also wait until the server's buckets, as learnt from them
+    (`HeaderBuckets`), hold their cost, so few are refused at all; a 429 then pauses without
+    cutting the pace.
     """
 
     def __init__(self, role: str, requests_per_minute: float | None = None) -> None:
@@ -158,6 +235,7 @@ class EndpointPacer:
         self.waiting = 0  # requests held back right now
         self.requeued = 0  # rate-limited requests sent again
         self._last_notice = float("-inf")
+        self.buckets = HeaderBuckets()  # the server's limits, from its x-ratelimit-* headers
 
     def rate(self, now: float) -> float | None:
         """The pace now, in requests per second (None: unpaced)."""
@@ -166,28 +244,41 @@ class EndpointPacer:
         return self.base_rate * (1.0 + RAMP_PER_S * max(0.0, now - self.last_cut))
 
     async def wait_turn(self) -> float:
-        """Wait until this request may start; return its start time (monotonic).
+        """Wait until a request may start; return its start time (monotonic)."""
+        started, _ = await self.start(0.0)
+        return started
+
+    async def start(self, tokens: float) -> tuple[float, dict[str, float]]:
+        """Wait until a request of `tokens` (as the server counts them) may start; return its
+        start time (monotonic) and its mark in `buckets` (for `learn`).
 
         Held-back requests queue first in, first out; only the first of them sleeps, until the
-        pause ends and its paced start comes (both re-read after every sleep, so a later 429
-        moves it)."""
+        pause ends, its paced start comes and the learnt buckets hold its cost (all re-read
+        after every sleep, so a later 429 or reply moves it)."""
         now = time.monotonic()
         if self.first_start is None:
             self.first_start = now
-        if self.base_rate is None and now >= self.resume_at and not self._gate.locked():
-            return now
+        buckets = self.buckets
+        if (
+            self.base_rate is None
+            and now >= self.resume_at
+            and not self._gate.locked()
+            and buckets.wait_s(tokens, now) <= 0
+        ):
+            return now, buckets.take(tokens)
         self.waiting += 1
         try:
             async with self._gate:
                 while True:
                     now = time.monotonic()
                     start = max(self.resume_at, self.next_start)
+                    start = max(start, now + buckets.wait_s(tokens, now))
                     if start <= now:
                         break
                     await asyncio.sleep(start - now)
                 rate = self.rate(now)
                 self.next_start = now + (1.0 / rate if rate else 0.0)
-                return now
+                return now, buckets.take(tokens)
         finally:
             self.waiting -= 1
 
@@ -203,7 +294,7 @@ class EndpointPacer:
         self.requeued += 1
         self.resume_at = max(self.resume_at, now + wait_s)
         self.next_start = max(self.next_start, self.resume_at)
-        if started_at >= self.last_cut:
+        if started_at >= self.last_cut and not self.buckets.per_s:  # else the headers pace it
             refused_at = self.rate(now)
             paced = self._accepted_rate(now) or (refused_at or 2.0) / 2
             if refused_at is not None:  # refused at this pace: never faster than before
@@ -211,7 +302,15 @@ class EndpointPacer:
             self.base_rate = max(MIN_RATE, paced)
             self.last_cut = now
             log.debug("%s: 429, pace cut to %.3f req/s, pause %.3f s", self.role, paced, wait_s)
-        if now - self._last_notice >= NOTICE_EVERY_S:
+        if now - self._last_notice >= NOTICE_EVERY_S and self.base_rate is None:
+            self._last_notice = now
+            log.warning(
+                "%s endpoint rate-limited (HTTP 429): waiting %.3g s, then as its x-ratelimit "
+                "headers allow; refused requests are sent again",
+                self.role,
+                wait_s,
+            )
+        elif now - self._last_notice >= NOTICE_EVERY_S:
             self._last_notice = now
             log.warning(
                 "%s endpoint rate-limited (HTTP 429): waiting %.3g s, then %.3g req/s, rising; "
@@ -242,5 +341,7 @@ class EndpointPacer:
         rate = self.rate(now)
         if rate is not None:
             parts.append(f"pace {rate:.1f} req/s")
+        for kind, per_s in self.buckets.per_s.items():  # what the headers allow
+            parts.append(f"limit {per_s:.3g} {'req' if kind == 'requests' else 'tokens'}/s")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])

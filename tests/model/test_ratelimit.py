@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.ratelimit import (
     MIN_RATE,
     EndpointPacer,
@@ -18,6 +19,7 @@ from healthbench_exp.model.ratelimit import (
     wait_from_429,
 )
 from healthbench_exp.model.stall import stall_notices
+from healthbench_exp.testing.limits import AccountLimits
 from tests.e2e.test_e2e import run_cli
 
 DEMO = ("experiment=demo", "wandb=disabled")
@@ -31,13 +33,16 @@ def summary_of(run_dir: Path) -> dict:
 def test_a_rate_limited_judge_grades_every_criterion_and_scores_the_same(tmp_path) -> None:
     free = run_cli(*HALF_DEMO, f"hydra.run.dir={tmp_path / 'free'}")
     assert free.returncode == 0, free.stderr
-    # the judge's account: 20 requests and 60,000 tokens (prompt + max_tokens, about 3,000 a
-    # judge call) per 2 s, so about 10 judge calls a second; the model is not limited
+    # the judge's account: 5 requests and 15,000 tokens (prompt + max_tokens, about 3,000 a
+    # judge call) a second; the model is not limited. With 300 ms per reply, the first judge
+    # calls go out before any reply has told the limits: those beyond the first 5 are refused
+    # (429) and waited out; then the headers pace the rest
     limited = run_cli(
         *HALF_DEMO,
-        "offline_server.rate_limit_requests=20",
-        "offline_server.rate_limit_tokens=60000",
-        "offline_server.rate_limit_window_s=2",
+        "offline_server.latency_ms=300",
+        "offline_server.rate_limit_requests=5",
+        "offline_server.rate_limit_tokens=15000",
+        "offline_server.rate_limit_window_s=1",
         "offline_server.limited_role=judge",
         f"hydra.run.dir={tmp_path / 'limited'}",
         env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache-limited")},  # nothing replayed
@@ -212,3 +217,28 @@ def test_the_pacer_pauses_every_request_and_a_burst_cuts_the_pace_once() -> None
         assert pacer.base_rate < pace
 
     asyncio.run(scenario())
+
+
+def test_the_pacer_learns_the_limits_from_the_headers_and_is_seldom_refused() -> None:
+    """Against the built-in server's own token bucket (30,000 tokens a second, full at the
+    start), with each reply's headers read five requests late (as replies come back while
+    others are in flight): about none refused, and the limit used."""
+    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=30_000, rate_limit_window_s=1))
+
+    async def scenario() -> tuple[int, int, float]:
+        pacer, in_flight, refused, sent = EndpointPacer("judge"), [], 0, 0
+        began = time.monotonic()
+        while time.monotonic() - began < 1.5:
+            _, mark = await pacer.start(3_000)
+            headers, refusal = limits.admit("judge", 3_000)
+            refused += refusal is not None
+            sent += 1
+            in_flight.append((headers, mark))
+            if len(in_flight) > 5:
+                pacer.buckets.learn(*in_flight.pop(0))
+        return refused, sent, time.monotonic() - began
+
+    refused, sent, elapsed = asyncio.run(scenario())
+    admitted = limits.admitted["limited_tokens"]
+    assert refused <= 0.02 * sent  # the first six were sent before any headers were read
+    assert admitted >= 0.9 * (30_000 + 30_000 * elapsed)
