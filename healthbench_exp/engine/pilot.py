@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from healthbench_exp.core.counts import RunCounts
@@ -37,6 +38,9 @@ class FirstRows:
         items = self.task.items()[: self.rows]
         self.sent = len(items)
         return items
+
+    def continue_from(self, output_dir: Path) -> None:
+        self.task.continue_from(output_dir)
 
     def concurrency(self, rows: int) -> int:
         return self.task.concurrency(rows)

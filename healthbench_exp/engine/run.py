@@ -86,6 +86,7 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
             served_models({n: r.endpoint for n, r in roles.items()}, output_dir) as served,
         ):
             items = task.items()
+            task.continue_from(output_dir)  # before the sinks rewrite the run's records
             urls = reachable_urls(roles, server, config.runner.connect_timeout_s, served)
             for sink in sinks:
                 sink.start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from healthbench_exp.config.protocol import ProtocolCheck
@@ -87,6 +88,11 @@ class Task(Protocol[Item, Result]):
 
     def concurrency(self, rows: int) -> int:
         """How many of the `rows` rows may run at once."""
+
+    def continue_from(self, output_dir: Path) -> None:
+        """Take up what earlier invocations of this run recorded in `output_dir` (replies,
+        verdicts: `tasks.records`), so a resume asks none of it again; called before the run
+        writes its own records there."""
 
     async def run_item(self, item: Item, clients: Clients) -> Result:
         """Run one row; a failed request is a result (with its error), not an exception,

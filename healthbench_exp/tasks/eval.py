@@ -13,6 +13,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.protocol import ProtocolCheck, headline_metric, protocol_check
@@ -61,6 +62,7 @@ from healthbench_exp.grading.scoring import (
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.tasks.base import CallCounter, Clients, Measured, protocol
+from healthbench_exp.tasks.records import RecordedRow, Records, records_to_continue
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,10 @@ class EvalTask:
     kind: str = "eval"
     unit: str = "ex"
     completions_info: dict[str, Any] = field(default_factory=dict)  # set by `items`
+    records: Records = field(default_factory=dict)  # set by `continue_from`
+
+    def continue_from(self, output_dir: Path) -> None:
+        self.records = records_to_continue(output_dir, self.config_dict)
 
     def items(self) -> list[WorkItem]:
         work, self.completions_info = work_items(
@@ -121,6 +127,7 @@ class EvalTask:
             self.judge.max_parse_retries,
             clients.watch,
             prompt_order=self.judge.prompt_order.value,
+            recorded=self.records.get((item.example.prompt_id, item.rollout)),
         )
 
     def tally(self, counts: RunCounts, result: ExampleResult) -> None:
@@ -190,11 +197,13 @@ async def run_example(
     max_parse_retries: int,
     watch: UnparseableWatch | None = None,
     prompt_order: str = "reference",
+    recorded: RecordedRow | None = None,
 ) -> ExampleResult:
     """Get the reply (sampled, or given by the item) and grade every criterion concurrently.
 
     `prompt_order` is the grader prompt's layout (`judge.prompt_order`): the reference's, or the
-    cache-friendly shared-prefix-first one.
+    cache-friendly shared-prefix-first one. `recorded`: what an earlier invocation of the run
+    recorded of this row (`tasks.records`): its reply and verdicts are not asked again.
     """
     example, rollout = item.example, item.rollout
     given = item.completion is not None or item.error is not None
@@ -209,8 +218,9 @@ async def run_example(
         assert model is not None
         prompt = list(example.prompt)
         sent = model.messages_for(prompt)
+        known_reply = recorded.reply(sent) if recorded is not None else None
         try:
-            text = (await model.complete(prompt, tag=f"rollout={rollout}")).text
+            text = known_reply or (await model.complete(prompt, tag=f"rollout={rollout}")).text
         except RequestFailed as exc:
             return ExampleResult(example, rollout, sent, None, [], error=f"model: {exc}")
         except BudgetExhausted as exc:
@@ -220,7 +230,10 @@ async def run_example(
     conversation = render_conversation([*sent, {"role": "assistant", "content": text}])
     slots = asyncio.Semaphore(max_parallel_judges)
 
-    async def grade(criterion: Any) -> CriterionGrade:
+    async def grade(index: int, criterion: Any) -> CriterionGrade:
+        known = recorded.grade(sent, text, index, criterion.text) if recorded else None
+        if known is not None:
+            return known
         async with slots:
             return await grade_criterion(
                 judge,
@@ -233,7 +246,7 @@ async def run_example(
                 order=prompt_order,
             )
 
-    grades = list(await asyncio.gather(*(grade(c) for c in example.rubrics)))
+    grades = list(await asyncio.gather(*(grade(i, c) for i, c in enumerate(example.rubrics))))
     stopped = next((g for g in grades if g.not_run), None)
     if stopped is not None:  # scored on some criteria only it would be wrong: leave it for resume
         return ExampleResult(

@@ -18,6 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.protocol import ProtocolCheck, protocol_check
@@ -88,6 +89,10 @@ class MetaEvalTask:
         work = [(row, r) for r in range(self.sampling.rollouts_per_example) for row in rows]
         log.info("meta-eval: %d rows x %d repeats to grade", len(rows), len(work) // len(rows))
         return work
+
+    def continue_from(self, output_dir: Path) -> None:
+        """Nothing yet: a meta-eval's resume takes its finished verdicts from the response
+        cache (`meta_eval.jsonl` is not read back)."""
 
     def concurrency(self, rows: int) -> int:
         return max(self.judge.max_concurrency, self.runner.max_concurrent)

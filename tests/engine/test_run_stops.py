@@ -100,7 +100,8 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(tmp_path, monkeypat
         summary["metrics"]
         == json.loads((tmp_path / "clean" / "summary.json").read_text())["metrics"]
     )
-    assert summary["counts"]["model_cache_hits"] >= len(finished)  # nothing paid twice
+    # nothing paid twice: the finished rows' replies are the run's records (or in the cache)
+    assert summary["counts"]["model_requests"] <= 24 - len(finished)
     assert status(run_dir)["status"] == "completed"
     no_leftovers(run_dir)
 
@@ -139,11 +140,9 @@ def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> No
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["counts"]["rows_scored"] == 24
-    hits = summary["counts"]["model_cache_hits"], summary["counts"]["judge_cache_hits"]
-    if disk is not None:  # the cache is on another disk: every finished call is replayed
-        assert hits[0] > 0 and hits[1] > 0
-    else:  # the file-size limit also stopped the cache file growing part-way
-        assert sum(hits) > 0
+    # the finished calls (in the run's records or the cache) were not all paid again
+    counts = summary["counts"]
+    assert counts["model_requests"] + counts["judge_requests"] < 24 + counts["criteria"]
 
 
 def test_a_run_onto_a_full_disk_stops_before_writing(tmp_path, tmpfs) -> None:

@@ -157,12 +157,14 @@ def test_budget_stops_the_run_and_the_resumed_run_equals_an_uncapped_one(
     not_run = [e for e in read_jsonl(tmp_path / "run" / "examples.jsonl") if e["error"]]
     assert len(not_run) == partial["counts"]["rows_not_run"]
     assert all(e["error"].startswith("not run: budget.max_usd=0.05 reached") for e in not_run)
-    # resume: the same directory, no cap; finished calls come from the cache
+    # resume: the same directory, no cap; finished calls are not paid again (the run's records)
     resumed = run_eval(replace(capped, budget=BudgetConfig()), tmp_path / "run", {})
     assert resumed["counts"]["rows_not_run"] == 0
-    assert resumed["usage"]["judge"]["cache_hits"] > 0
     uncapped = run_eval(priced_config(server.base_url), tmp_path / "uncapped", {})
     assert resumed["metrics"] == uncapped["metrics"]
+    # summed over both invocations: each call was paid once
+    assert resumed["usage"]["model"]["requests"] == resumed["counts"]["rows"]
+    assert resumed["usage"]["judge"]["requests"] == resumed["counts"]["criteria"]
 
 
 def test_budget_needs_prices() -> None:
