@@ -256,7 +256,10 @@ def estimate_run(
         costs = [priced(role, at[role], at["model"])[1] for role in needed]
         return None if None in costs else sum(c for c in costs if c is not None)
 
-    interval = None if pilot is None else bootstrap_interval(estimator.sample, total, total_at)
+    rows_left = rows - len(estimator.sample.rows)  # the rows the pilot did not answer
+    interval = (
+        None if pilot is None else bootstrap_interval(estimator.sample, total, total_at, rows_left)
+    )
     return {
         "task": task.kind,
         "rows": rows,

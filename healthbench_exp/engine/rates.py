@@ -14,7 +14,7 @@ import math
 import random
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.model.cache import CachedReply
@@ -22,6 +22,10 @@ from healthbench_exp.model.cache_admin import History
 from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd
 
 BOOTSTRAP_RESAMPLES = 1000
+# how much one model's reply lengths vary across prompts (their coefficient of variation) at
+# least, in the pilot's interval: a few rows cannot show it (the demo's 3 first rows all ran
+# long: 1,582 output tokens measured against 1,047)
+REPLY_CV = 0.5
 ASSUMED_CHARS_PER_TOKEN = 4  # a reply's characters, when only its tokens are assumed
 
 
@@ -149,20 +153,42 @@ def t_975(df: int) -> float:
     return T_975[df - 1] if df <= len(T_975) else 1.96 + 2.4 / df
 
 
+def longer_replies(sample: Sample, factor: float) -> Rates | None:
+    """The model's pilot rates with replies `factor` longer (tokens and characters)."""
+    rates = from_replies(sample.replies("model", sample.rows), "pilot")
+    if rates is None:
+        return None
+    return replace(
+        rates,
+        completion_tokens=rates.completion_tokens * (1 + factor),
+        reasoning_tokens=rates.reasoning_tokens * (1 + factor),
+        reply_chars=rates.reply_chars * (1 + factor),
+    )
+
+
 def bootstrap_interval(
     sample: Sample,
     point: float | None,
     total_at: TotalAt,
+    rows_left: int,
     seed: int = 0,
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Interval | None:
-    """A 95% interval around the estimated cost `point` from the pilot's n rows: the rows
-    resampled with replacement `resamples` times, each time the rates re-measured and the cost
-    of the calls still to pay recomputed (`total_at`); the interval is `point` plus or minus
-    t(n-1) times the standard deviation of those costs, times sqrt(n/(n-1)) (the bootstrap's
-    small-sample bias): a percentile interval is too narrow for a pilot of a few rows. It is the
-    uncertainty of what the pilot measured (the per-call means), not the spread of single
-    rows. None: fewer than 2 rows, or no price."""
+    """A 95% interval for the cost of the `rows_left` rows still to pay, around the estimate
+    `point`, from the pilot's n rows. Two uncertainties add up:
+
+    - what the pilot measured (the per-call means): the rows resampled with replacement
+      `resamples` times, each time the rates re-measured and the cost recomputed
+      (`total_at`); their variance s^2, times n/(n-1) (the bootstrap's small-sample bias);
+    - the rows still to pay, each as long as it happens to be: even at the true means their
+      sum varies by rows_left x the variance of one row's cost, which is s^2 x n / rows_left
+      (s^2 is about rows_left^2 x that variance / n).
+
+    The half-width is t(n-1) x s x sqrt(n/(n-1) + n/rows_left), combined (root of the sum of
+    squares) with an allowance for reply lengths a few rows cannot show: t(n-1) x the cost's
+    change if the model's replies were REPLY_CV longer x sqrt(1/n + 1/rows_left). A percentile
+    interval of the means alone is too narrow for a pilot of a few rows (bench/
+    estimate_accuracy.py --coverage measures it). None: fewer than 2 rows, or no price."""
     rows = sample.rows
     n = len(rows)
     if n < 2 or point is None:
@@ -176,11 +202,20 @@ def bootstrap_interval(
         if total is None:
             return None
         totals.append(total)
-    half = t_975(n - 1) * statistics.stdev(totals) * math.sqrt(n / (n - 1))
+    left = max(rows_left, 1)
+    spread = n / (n - 1) + n / left
+    half = t_975(n - 1) * statistics.stdev(totals) * math.sqrt(spread)
+    # a few rows may all be long (or short): at least REPLY_CV of row-to-row reply variation
+    shift = total_at({"model": longer_replies(sample, REPLY_CV), "judge": None})
+    if shift is not None:
+        floor = t_975(n - 1) * abs(shift - point) * math.sqrt(1 / n + 1 / left)
+        half = math.sqrt(half**2 + floor**2)
     return Interval(
         max(0.0, point - half),
         point + half,
         f"95%: the estimate +- t({n - 1}) x the standard deviation of the cost over {resamples} "
-        f"bootstrap resamples of the pilot's {n} rows (rates re-measured each time), "
-        f"x sqrt(n/(n-1))",
+        f"bootstrap resamples of the pilot's {n} rows (rates re-measured each time) x "
+        f"sqrt(n/(n-1) + n/{left} rows still to pay): the means' uncertainty and the rows' own "
+        f"variation; with an allowance for replies {REPLY_CV:.0%} longer or shorter than the "
+        "pilot's, row to row",
     )
