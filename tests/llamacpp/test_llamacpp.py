@@ -19,10 +19,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_lifeline import assert_dies, child_running, command_line, listening
 from tests.engine.test_serve import wait_for
 
+pytestmark = pytest.mark.llamacpp  # the group .ci/run runs with HEALTHBENCH_REQUIRE_LLAMACPP=1
 RUN = ("experiment=demo", "wandb=disabled", "runner.progress=false")
 MODEL = ("model=llamacpp", "sampling.max_tokens=32")
 ANSWERED = '"POST /v1/chat/completions HTTP/1.1" 200'
