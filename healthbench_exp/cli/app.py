@@ -12,28 +12,21 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from healthbench_exp.cli import endings, ownership, run_lock, startup
 from healthbench_exp.cli import job as jobs
-from healthbench_exp.cli import ownership, run_lock, startup
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.overrides import check_overrides
-from healthbench_exp.cli.resume import finish_command, plan_resume
+from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.core.endpoint_errors import FatalEndpointError
-from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
-from healthbench_exp.data.healthbench import DataError
-from healthbench_exp.engine import stops as run_stops
 from healthbench_exp.engine.estimate import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
-from healthbench_exp.grading.verdict_watch import UnparseableJudge
-from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.output import console
 from healthbench_exp.output import files as reporting
 
@@ -64,20 +57,6 @@ def save_hydra_config(output_dir: Path, cfg: DictConfig) -> None:
         (folder / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
 
 
-def refuse_resume(exc: BaseException, output_dir: Path) -> NoReturn:
-    """A resume refused before it started (a key, a file, protocol.strict, Ctrl-C): one line,
-    nothing in its run's directory changed (status, log, .hydra/ as they were)."""
-    if isinstance(exc, RunInterrupted):
-        print(f"{exc}; nothing in {output_dir} was changed", file=sys.stderr)
-        raise SystemExit(exc.exit_code) from None
-    print(
-        f"error: {exc}; nothing in {output_dir} was changed; then finish with: "
-        f"{run_stops.resume_hint(output_dir)}",
-        file=sys.stderr,
-    )
-    raise SystemExit(2) from None
-
-
 register_configs()
 
 
@@ -103,13 +82,9 @@ def run_app(cfg: DictConfig) -> float | None:
     output_dir = Path(hydra_config.runtime.output_dir)
     in_sweep = hydra_config.mode == RunMode.MULTIRUN
     run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
-    foreign = reporting.foreign_files(output_dir)
-    if foreign:
-        print(
-            f"error: refusing to write into {output_dir}: it holds files that are not from "
-            f"healthbench-exp ({', '.join(foreign[:5])}); choose another hydra.run.dir",
-            file=sys.stderr,
-        )
+    refused = ownership.foreign(output_dir)  # a job of a sweep (a run was checked as it began)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
         raise SystemExit(2)
     fresh = startup.is_fresh(output_dir)  # a failed start leaves only its log in a fresh one
     # a resume changes nothing in its run's directory (not even .hydra/, which Hydra was told
@@ -118,16 +93,12 @@ def run_app(cfg: DictConfig) -> float | None:
     if started:
         reporting.write_status(output_dir, "running")
     try:
-        try:
-            config, plain = to_config(cfg)
-            readiness = startup.check(config, dry_run=config.dry_run.requested)
-        except (ConfigError, DataError, RunInterrupted) as exc:
-            if not started:
-                refuse_resume(exc, output_dir)
-            raise
+        config, plain = to_config(cfg)
+        readiness = startup.check(config, dry_run=config.dry_run.requested)
         if not started:
             save_hydra_config(output_dir, cfg)
             reporting.write_status(output_dir, "running")
+            started = True
         job = jobs.JobContext(
             overrides=list(hydra_config.overrides.task),
             sweep_dir=hydra_config.sweep.dir if in_sweep else None,
@@ -139,62 +110,44 @@ def run_app(cfg: DictConfig) -> float | None:
             reporting.write_status(output_dir, "dry_run")
             return None
         record = jobs.run_job(config, output_dir, plain, job, readiness)
-    except UnparseableJudge as exc:  # stopped early: the judge sent no readable verdict
-        reporting.write_status(output_dir, "ungraded", str(exc))
-        log_to_file(f"error: {exc}")
-        print(f"error: {exc}", file=sys.stderr)
-        if in_sweep:
-            return None
-        raise SystemExit(EXIT_UNGRADED) from None
-    except (ConfigError, DataError, FatalEndpointError) as exc:
-        message = str(exc)
-        if isinstance(exc, QuotaExhausted) or not fresh:  # what finished is kept: finish it
-            message = f"{exc}; then finish with: {run_stops.resume_hint(output_dir)}"
-        reporting.write_status(output_dir, "failed", message)
-        log_to_file(f"error: {message}")
-        print(f"error: {message}", file=sys.stderr)
-        if in_sweep:  # the sweep summary lists the job as failed from its status.json
-            return None
-        if fresh:
-            startup.discard_unstarted(output_dir)
-        raise SystemExit(2) from None
-    except RunInterrupted as stop:
-        resume = f"finish with: {run_stops.resume_hint(output_dir)}"
-        unwritten = reporting.try_write_status(output_dir, "interrupted", f"{stop}; {resume}")
-        print(f"{stop}; {unwritten or resume}", file=sys.stderr)
-        raise SystemExit(stop.exit_code) from None
-    except Exception as exc:
-        line = run_stops.failure_line(exc, output_dir)  # a disk that refuses an output
-        unwritten = reporting.try_write_status(
-            output_dir, "failed", line or f"{type(exc).__name__}: {exc}"
-        )
-        if line is not None:
-            print(f"error: {line}{f'; {unwritten}' if unwritten else ''}", file=sys.stderr)
-        if in_sweep:
-            if line is None:
-                log.exception("job failed")
-            return None
-        if fresh:
-            startup.discard_unstarted(output_dir)
-        if line is None:
-            raise
-        raise SystemExit(run_stops.FAILED_EXIT_CODE) from None
+    except (Exception, RunInterrupted) as exc:
+        ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
+        return end(ending, output_dir, in_sweep)
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
-    if record.budget_stopped:
-        status, code = "partial", 4
-        message = finish_command(output_dir, record)
-    else:
-        outcome = run_outcome(Tally.of(record), config.runner.max_failure_fraction, output_dir)
-        if outcome.status == "completed":
-            reporting.write_status(output_dir, "completed")
-            return record.metrics.get("score")
-        status, code, message = outcome.status, outcome.exit_code, outcome.message
-    reporting.write_status(output_dir, status, message)
-    print(f"error: {message}", file=sys.stderr)
-    if in_sweep:
+    ending = endings.finished(record, config.runner.max_failure_fraction, output_dir)
+    return end(ending, output_dir, in_sweep, score=record.metrics.get("score"))
+
+
+def end(
+    ending: endings.Ending, output_dir: Path, in_sweep: bool, score: float | None = None
+) -> float | None:
+    """Apply a job's ending, the same steps for each: status.json, the line printed (and
+    logged), then the score (completed), None (a job of a sweep, which goes on), or the exit.
+    An unexpected exception is re-raised: call from its `except` block."""
+    unwritten = None
+    if ending.writes:
+        unwritten = reporting.try_write_status(output_dir, ending.status, ending.message)
+    if ending.status == "completed":
+        if unwritten:
+            print(f"error: {unwritten}", file=sys.stderr)
+        return score
+    line = f"{'error: ' if ending.error_prefix else ''}{ending.message}"
+    if unwritten:
+        line = f"{line}; {unwritten}"
+    if ending.logged and ending.writes:
+        log_to_file(line)
+    if not ending.traceback:
+        print(line, file=sys.stderr)
+    if in_sweep and not ending.ends_sweep:  # the sweep summary lists the job from status.json
+        if ending.traceback:
+            log.exception("job failed")
         return None
-    raise SystemExit(code)
+    if ending.discard:
+        startup.discard_unstarted(output_dir)
+    if ending.traceback:
+        raise  # called from the except block of the exception: re-raised as it is
+    raise SystemExit(ending.exit_code) from None
 
 
 def main() -> None:

@@ -84,6 +84,17 @@ def describe(run_dir: Path) -> tuple[str, str]:
     )
 
 
+def foreign(run_dir: Path) -> str | None:
+    """Why a run may not write into `run_dir` because of files it would not have written."""
+    names = foreign_files(run_dir)
+    if not names:
+        return None
+    return (
+        f"refusing to write into {run_dir}: it holds files that are not from "
+        f"healthbench-exp ({', '.join(names[:5])}); choose another hydra.run.dir"
+    )
+
+
 def refusal(run_dir: Path) -> str | None:
     """Why a run may not start writing into `run_dir` (one line), or None if it may.
 
@@ -93,12 +104,9 @@ def refusal(run_dir: Path) -> str | None:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return None
-    foreign = foreign_files(run_dir)
-    if foreign:
-        return (
-            f"refusing to write into {run_dir}: it holds files that are not from "
-            f"healthbench-exp ({', '.join(foreign[:5])}); choose another hydra.run.dir"
-        )
+    problem = foreign(run_dir)
+    if problem is not None:
+        return problem
     if is_fresh(run_dir) or is_resume(run_dir):
         return None
     what, status = describe(run_dir)

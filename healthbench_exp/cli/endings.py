@@ -1,0 +1,109 @@
+"""How a job ends: each way is one row, from what ended it to (status, exit code, message).
+
+`ENDINGS` maps the exception that ended a job to its `Ending` (first matching row wins, like
+lightning-hydra-template's `task_wrapper`); `finished` gives the ending of a job that returned
+its summary. The app (`cli.app.run_app`) applies any ending the same way (`cli.app.end`):
+status.json, the one line printed (and logged), the exit code, or None for a sweeper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from healthbench_exp.cli.resume import finish_command
+from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.data.healthbench import DataError
+from healthbench_exp.engine import stops as run_stops
+from healthbench_exp.engine.stops import RunInterrupted
+from healthbench_exp.grading.verdict_watch import UnparseableJudge
+from healthbench_exp.model.endpoint import QuotaExhausted
+
+EXIT_BUDGET = 4
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a job ended: `status.json`'s status and error, the exit code, and how it is told."""
+
+    status: str
+    exit_code: int
+    message: str | None  # status.json's error; the line printed (None: completed)
+    error_prefix: bool = True  # the printed line starts with "error: "
+    logged: bool = False  # the line also goes to the run's log file
+    discard: bool = False  # a fresh directory whose run never began keeps only its log
+    traceback: bool = False  # unexpected: the exception is re-raised (in a sweep, logged)
+    ends_sweep: bool = False  # a signal ends a sweep too; any other ending lets it go on
+    writes: bool = True  # status.json and the log are written (not for a resume not started)
+
+
+@dataclass(frozen=True)
+class JobDir:
+    """What an ending depends on: the run directory, whether the job found it fresh, and
+    whether it started (a resume starts once its start-up checks pass: until then it changes
+    nothing in its run's directory)."""
+
+    output_dir: Path
+    fresh: bool
+    started: bool = True
+
+
+def _ungraded(exc: BaseException, job: JobDir) -> Ending:
+    return Ending("ungraded", EXIT_UNGRADED, str(exc), logged=True)
+
+
+def _refused(exc: BaseException, job: JobDir) -> Ending:
+    message = str(exc)
+    if not job.started:
+        message = f"{exc}; nothing in {job.output_dir} was changed"
+    if isinstance(exc, QuotaExhausted) or not job.fresh:  # what finished is kept: finish it
+        message = f"{message}; then finish with: {run_stops.resume_hint(job.output_dir)}"
+    return Ending("failed", 2, message, logged=True, discard=job.fresh)
+
+
+def _interrupted(exc: BaseException, job: JobDir) -> Ending:
+    assert isinstance(exc, RunInterrupted)
+    resume = f"finish with: {run_stops.resume_hint(job.output_dir)}"
+    return Ending(
+        "interrupted", exc.exit_code, f"{exc}; {resume}", error_prefix=False, ends_sweep=True
+    )
+
+
+def _unexpected(exc: BaseException, job: JobDir) -> Ending:
+    line = run_stops.failure_line(exc, job.output_dir)  # a disk that refuses an output
+    if line is not None:
+        return Ending("failed", run_stops.FAILED_EXIT_CODE, line, discard=job.fresh)
+    message = f"{type(exc).__name__}: {exc}"
+    return Ending("failed", run_stops.FAILED_EXIT_CODE, message, discard=job.fresh, traceback=True)
+
+
+ENDINGS: tuple[
+    tuple[type[BaseException] | tuple[type[BaseException], ...], Callable[..., Ending]], ...
+] = (
+    (UnparseableJudge, _ungraded),  # stopped early: the judge sent no readable verdict
+    ((ConfigError, DataError, FatalEndpointError), _refused),  # exit 2: fix, then run or resume
+    (RunInterrupted, _interrupted),  # Ctrl-C, SIGTERM, SLURM's time limit: 130 / 143
+    (Exception, _unexpected),  # a full disk (one line), or a bug (its traceback)
+)
+
+
+def ending_of(exc: BaseException, job: JobDir) -> Ending:
+    """The ending of a job that `exc` ended: the first row of `ENDINGS` it matches (a resume
+    that had not started writes nothing: its run's directory stays as it was)."""
+    for kinds, ending in ENDINGS:
+        if isinstance(exc, kinds):
+            return ending(exc, job) if job.started else replace(ending(exc, job), writes=False)
+    raise exc  # SystemExit and the like are not endings of the job
+
+
+def finished(record: RunSummary, max_failure_fraction: float, output_dir: Path) -> Ending:
+    """The ending of a job that returned its summary: partial (its budget), or `run_outcome`'s
+    completed / failed / ungraded."""
+    if record.budget_stopped:
+        return Ending("partial", EXIT_BUDGET, finish_command(output_dir, record))
+    outcome = run_outcome(Tally.of(record), max_failure_fraction, output_dir)
+    return Ending(outcome.status, outcome.exit_code, outcome.message)
