@@ -32,6 +32,8 @@ HOW_IT_RUNS: tuple[str, ...] = (
     "runner.reasoning_request_timeout_s",
     "runner.connect_timeout_s",
     "runner.stall_notice_s",
+    "runner.dead_endpoint_calls",
+    "runner.dead_endpoint_s",
     "runner.progress",
     "runner.max_failure_fraction",
     "model.max_concurrency",

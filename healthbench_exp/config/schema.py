@@ -226,6 +226,10 @@ class RunnerConfig:
     reasoning_request_timeout_s: float = 600.0  # the same for endpoints with `reasoning: true`
     connect_timeout_s: float = 10.0  # start-up reachability check and each connection; fails fast
     stall_notice_s: float = 30.0  # log a notice when an endpoint has not answered for so long
+    # give an endpoint up (the run ends resumable) when none of its first so many answers (failed
+    # calls and 429s) was a success, or it failed and had no success for so long; 0: never
+    dead_endpoint_calls: int = 30
+    dead_endpoint_s: float = 300.0
     bootstrap_samples: int = 1000
     progress: bool = True
     max_failure_fraction: float = 0.01  # exit non-zero when more rows than this share fail

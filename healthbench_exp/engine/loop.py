@@ -31,8 +31,9 @@ from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.event_loop import event_loop_factory
+from healthbench_exp.model.health import EndpointHealth, Guarded
 from healthbench_exp.model.stall import watch_endpoints
-from healthbench_exp.tasks.base import Clients, Task
+from healthbench_exp.tasks.base import Clients, ModelClient, Task
 
 T = TypeVar("T")
 
@@ -56,10 +57,13 @@ async def evaluate(
     runner: RunnerConfig,
     judge_config: JudgeConfig,
     on_result: Callable[[Any], None],
+    healths: dict[str, EndpointHealth],
 ) -> list[Any]:
     """Run every item; call `on_result` as each finishes; return the results in order.
 
-    A FatalEndpointError in any row cancels the rest and propagates.
+    A FatalEndpointError in any row cancels the rest and propagates. An endpoint given up on
+    (`model.health`: it answered nothing usable) ends its rows' waiting calls as `not run`; the
+    rows are finished and recorded, and `healths` (filled here, by role) says why.
     """
     slots = asyncio.Semaphore(task.concurrency(len(items)))
     progress = Progress(
@@ -70,7 +74,26 @@ async def evaluate(
         unit=task.unit,
     )
     watch = UnparseableWatch(judge_config.early_stop_unparseable, gate=not judge_config.batch)
-    clients = Clients(model, judge, watch)
+    guarded = {"model": model, "judge": None if judge_config.batch else judge}
+    for role, endpoint in guarded.items():
+        if isinstance(endpoint, ChatEndpoint):
+            healths[role] = EndpointHealth(
+                role,
+                endpoint.url,
+                endpoint.stats,
+                runner.dead_endpoint_calls,
+                runner.dead_endpoint_s,
+            )
+    model_client: ModelClient | None = model
+    if model is not None and "model" in healths:
+        model_client = Guarded(model, healths["model"])
+    judge_client = Guarded(judge, healths["judge"]) if "judge" in healths else judge
+    clients = Clients(model_client, judge_client, watch)
+
+    def tick() -> None:
+        progress.refresh()
+        for health in healths.values():
+            health.check()
 
     async def one(item: Any) -> Any:
         async with slots:
@@ -81,7 +104,7 @@ async def evaluate(
 
     try:
         async with (
-            watch_endpoints(progress.endpoints, runner.stall_notice_s, progress.refresh),
+            watch_endpoints(progress.endpoints, runner.stall_notice_s, tick),
             asyncio.TaskGroup() as group,
         ):
             tasks = [group.create_task(one(item)) for item in items]
@@ -100,9 +123,11 @@ async def evaluate_with_clients(
     keys: dict[str, str],
     settings: LoopSettings,
     on_result: Callable[[Any], None],
+    healths: dict[str, EndpointHealth],
 ) -> tuple[list[Any], dict[str, Any]]:
     """Create the clients inside the running loop, evaluate, close them; return the results and
-    the endpoints' counters (`endpoints.endpoint_stats`)."""
+    the endpoints' counters (`endpoints.endpoint_stats`). `healths` gets each watched endpoint's
+    `EndpointHealth`, by role (see `evaluate`)."""
     async with open_endpoints(
         roles, urls, keys, settings.runner, settings.cache, settings.budget
     ) as endpoints:
@@ -112,7 +137,7 @@ async def evaluate_with_clients(
             settings.judge, endpoints["judge"], settings.output_dir, model
         ) as judge:
             results = await evaluate(
-                task, items, model, judge, settings.runner, settings.judge, on_result
+                task, items, model, judge, settings.runner, settings.judge, on_result, healths
             )
         return results, endpoint_stats(endpoints, started)
 

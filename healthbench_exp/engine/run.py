@@ -38,7 +38,9 @@ from healthbench_exp.engine.estimate import estimate_run
 from healthbench_exp.engine.loop import LoopSettings, evaluate_with_clients, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
+from healthbench_exp.engine.stops import raise_if_given_up
 from healthbench_exp.model.costs import cumulative_usage, record_invocation, usage_summary
+from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.tasks.base import Measured, Task
 
@@ -95,8 +97,9 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
                 for sink in sinks:
                     sink.on_result(result)
 
+            healths: dict[str, EndpointHealth] = {}
             results, stats = run_async(
-                evaluate_with_clients(task, items, roles, urls, keys, loop, on_result)
+                evaluate_with_clients(task, items, roles, urls, keys, loop, on_result, healths)
             )
         prices = {role: getattr(config, role).price for role in ("model", "judge")}
         usage = usage_summary(prices, needed_roles(config), config.judge.batch, stats)
@@ -109,6 +112,7 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
         for sink in sinks:  # in order: local outputs complete before W&B finishes
             sink.finish(summary, results)
             finished += 1
+        raise_if_given_up(healths, output_dir)  # what finished is written: now say why it ended
     except BaseException as exc:
         for sink in sinks[finished:]:
             sink.fail(exc)

@@ -7,6 +7,11 @@
   128 + the signal's number (130, 143, 140), without a traceback. SIGUSR2 is the warning SLURM
   sends a job of the SLURM launchers before its time limit (submitit's `--signal=USR2@<s>`), and
   SIGTERM what it sends at the limit or on scancel: either way the job ends resumable.
+- An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
+  answers was a success, or none came in `runner.dead_endpoint_s`) ends the run once its rows
+  are recorded and the summary written: a judge's with `JudgeGaveNothing` (status `ungraded`,
+  exit 5), a model's with `ModelGaveNothing` (status `failed`, exit 2); either line names the
+  endpoint, its last errors and the resume command.
 - An output that cannot be written (disk full, read-only, no permission) is named by
   `failure_line`: what failed, on which path, what to do; the run is `failed` and exits 1.
 """
@@ -23,6 +28,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.grading.verdict_watch import UnparseableJudge
+from healthbench_exp.model.endpoint import QuotaExhausted
+from healthbench_exp.model.health import EndpointHealth
 
 T = TypeVar("T")
 
@@ -132,6 +140,30 @@ def _leaves(exc: BaseException | None) -> Iterator[BaseException]:
 
 def resume_hint(output_dir: Path) -> str:
     return f"python -m healthbench_exp resume={output_dir}"
+
+
+class JudgeGaveNothing(UnparseableJudge):
+    """The judge endpoint was given up on: the run ends `ungraded` (exit 5), resumable; the CLI
+    treats it as the judge that sent no readable verdict it is a kind of."""
+
+
+class ModelGaveNothing(QuotaExhausted):
+    """The model endpoint was given up on: the run ends `failed`, resumable; like an exhausted
+    quota, the CLI adds the resume command."""
+
+
+def raise_if_given_up(healths: dict[str, EndpointHealth], output_dir: Path) -> None:
+    """Raise for the endpoint the run gave up on (the judge's first), if any."""
+    judge, model = healths.get("judge"), healths.get("model")
+    if judge is not None and judge.dead:
+        raise JudgeGaveNothing(
+            f"stopped early: {judge.reason()}; what finished is recorded, the rest is not run. "
+            f"Once it answers, finish with: {resume_hint(output_dir)}"
+        )
+    if model is not None and model.dead:
+        raise ModelGaveNothing(
+            f"stopped early: {model.reason()}; what finished is recorded, the rest is not run"
+        )
 
 
 def failure_line(exc: BaseException, output_dir: Path) -> str | None:

@@ -24,10 +24,17 @@ from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.version import __version__
 from healthbench_exp.grading.grader import template_sha256
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.model.endpoint import ChatEndpoint
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+
+class ModelClient(Completer, Protocol):
+    """What a row needs of the model: a Completer that says what it sends (`ChatEndpoint`, or
+    the engine's guard in front of one)."""
+
+    def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages actually sent for `messages` (the configured system message first)."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ class Clients:
     """What one row runs with: the model endpoint (None when no reply is sampled), the judge
     (the endpoint, or a BatchJudge in front of it), and the run's unparseable-verdict watch."""
 
-    model: ChatEndpoint | None
+    model: ModelClient | None
     judge: Completer
     watch: UnparseableWatch
 

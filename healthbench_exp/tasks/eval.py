@@ -60,8 +60,7 @@ from healthbench_exp.grading.scoring import (
     example_metrics,
 )
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.model.endpoint import ChatEndpoint
-from healthbench_exp.tasks.base import CallCounter, Clients, Measured, protocol
+from healthbench_exp.tasks.base import CallCounter, Clients, Measured, ModelClient, protocol
 from healthbench_exp.tasks.records import RecordedRow, Records, records_to_continue
 
 log = logging.getLogger(__name__)
@@ -191,7 +190,7 @@ class EvalTask:
 
 async def run_example(
     item: WorkItem,
-    model: ChatEndpoint | None,
+    model: ModelClient | None,
     judge: Completer,
     max_parallel_judges: int,
     max_parse_retries: int,
