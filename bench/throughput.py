@@ -292,7 +292,7 @@ def main() -> None:
         "--requests-only", action="store_true",
         help="with --runner reference: leave out its per-example HTML and end-of-run work",
     )  # fmt: skip
-    parser.add_argument("--http-client", choices=["aiohttp", "httpx"], default="aiohttp")
+    parser.add_argument("--http-client", choices=["aiohttp", "httpx", "direct"], default="aiohttp")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="another override for the harness (repeatable), e.g. --set cache.enabled=false",

@@ -42,12 +42,15 @@ class PromptOrder(Enum):
 
 
 class HttpClient(Enum):
-    """The HTTP transport under the openai client (the client itself is the same either way)."""
+    """How a chat request is sent: through the openai client over one of its transports (aiohttp,
+    httpx), or, opt-in, `direct`: the same request over one aiohttp session without the client
+    (model/http.py; the same auth, bounded retries, timeouts and error names, for half the CPU)."""
 
     # openai.DefaultAioHttpClient: a quarter to a third less CPU per request than httpx, one
     # connection pool however many requests are in flight
     aiohttp = "aiohttp"
     httpx = "httpx"  # the SDK's default transport
+    direct = "direct"  # opt-in: no openai client on the request path (model/http.py)
 
 
 class TaskKind(Enum):
@@ -220,7 +223,7 @@ class RunnerConfig:
     max_parallel_judges: int = 48  # judge calls in flight per example
     max_in_flight: int | None = None  # model and judge requests in flight together; null: no cap
     max_retries: int = 4  # HTTP retries per request (429, 5xx, timeouts), by the openai client
-    http_client: HttpClient = HttpClient.aiohttp  # the openai client's transport: aiohttp | httpx
+    http_client: HttpClient = HttpClient.aiohttp  # aiohttp | httpx (openai client) | direct
     # per attempt: no byte of a reply for so long and the request is retried (runner.max_retries)
     request_timeout_s: float = 180.0
     reasoning_request_timeout_s: float = 600.0  # the same for endpoints with `reasoning: true`

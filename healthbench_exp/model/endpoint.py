@@ -94,7 +94,7 @@ class ChatEndpoint:
         self.http_client = http_client
         self._clients: list[Any] = []  # made at the first request: a run answered from the
         # response cache never imports openai (about half a second)
-        # runner.http_client=aiohttp: requests skip the openai client (see model/http.py)
+        # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster = (
             DirectPoster(
                 base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL,
@@ -105,7 +105,7 @@ class ChatEndpoint:
                 tls=shared_tls_context(),
                 on_response=self._answered,
             )
-            if http_client is HttpClient.aiohttp
+            if http_client is HttpClient.direct
             else None
         )
         self.sent = 0

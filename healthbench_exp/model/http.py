@@ -1,13 +1,13 @@
 """POST a chat completion over one aiohttp session, as the openai client would, for less CPU.
 
-`runner.http_client=aiohttp` sends requests through `DirectPoster`: the openai client's bearer
+`runner.http_client=direct` (opt-in) sends requests through `DirectPoster`: the openai client's bearer
 auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx; `x-should-retry`;
 `retry-after(-ms)` up to 60 s, else 0.5 s doubling to 8 s with jitter) and its timeouts (read
 and connect), and its errors by the same names (`InternalServerError: Error code: 500 - ...`,
 `APITimeoutError: Request timed out.`), without building an httpx request, a pydantic options
 model and header mappings for every call (about 1 ms of CPU per request in openai 3.x, as much
 as all the rest of the harness). A rate-limit 429 is never retried here: the endpoint waits it
-out (see ratelimit.py). `httpx` keeps the openai client itself.
+out (see ratelimit.py). `aiohttp` (the default) and `httpx` keep the openai client itself.
 """
 
 from __future__ import annotations
