@@ -10,7 +10,9 @@
 `prune` and `clear` list what they would remove and remove nothing unless given `--yes`. The
 cache directory is `--dir`, else $HEALTHBENCH_CACHE_DIR, else ~/.cache/healthbench_exp/cache,
 as a run resolves it (a run's `cache.dir` overrides both: pass it as `--dir`). Safe while a run
-writes to the same cache: entries are removed in short transactions and never torn.
+writes to the same cache: entries are removed in short transactions and never torn. A cache
+this user may not write (a shared, read-only copy) is read read-only: `stats` and the listing
+work, `--yes` is refused.
 """
 
 from __future__ import annotations
