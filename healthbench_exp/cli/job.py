@@ -43,7 +43,7 @@ def plain_config(config: Config) -> dict[str, Any]:
             return [plain(v) for v in value]
         return value
 
-    return plain(asdict(config))  # type: ignore[no-any-return]
+    return plain(asdict(config))
 
 
 def build_task(config: Config, config_dict: dict[str, Any]) -> Task[Any, Any]:

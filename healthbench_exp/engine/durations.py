@@ -9,6 +9,7 @@ OpenAI counts it, else its expected length). The run takes at least the longest 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from healthbench_exp.config.schema import RateLimitConfig
@@ -48,7 +49,7 @@ def limited_duration(
 
 
 def expected_durations(
-    needed: dict[str, Role], usage: dict[str, PaidCalls]
+    needed: dict[str, Role], usage: Mapping[str, PaidCalls]
 ) -> dict[str, Any] | None:
     """Per needed role with configured limits, `limited_duration`; `seconds`: the longest."""
     durations: dict[str, Any] = {}

@@ -93,8 +93,8 @@ def reachable_urls(
         name: served_urls[name] if name in served_urls else endpoint_url(role.endpoint, server_url)
         for name, role in roles.items()
     }
-    for name, url in urls.items():
-        check_reachable(name, url or OPENAI_DEFAULT_URL, connect_timeout_s)
+    for name, role_url in urls.items():
+        check_reachable(name, role_url or OPENAI_DEFAULT_URL, connect_timeout_s)
     return urls
 
 

@@ -66,10 +66,12 @@ async def evaluate(
     rows are finished and recorded, and `healths` (filled here, by role) says why.
     """
     slots = asyncio.Semaphore(task.concurrency(len(items)))
+    # the endpoints whose stats the progress line shows (a BatchJudge wraps its endpoint)
+    watched: list[Any] = [e for e in (model, getattr(judge, "endpoint", judge)) if e]
     progress = Progress(
         len(items),
         runner.progress,
-        [e for e in (model, getattr(judge, "endpoint", judge)) if e],  # a BatchJudge wraps it
+        watched,
         task.tally,
         unit=task.unit,
     )

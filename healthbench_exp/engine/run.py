@@ -166,7 +166,8 @@ def estimate(task: Task[Any, Any], settings: RunSettings) -> dict[str, Any]:
         ) as urls:
             endpoints = {role: getattr(config, role) for role in needed_roles(config)}
             probed_limits = with_probed_limits(endpoints, urls, config.runner.request_timeout_s)
-            config = replace(config, **probed_limits)
+            # the keys are role names (model, judge): Config's EndpointConfig fields
+            config = replace(config, **probed_limits)  # type: ignore[arg-type]
     return {
         **estimate_run(
             task,

@@ -42,9 +42,11 @@ def balanced_f1(counts: np.ndarray) -> np.ndarray:
             p = np.where(own_total > 0, agree / own_total, np.nan)
             r = np.where(other_total > 0, agree / other_total, np.nan)
             value = np.where((p == 0) & (r == 0), 0.0, 2 * p * r / (p + r))
-        return np.where(np.isnan(p) | np.isnan(r), np.nan, value)
+        result: np.ndarray = np.where(np.isnan(p) | np.isnan(r), np.nan, value)
+        return result
 
-    return (f1(tt, tt + tf, tt + ft) + f1(ff, ff + ft, ff + tf)) / 2
+    balanced: np.ndarray = (f1(tt, tt + tf, tt + ft) + f1(ff, ff + ft, ff + tf)) / 2
+    return balanced
 
 
 def _pair_counts(own: bool, others: Sequence[bool]) -> list[int]:
@@ -136,7 +138,7 @@ def paper_figures(
                 balanced_f1(by_cat.sum(axis=0)),
                 _nanmean(balanced_f1(by_cat)),
                 _nanmean(balanced_f1(by_cat_doc.sum(axis=0))),
-                _nanmean(_nanmean(per_cat_doc, axis=1)),
+                _nanmean(np.asarray(_nanmean(per_cat_doc, axis=1))),
             ],
             dtype=float,
         )

@@ -205,7 +205,8 @@ def selection_condition(
 ) -> tuple[str, tuple[object, ...]]:
     """The SQL condition (on `ENTRIES`: `responses r`, `entry_details d`) of `selection`'s
     entries. Raises ValueError for a name no profile has (naming the known ones)."""
-    where, args = ["1"], []
+    where: list[str] = ["1"]
+    args: list[object] = []
     if selection.older_than_s is not None:
         where.append("r.created < ?")
         args.append(now - selection.older_than_s)

@@ -86,7 +86,7 @@ class ChatEndpoint:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
         self.last_reply_at = self.busy_since = time.monotonic()
         # 429s are not retried by the client (see _on_response) but here, without a bound
-        self.client_settings = {
+        self.client_settings: dict[str, Any] = {
             "api_key": api_key,
             "base_url": base_url,
             "max_retries": max_retries,
@@ -245,7 +245,7 @@ class ChatEndpoint:
                     self.shared_limit.release()
                 self.limit.release(success=False)
                 raise
-        cost = 0.0
+        cost: float | None = 0.0
         if stats.in_flight == 0:
             self.busy_since = time.monotonic()
         stats.in_flight += 1

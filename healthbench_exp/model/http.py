@@ -1,7 +1,7 @@
 """POST a chat completion over one aiohttp session, as the openai client would, for less CPU.
 
-`runner.http_client=direct` (opt-in) sends requests through `DirectPoster`: the openai client's bearer
-auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx; `x-should-retry`;
+`runner.http_client=direct` (opt-in) sends requests through `DirectPoster`: the openai client's
+bearer auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx; `x-should-retry`;
 `retry-after(-ms)` up to 60 s, else 0.5 s doubling to 8 s with jitter) and its timeouts (read
 and connect), and its errors by the same names (`InternalServerError: Error code: 500 - ...`,
 `APITimeoutError: Request timed out.`), without building an httpx request, a pydantic options

@@ -87,8 +87,15 @@ class CallCounter(Protocol):
 class Task(Protocol[Item, Result]):
     """One kind of run, as the engine drives it (see the module docstring)."""
 
-    kind: str  # summary.json's `task`: "eval" | "meta_eval"
-    unit: str  # the progress bar's unit: "ex" (examples) | "row"
+    @property
+    def kind(self) -> str:
+        """summary.json's `task`: "eval" | "meta_eval"."""
+        ...
+
+    @property
+    def unit(self) -> str:
+        """The progress bar's unit: "ex" (examples) | "row"."""
+        ...
 
     def items(self) -> list[Item]:
         """Load the data and return the rows to run, in order (DataError / ConfigError)."""

@@ -314,7 +314,8 @@ def build_summary(
         counts=counts,
         headline=headline_metric(check.name, scoring),
         repeats=None if repeats is None else Repeats(**repeats),
-        consensus=[ConsensusRow(**row) for row in consensus_breakdown(metrics)],
+        # consensus_breakdown's rows hold exactly ConsensusRow's fields
+        consensus=[ConsensusRow(**row) for row in consensus_breakdown(metrics)],  # type: ignore[arg-type]
         failures=[
             Failure(r.example.prompt_id, rollout=r.rollout, error=r.error)
             for r in results

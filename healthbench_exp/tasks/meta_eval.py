@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from healthbench_exp.config.protocol import ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import (
@@ -226,7 +226,7 @@ def meta_eval_metrics(
         (HEADLINE, "model_f1_balanced"),
         (f"physicians_weighted_mean:{PHYSICIAN_HEADLINE}", "physicians_weighted_mean_f1_balanced"),
     ):
-        defined = [row[column] for row in by_category if row[column] is not None]
+        defined = [cast(float, row[column]) for row in by_category if row[column] is not None]
         metrics[f"category_mean:{key}"] = sum(defined) / len(defined) if defined else None
     figures = paper_figures(
         [r.grade.criteria_met for r in results],
