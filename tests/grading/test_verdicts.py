@@ -24,6 +24,9 @@ def status_of(run_dir: Path) -> dict:
 def test_a_judge_that_fails_every_call_is_not_completed(tmp_path: Path) -> None:
     result = run_cli(
         *DEMO, "offline_server.judge_error_rate=1.0", "runner.max_retries=0",
+        # the dead-endpoint watch off (tests/engine/test_dead_endpoint.py has it on): every
+        # criterion is asked and fails, and the run still ends ungraded, never "not met"
+        "runner.dead_endpoint_calls=0", "runner.dead_endpoint_s=0",
         f"hydra.run.dir={tmp_path}",
     )  # fmt: skip
     assert result.returncode == 5, result.stderr
