@@ -27,6 +27,7 @@ import numpy as np
 
 MIN_YOUDEN = 0.1  # Se + Sp - 1 at most this: the judge barely tells met from not met
 MIN_ROWS = 20  # majority-positive and majority-negative meta-eval rows needed, each
+EPSILON = 1e-9  # float slack at the threshold: 12/20 + 10/20 - 1 is 0.1 exactly
 
 
 def majority(labels: Sequence[bool]) -> bool | None:
@@ -85,7 +86,7 @@ def not_corrected_reason(rates: ErrorRates) -> str | None:
         reasons.append(f"n_neg {rates.n_neg} < {MIN_ROWS}")
     if rates.sensitivity is not None and rates.specificity is not None:
         youden = rates.sensitivity + rates.specificity - 1
-        if youden <= MIN_YOUDEN:
+        if youden <= MIN_YOUDEN + EPSILON:
             reasons.append(f"Se + Sp - 1 = {youden:.3f} <= {MIN_YOUDEN}")
     return "; ".join(reasons) or None
 
