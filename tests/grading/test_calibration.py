@@ -78,7 +78,7 @@ def test_calibrate_one_category_by_hand() -> None:
     assert (rate.sensitivity, rate.specificity) == (pytest.approx(0.8), pytest.approx(0.8))
     assert rate.corrected == pytest.approx(0.5)  # (0.5 + 0.8 - 1) / 0.6
     assert rate.reason is None
-    assert rate.ci_low is not None and rate.ci_high is not None
+    assert rate.ci_low is not None and rate.ci_high is not None and rate.corrected is not None
     assert 0 <= rate.ci_low <= rate.corrected <= rate.ci_high <= 1
     assert rate.ci_low < rate.ci_high
     assert calibrate("cluster:x", examples, pairs(20, 5, 4, 16), 200, 0) == rate  # seeded
