@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+from html import escape
 from pathlib import Path
 
 import pytest
 
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.output.wandb.content import calibrated_metrics
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import read_jsonl
 
@@ -166,3 +169,22 @@ def test_a_directory_that_is_not_a_finished_meta_eval_run_is_refused(runs) -> No
         assert done.returncode == 2
         assert "not a finished meta-eval run" in done.stderr
         assert not (out / "per_criterion.jsonl").exists()
+
+
+def test_report_wandb_and_the_typed_summary_show_the_calibrated_rates(runs) -> None:
+    written = json.loads((runs["eval"] / "summary.json").read_text())
+    summary = RunSummary.from_dict(written)
+    assert summary.to_dict() == written  # typed in RunSummary, round trip
+    assert summary.calibrated is not None
+    rows = {row.category: row for row in summary.calibrated.criteria}
+    row = rows[CORRECTED]
+    assert row.corrected is not None and row.ci_low is not None and row.ci_high is not None
+    report = (runs["eval"] / "report.html").read_text()
+    assert "Calibrated consensus rates" in report
+    assert f"{row.corrected:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]" in report
+    assert f"not corrected: {escape(rows[SMALL].reason or '')}" in report
+    metrics = calibrated_metrics(summary)  # what the W&B run's summary gets
+    assert metrics[f"calibrated/{CORRECTED}/corrected"] == row.corrected
+    assert metrics[f"calibrated/{CORRECTED}/ci_high"] == row.ci_high
+    assert metrics[f"calibrated/{SMALL}/observed"] == rows[SMALL].observed
+    assert f"calibrated/{SMALL}/corrected" not in metrics
