@@ -61,6 +61,7 @@ def build_task(config: Config, config_dict: dict[str, Any]) -> Task[Any, Any]:
         config.runner,
         config.scoring,
         config_dict,
+        calibration=config.calibration,
     )
 
 

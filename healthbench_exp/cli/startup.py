@@ -26,6 +26,7 @@ from healthbench_exp.model.access import resolve_api_key
 from healthbench_exp.model.retired import check_shutdowns
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
 from healthbench_exp.output.wandb.mode import check as wandb_check
+from healthbench_exp.tasks.calibration_source import calibration_problem
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,9 @@ def check(config: Config, dry_run: bool = False) -> Readiness:
     except ConfigError as exc:
         problems.append(str(exc))
     problems += path_problems(config)
+    calibration = calibration_problem(config)  # a meta-eval run of another judge: refused
+    if calibration is not None:
+        problems.append(calibration)
     protocol = run_protocol(config)
     refusal = protocol_problem(protocol, config.protocol.strict)
     if refusal is not None:

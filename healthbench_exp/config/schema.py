@@ -276,6 +276,15 @@ class ScoringConfig:
 
 
 @dataclass
+class CalibrationConfig:
+    """Calibrated consensus rates (SPEC 7.3), reported beside the reference metrics."""
+
+    # a finished meta-eval run of this run's judge (same name and settings): per `cluster:`
+    # category, the judge's met rate corrected by its sensitivity and specificity there
+    meta_eval_run: str | None = None
+
+
+@dataclass
 class ProtocolConfig:
     """The reference protocol a run is measured against (`config.protocol`)."""
 
@@ -335,6 +344,7 @@ class Config:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)

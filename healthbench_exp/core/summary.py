@@ -33,6 +33,8 @@ The top level, in file order (`eval` / `meta_eval`: written by that task only):
   the run is measured against (`name`), and every setting that deviates from it.
 - `config`: the resolved config as plain data (env var names, never keys). Kept as a dict.
 - `completions` (eval): `Completions`, where the graded replies came from.
+- `calibrated` (eval, with `calibration.meta_eval_run`): `Calibrated`, the judge's consensus
+  met rates corrected by its sensitivity and specificity against physicians (SPEC 7.3).
 - `partial`: true when rows were not run (the budget stopped the run): a resume finishes them.
 - `demo`: true when the built-in offline endpoint answered: the scores mean nothing.
 - `wandb`: `WandbInfo`, where the W&B run is; null when W&B was disabled.
@@ -221,6 +223,33 @@ class Completions(Record):
 
 
 @dataclass
+class CalibratedCategory(Record):
+    """One `cluster:` category's calibrated consensus rate (SPEC 7.3, `grading.calibration`)."""
+
+    category: str
+    n_eval: int  # graded eval criteria with the tag
+    observed: float | None  # the judge's met rate p_c in this run
+    sensitivity: float | None  # against the physicians' majority, in the meta-eval run
+    specificity: float | None
+    n_pos: int  # majority-positive meta-eval rows the judge graded
+    n_neg: int
+    corrected: float | None  # Rogan-Gladen; None: not corrected (see `reason`)
+    ci_low: float | None  # 95% bootstrap interval of `corrected`
+    ci_high: float | None
+    reason: str | None  # why not corrected
+
+
+@dataclass
+class Calibrated(Record):
+    """`calibrated` of an eval run with `calibration.meta_eval_run`: beside the reference
+    metrics, never instead of them."""
+
+    meta_eval_run: str  # the meta-eval run's directory, as given
+    judge: str  # the judge both runs were graded by
+    criteria: list[CalibratedCategory]
+
+
+@dataclass
 class WandbInfo(Record):
     """Where the run's W&B record is."""
 
@@ -253,6 +282,8 @@ class RunSummary(Record):
     completions: Completions | None = field(default=None, metadata=OMIT_NONE)
     # eval: the penalty `length_adjusted_score` uses, its set and source (`grading.length`)
     length_penalty: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    # eval with `calibration.meta_eval_run`: calibrated consensus rates (SPEC 7.3)
+    calibrated: Calibrated | None = field(default=None, metadata=OMIT_NONE)
     # partial, demo: None when not recorded (an older version)
     partial: bool | None = field(default=None, metadata=OMIT_NONE)
     demo: bool | None = field(default=None, metadata=OMIT_NONE)

@@ -18,6 +18,7 @@ from typing import Any
 
 from healthbench_exp.config.protocol import ProtocolCheck, headline_metric, protocol_check
 from healthbench_exp.config.schema import (
+    CalibrationConfig,
     CompletionsConfig,
     CompletionSource,
     DatasetConfig,
@@ -61,6 +62,7 @@ from healthbench_exp.grading.scoring import (
 )
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.tasks.base import CallCounter, Clients, Measured, ModelClient, protocol
+from healthbench_exp.tasks.calibration_source import calibrated, load_source
 from healthbench_exp.tasks.records import RecordedRow, Records, records_to_continue
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,7 @@ class EvalTask:
     unit: str = "ex"
     completions_info: dict[str, Any] = field(default_factory=dict)  # set by `items`
     records: Records = field(default_factory=dict)  # set by `continue_from`
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     def continue_from(self, output_dir: Path) -> None:
         self.records = records_to_continue(output_dir, self.config_dict)
@@ -152,6 +155,10 @@ class EvalTask:
         penalty = run_length_penalty(self.scoring, self.dataset)
         summary.length_penalty = None if penalty is None else penalty.to_dict()
         summary.completions = Completions(**self.completions_info)
+        if self.calibration.meta_eval_run is not None:  # SPEC 7.3, beside the metrics
+            source = load_source(self.calibration.meta_eval_run, self.judge)
+            samples, seed = self.runner.bootstrap_samples, self.sampling.seed
+            summary.calibrated = calibrated(results, source, self.judge.name, samples, seed)
         return summary
 
     def estimate(self, counter: CallCounter) -> int:

@@ -144,7 +144,10 @@ def test_unknown_override_names_the_valid_options() -> None:
     assert "num_examples" in message and "rollouts_per_example" in message
     with pytest.raises(
         ConfigError,
-        match=r"Did you mean 'runner'\?.*the top level: budget, cache, completions, dataset",
+        match=(
+            r"Did you mean 'runner'\?.*"
+            r"the top level: budget, cache, calibration, completions, dataset"
+        ),
     ):
         check_overrides(["runer.max_concurrent=4"])
     with pytest.raises(ConfigError, match="Valid options under 'model': api_key_env"):

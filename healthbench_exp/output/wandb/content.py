@@ -2,7 +2,7 @@
 
 - summary: the headline (`headline`, `headline/score`), the protocol (`protocol/*`; the run's
   config gets `protocol` too), every metric of summary.json under its reference name, plus
-  `counts/*`, cost, usage;
+  `counts/*`, cost, usage, and with `calibration.meta_eval_run` `calibrated/<category>/*`;
 - tables: `per_example`, `by_theme`, `by_axis`, `by_consensus_criterion` with bar charts (a
   meta-eval: `by_category`, `per_physician`, `per_row`);
 - artifact `results-<run id>` (type `healthbench-results`): summary.json, the JSONL files, the HF
@@ -98,6 +98,21 @@ def update_summary(run: Any, summary: RunSummary) -> None:
     run.summary.update({f"counts/{k}": v for k, v in counts.items()})
     run.summary.update(usage_metrics(summary))
     run.summary.update({"partial": bool(summary.partial), "demo": bool(summary.demo)})
+    run.summary.update(calibrated_metrics(summary))
+
+
+CALIBRATED_FIELDS = ("observed", "sensitivity", "specificity", "corrected", "ci_low", "ci_high")
+
+
+def calibrated_metrics(summary: RunSummary) -> dict[str, Any]:
+    """`calibrated/<category>/<field>` of summary.json's `calibrated` (SPEC 7.3), defined ones."""
+    rows = summary.calibrated.criteria if summary.calibrated is not None else []
+    return {
+        f"calibrated/{row.category}/{name}": getattr(row, name)
+        for row in rows
+        for name in CALIBRATED_FIELDS
+        if getattr(row, name) is not None
+    }
 
 
 def headline_metrics(summary: RunSummary) -> dict[str, Any]:

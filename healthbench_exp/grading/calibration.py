@@ -1,0 +1,178 @@
+"""Calibrated consensus rates (SPEC 7.3): a judge's met rate corrected by its error rates.
+
+From a meta-eval run of judge J, per category c: the physicians' majority on each row (a tie is
+left out), and over the rows J graded (ungraded rows are left out) the sensitivity
+Se_c = share of majority-positive rows J graded met, and the specificity Sp_c = share of
+majority-negative rows J graded not met (n_pos, n_neg rows behind them). In an eval run graded
+by J, p_c = share of the graded criteria with the `cluster:` tag c that J graded met. The
+Rogan-Gladen estimate of the true rate is
+
+    corrected_c = clip((p_c + Sp_c - 1) / (Se_c + Sp_c - 1), 0, 1)
+
+not computed (with the reason) where Se_c + Sp_c - 1 <= MIN_YOUDEN or n_pos < MIN_ROWS or
+n_neg < MIN_ROWS. Its 95% interval: `samples` seeded bootstrap resamples of the eval examples
+(each example's criteria with the tag together) and, independently, of the category's usable
+meta-eval rows; the 2.5th and 97.5th percentiles of the corrected value over the resamples
+(a resample where Se + Sp - 1 <= 0 has no corrected value and is left out).
+
+Plain lists in, plain values out; no config, no files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_YOUDEN = 0.1  # Se + Sp - 1 at most this: the judge barely tells met from not met
+MIN_ROWS = 20  # majority-positive and majority-negative meta-eval rows needed, each
+EPSILON = 1e-9  # float slack at the threshold: 12/20 + 10/20 - 1 is 0.1 exactly
+
+
+def majority(labels: Sequence[bool]) -> bool | None:
+    """The physicians' majority label; None on a tie (or no label)."""
+    met = sum(bool(x) for x in labels)
+    unmet = len(labels) - met
+    return None if met == unmet else met > unmet
+
+
+def usable_pairs(
+    verdicts: Sequence[bool | None], labels: Sequence[Sequence[bool]]
+) -> list[tuple[bool, bool]]:
+    """(judge verdict, physicians' majority) of each row the judge graded and the physicians
+    did not tie on."""
+    pairs = []
+    for verdict, row_labels in zip(verdicts, labels, strict=True):
+        truth = majority(row_labels)
+        if verdict is not None and truth is not None:
+            pairs.append((bool(verdict), truth))
+    return pairs
+
+
+@dataclass(frozen=True)
+class ErrorRates:
+    """A judge's sensitivity and specificity (None where undefined: no rows of that class)."""
+
+    sensitivity: float | None
+    specificity: float | None
+    n_pos: int
+    n_neg: int
+
+
+def error_rates(pairs: Sequence[tuple[bool, bool]]) -> ErrorRates:
+    """Se and Sp of (verdict, majority) pairs (`usable_pairs`)."""
+    positives = [v for v, truth in pairs if truth]
+    negatives = [v for v, truth in pairs if not truth]
+    se = sum(positives) / len(positives) if positives else None
+    sp = sum(not v for v in negatives) / len(negatives) if negatives else None
+    return ErrorRates(se, sp, len(positives), len(negatives))
+
+
+def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:
+    """clip((p + Sp - 1) / (Se + Sp - 1), 0, 1); Se + Sp - 1 must be positive."""
+    youden = sensitivity + specificity - 1
+    if youden <= 0:
+        raise ValueError(f"Se + Sp - 1 = {youden:g} <= 0: no correction")
+    return min(1.0, max(0.0, (observed + specificity - 1) / youden))
+
+
+def not_corrected_reason(rates: ErrorRates) -> str | None:
+    """Why a category's rate is not corrected (every reason, '; '-joined), else None."""
+    reasons = []
+    if rates.n_pos < MIN_ROWS:
+        reasons.append(f"n_pos {rates.n_pos} < {MIN_ROWS}")
+    if rates.n_neg < MIN_ROWS:
+        reasons.append(f"n_neg {rates.n_neg} < {MIN_ROWS}")
+    if rates.sensitivity is not None and rates.specificity is not None:
+        youden = rates.sensitivity + rates.specificity - 1
+        if youden <= MIN_YOUDEN + EPSILON:
+            reasons.append(f"Se + Sp - 1 = {youden:.3f} <= {MIN_YOUDEN}")
+    return "; ".join(reasons) or None
+
+
+@dataclass(frozen=True)
+class CalibratedRate:
+    """One category's calibrated rate (summary.json's `calibrated.criteria` row)."""
+
+    category: str
+    n_eval: int  # graded eval criteria with the tag
+    observed: float | None  # p_c; None: no graded criterion
+    sensitivity: float | None
+    specificity: float | None
+    n_pos: int
+    n_neg: int
+    corrected: float | None
+    ci_low: float | None
+    ci_high: float | None
+    reason: str | None  # why not corrected; None when corrected
+
+
+def calibrate(
+    category: str,
+    eval_examples: Sequence[tuple[int, int]],
+    meta_pairs: Sequence[tuple[bool, bool]],
+    samples: int = 1000,
+    seed: int = 0,
+) -> CalibratedRate:
+    """The calibrated rate of one category.
+
+    `eval_examples`: per eval example with graded criteria of the tag, (met, graded) counts over
+    its rollouts; `meta_pairs`: the category's `usable_pairs` of the meta-eval run.
+    """
+    met = sum(m for m, _ in eval_examples)
+    graded = sum(n for _, n in eval_examples)
+    observed = met / graded if graded else None
+    rates = error_rates(meta_pairs)
+    reason = not_corrected_reason(rates)
+    if observed is None:
+        reason = "; ".join(r for r in ("no graded eval criterion", reason) if r)
+    corrected = ci_low = ci_high = None
+    if reason is None:
+        assert observed is not None and rates.sensitivity is not None
+        assert rates.specificity is not None
+        corrected = rogan_gladen(observed, rates.sensitivity, rates.specificity)
+        ci_low, ci_high = _interval(eval_examples, meta_pairs, samples, seed)
+    return CalibratedRate(
+        category,
+        graded,
+        observed,
+        rates.sensitivity,
+        rates.specificity,
+        rates.n_pos,
+        rates.n_neg,
+        corrected,
+        ci_low,
+        ci_high,
+        reason,
+    )
+
+
+def _interval(
+    eval_examples: Sequence[tuple[int, int]],
+    meta_pairs: Sequence[tuple[bool, bool]],
+    samples: int,
+    seed: int,
+) -> tuple[float | None, float | None]:
+    """2.5th and 97.5th percentiles of the corrected rate over the bootstrap resamples."""
+    rng = np.random.default_rng(seed)
+    counts = np.asarray(eval_examples, dtype=float).reshape(-1, 2)
+    verdict = np.asarray([v for v, _ in meta_pairs], dtype=float)
+    truth = np.asarray([t for _, t in meta_pairs], dtype=bool)
+    values = []
+    for _ in range(samples):
+        drawn = counts[rng.integers(0, len(counts), len(counts))].sum(axis=0)
+        rows = rng.integers(0, len(meta_pairs), len(meta_pairs))
+        v, t = verdict[rows], truth[rows]
+        n_pos, n_neg = t.sum(), (~t).sum()
+        if drawn[1] == 0 or n_pos == 0 or n_neg == 0:
+            continue
+        se = v[t].sum() / n_pos
+        sp = (1 - v[~t]).sum() / n_neg
+        if se + sp - 1 <= 0:
+            continue
+        values.append(rogan_gladen(drawn[0] / drawn[1], float(se), float(sp)))
+    if not values:
+        return None, None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
