@@ -254,11 +254,14 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
 
 def limits_of(args: argparse.Namespace) -> dict:
     """The server's rate limits (OpenAI-style buckets, x-ratelimit-* headers), for all roles."""
-    if not (args.rate_limit_tokens or args.rate_limit_requests):
+    # callers that build their own Namespace (bench/wandb_overhead.py, tests) may leave them out
+    tokens = getattr(args, "rate_limit_tokens", None)
+    requests = getattr(args, "rate_limit_requests", None)
+    if not (tokens or requests):
         return {}
     return {
-        "rate_limit_tokens": args.rate_limit_tokens,
-        "rate_limit_requests": args.rate_limit_requests,
+        "rate_limit_tokens": tokens,
+        "rate_limit_requests": requests,
         "rate_limit_window_s": args.rate_limit_window_s,
         "limited_role": "all",
     }

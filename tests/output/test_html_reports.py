@@ -42,7 +42,8 @@ def test_run_report_opens_with_its_context_and_pages_its_examples(
     dom = render(run / "report.html", tmp_path)
     assert dom.count("<details") == 24 and "page 1 of 1 (24 examples)" in dom
     assert 'id="banner-DEMO"' in dom and "<th>judge</th><td>offline-judge</td>" in dom
-    assert f"<th>cost</th><td>${cost:.4f}</td>" in dom
+    # the demo's placeholder prices are labelled as such (issue 27 item 7)
+    assert f"<th>cost</th><td>${cost:.4f} (illustrative model and judge prices" in dom
     assert "24 examples x 1 rollout (24 of 24 rows scored)" in dom
     assert overflow(run / "report.html", tmp_path) <= (0, 0)
     # a page copied without its companion says where the detail is
