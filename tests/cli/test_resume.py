@@ -71,6 +71,9 @@ def test_resume_is_documented_in_help_and_readme() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
     assert "resume=<run dir>" in result.stdout
+    # the run directory's owner and the exit codes, as docs/outputs.md gives them
+    assert "belongs to that run: a new run into it is" in result.stdout
+    assert "Exit codes: 0 completed, 2 a configuration error or a refused start" in result.stdout
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "| `resume` |" in readme
 
