@@ -236,7 +236,9 @@ def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path) -> None:
         summary["metrics"]
         == json.loads((tmp_path / "clean" / "summary.json").read_text())["metrics"]
     )
-    assert summary["counts"]["model_cache_hits"] > 0 and summary["counts"]["judge_cache_hits"] > 0
+    # what finished before the kill came back from the run's own records or from the cache
+    # (which of the two depends on where the kill landed); the request count above is what
+    # proves nothing finished was paid twice
     assert json.loads((run_dir / "status.json").read_text())["status"] == "completed"
 
 
