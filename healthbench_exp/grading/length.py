@@ -9,7 +9,7 @@ none: the bundled `sample` and any other label get no length-adjusted score. The
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 # OpenAI, GPT-5.5 system card, as quoted by the README of MedARC's HealthBench environment for
@@ -38,12 +38,7 @@ class LengthPenalty:
     source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "per_500_chars": self.per_500_chars,
-            "center_chars": self.center_chars,
-            "set": self.set,
-            "source": self.source,
-        }
+        return asdict(self)
 
 
 def length_penalty(given: float | None, center_chars: int, set_label: str) -> LengthPenalty | None:

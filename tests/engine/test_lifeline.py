@@ -113,6 +113,13 @@ def test_kill_9_of_a_run_serving_its_model_ends_the_server_and_its_group(tmp_pat
         run.kill()
 
 
+def start_holder(script: str) -> subprocess.Popen[str]:
+    """A Python process running `script`, which prints the pids it started on its first line."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+
+
 def test_kill_9_of_a_test_process_ends_its_loopback_servers(tmp_path) -> None:
     """What the suite's fixtures do (`tests/conftest.py`: `ServerProcess`), in a process that is
     then killed as a pytest run can be."""
@@ -123,9 +130,7 @@ def test_kill_9_of_a_test_process_ends_its_loopback_servers(tmp_path) -> None:
         "print(s.process.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
-    holder = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO
-    )
+    holder = start_holder(script)
     try:
         assert holder.stdout is not None
         server = int(holder.stdout.readline())
@@ -147,9 +152,7 @@ def test_the_guard_alone_stops_a_group_whose_harness_died(tmp_path) -> None:
         "print(s.pid, g.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
-    holder = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO
-    )
+    holder = start_holder(script)
     started: list[int] = []
     try:
         assert holder.stdout is not None
