@@ -4,17 +4,34 @@ failed start leaves nothing but its log."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from healthbench_exp.data.healthbench import SOURCE_TIMEOUT_S
 from tests.e2e.test_e2e import run_cli
 
 ALTERNATIVES = ("dataset.source=openai", "dataset.path=", "HF_DATASETS_OFFLINE=1")
+WALL_LIMIT_S = 30  # a whole start, imports included: generous, the CI machine may be loaded
+STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]", re.MULTILINE)
+
+
+def logged_span_s(log_file: Path) -> float:
+    """Seconds between the first and the last timestamped line of a run's log: the time the
+    process spent after its imports and config composition, which is what a start-up check
+    controls (a whole subprocess start also times the machine's load)."""
+    stamps = [
+        datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
+        for stamp in STAMP.findall(log_file.read_text())
+    ]
+    assert len(stamps) >= 2, log_file.read_text()
+    return (stamps[-1] - stamps[0]).total_seconds()
 
 
 def closed_port() -> int:
@@ -76,7 +93,7 @@ def test_every_problem_is_reported_at_once_before_the_data(tmp_path, monkeypatch
     ):
         assert problem in result.stderr, problem
     assert "Hugging Face" not in result.stderr  # checked before the data source is contacted
-    assert elapsed < 10
+    assert elapsed < WALL_LIMIT_S
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
 
@@ -126,7 +143,9 @@ def test_an_unreachable_hub_fails_within_10_s(tmp_path, silent_host, host) -> No
     for alternative in ALTERNATIVES:
         assert alternative in errors[0], alternative
     assert "Retrying" not in result.stdout + result.stderr
-    assert elapsed < 10, elapsed
+    assert elapsed < WALL_LIMIT_S, elapsed
+    # the hub check itself: one bounded wait (SOURCE_TIMEOUT_S), no retries with backoff
+    assert logged_span_s(out / "healthbench.log") < SOURCE_TIMEOUT_S + 2
     # nothing left behind but the log: no status, no config copy, no W&B run
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
@@ -142,7 +161,8 @@ def test_the_offline_cache_variables_skip_the_hub(tmp_path, silent_host) -> None
     assert result.returncode == 2
     assert "unreachable" not in result.stderr
     assert "OfflineModeIsEnabled" in result.stderr  # no cached copy on this machine
-    assert time.monotonic() - began < 10
+    assert time.monotonic() - began < WALL_LIMIT_S
+    assert logged_span_s(tmp_path / "run" / "healthbench.log") < 2  # the silent hub never waited on
 
 
 def test_a_failed_start_in_a_run_directory_keeps_its_results(tmp_path) -> None:

@@ -240,7 +240,7 @@ def test_online_without_login_fails_before_any_request(tmp_path, monkeypatch) ->
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1, result.stderr
     assert "wandb login" in errors[0] and "wandb=offline" in errors[0]
-    assert requests == 0 and elapsed < 15
+    assert requests == 0 and elapsed < 30  # fails at start-up, not after a login wait
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]  # only its log
     assert not (tmp_path / "wandb_dir").exists()
 
