@@ -8,7 +8,10 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.output.test_jury_html import write_jury_run
+from tests.sweep.test_aggregate import overflow, render
 from tests.sweep.test_aggregate_cli import aggregate
 
 
@@ -41,6 +44,12 @@ def test_the_comparison_shows_the_jury_score_of_a_jury_run(tmp_path: Path) -> No
     cells = {line.split(" | ")[0]: line for line in lines if line.startswith(("| 0 |", "| 1 |"))}
     assert cells["| 0"].endswith(f"| {score:.4f} ± {std:.4f} (3 judges) |")
     assert cells["| 1"].endswith("| – |")
+    # the comparison's report.html: a juries section naming the jury run only
+    html = (out / "report.html").read_text()
+    section = html[html.index("<h2 id='juries'>") :]
+    assert "<td>judge-a, judge-b, judge/c</td>" in section
+    assert f"<td class='num job-jury'>{score:.4f}</td>" in section
+    assert section.count("<td class='num job-jury'>") == 1
 
 
 def test_a_comparison_without_a_jury_has_no_jury_column(tmp_path: Path) -> None:
@@ -50,4 +59,16 @@ def test_a_comparison_without_a_jury_has_no_jury_column(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     markdown = (tmp_path / "out" / "sweep_summary.md").read_text()
     assert "jury" not in markdown
+    assert "juries" not in (tmp_path / "out" / "report.html").read_text()
     assert "jury_score" not in (tmp_path / "out" / "sweep_summary.csv").read_text()
+
+
+@pytest.mark.slow  # Chromium renders the page
+def test_the_comparison_report_with_a_jury_fits_the_page(tmp_path: Path) -> None:
+    write_jury_run(tmp_path / "sweep" / "0")
+    write_jury_run(tmp_path / "sweep" / "1", jury=False)
+    out = tmp_path / "out"
+    result = aggregate(str(tmp_path / "sweep"), "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert 'id="juries"' in render(out / "report.html", tmp_path)
+    assert overflow(out / "report.html", tmp_path) <= (0, 0)

@@ -6,6 +6,7 @@ beside the primary judge's metrics, never instead of them.
   axis and theme.
 - `judge_verdicts` and `JUDGES_SCRIPT`: the per-criterion view's column of every judge's
   verdict (from per_criterion.jsonl's `verdicts` and `explanations`), for the example pager.
+- `sweep_jury_html`: a comparison's report.html: the jury runs' primary and jury scores.
 """
 
 from __future__ import annotations
@@ -128,3 +129,25 @@ function judgesCell(list){var td=el('td');(list||[]).forEach(function(j){
   var d=el('div','verdict '+j[2],j[0]+': '+j[1]);if(j[3])d.title=j[3];td.appendChild(d);});
   return td;}
 """
+
+
+def sweep_jury_html(jobs: list[dict[str, Any]]) -> str:
+    """A comparison's jury runs (rows with `jury_score`, `sweep.jury`): each run's judges, its
+    primary judge's overall score and its jury's; "" when no run had a jury."""
+    rows = [
+        "<tr>"
+        + cells(j["job"], j["label"], j.get("jury_members"), numeric=False)
+        + cells(j.get("overall_score"))
+        + f"<td class='num job-jury'>{fmt(j.get('jury_score'))}</td>"
+        + cells(j.get("jury_std"))
+        + "</tr>"
+        for j in jobs
+        if j.get("jury_members")
+    ]
+    if not rows:
+        return ""
+    header = ["job", "label", "judges (primary first)", "overall score", "jury", "jury std"]
+    return (
+        "<h2 id='juries'>Juries (overall score by the primary judge and by the jury, rule mean)"
+        "</h2>" + table(header, rows)
+    )
