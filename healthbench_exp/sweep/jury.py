@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from healthbench_exp.core.summary import RunSummary
 
 OVERALL = "overall_score"
 
 
-def jury_columns(summary: RunSummary) -> dict[str, Any]:
+def jury_columns(summary: RunSummary) -> dict[str, object]:
     """A job row's jury columns; {} for a run graded by one judge."""
     jury = summary.jury
     if jury is None:
@@ -22,16 +22,16 @@ def jury_columns(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-def has_jury(rows: list[dict[str, Any]]) -> bool:
+def has_jury(rows: Sequence[Mapping[str, object]]) -> bool:
     """Whether any job of the comparison was graded by a jury (the table gains its column)."""
     return any(r.get("jury_members") for r in rows)
 
 
-def jury_cell(row: dict[str, Any]) -> str | None:
+def jury_cell(row: Mapping[str, object]) -> str | None:
     """`0.5123 ± 0.0210 (3 judges)`; None for a job without a jury score."""
-    score = row.get("jury_score")
-    if score is None:
+    score, std = row.get("jury_score"), row.get("jury_std")
+    if not isinstance(score, float | int):
         return None
-    std = row.get("jury_std")
     judges = len(str(row.get("jury_members") or "").split(", "))
-    return f"{score:.4f}" + (f" ± {std:.4f}" if std is not None else "") + f" ({judges} judges)"
+    spread = f" ± {std:.4f}" if isinstance(std, float | int) else ""
+    return f"{score:.4f}{spread} ({judges} judges)"

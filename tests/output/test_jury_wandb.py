@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.output.wandb import content as wandb_content
 from healthbench_exp.output.wandb.jury import verdict_members
 from tests.output.test_jury_html import MEMBERS, write_jury_run
-from tests.wandb_log import read_run
+from tests.wandb_log import OfflineRun, read_run
 
 
 def offline_run(tmp_path: Path, run_dir: Path, summary: RunSummary) -> Path:
@@ -50,7 +51,7 @@ def offline_run(tmp_path: Path, run_dir: Path, summary: RunSummary) -> Path:
     return folder
 
 
-def per_criterion_table(run) -> dict:
+def per_criterion_table(run: OfflineRun) -> dict[str, Any]:
     (artifact,) = [a for a in run.artifacts if a.type == wandb_content.ARTIFACT_TYPE]
     (entry,) = [c for c in artifact.manifest.contents if c.path == "per_criterion.table.json"]
     return json.loads(Path(entry.local_path).read_text())
