@@ -38,7 +38,9 @@ Verdicts = Mapping[str, bool | None]  # member name -> its verdict on one criter
 class JuryRow:
     """One graded (example, rollout) row: its example tags, its criteria and, index-aligned, each
     criterion's verdicts by member (a member missing from a mapping: ungraded), and the length
-    of the graded reply in characters (for `length_adjusted_score`)."""
+    of the graded reply in characters (for `length_adjusted_score`). Pass the rows a one-judge
+    run scores: every row with a reply whose criteria were graded (not failed, not `not_run`);
+    a row no member can score is left out of that member's (and the jury's) metrics."""
 
     example_tags: Sequence[str]
     criteria: Sequence[Criterion]

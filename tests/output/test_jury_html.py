@@ -8,6 +8,7 @@ import json
 import re
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,7 +98,7 @@ def write_jury_run(directory: Path, jury: bool = True) -> RunSummary:
     return summary
 
 
-def companion_records(run: Path) -> list[dict]:
+def companion_records(run: Path) -> list[dict[str, Any]]:
     """The companion's records: one per line between `window.<VARIABLE> = [` and `];`."""
     first, *lines, last = (run / COMPANION).read_text().splitlines()
     assert (first, last) == (f"window.{VARIABLE} = [", "];")

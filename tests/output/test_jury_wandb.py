@@ -9,13 +9,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.output.wandb import content as wandb_content
+from healthbench_exp.output.wandb.jury import verdict_members
 from tests.output.test_jury_html import MEMBERS, write_jury_run
-from tests.wandb_log import read_run
+from tests.wandb_log import OfflineRun, read_run
 
 
 def offline_run(tmp_path: Path, run_dir: Path, summary: RunSummary) -> Path:
@@ -49,7 +51,7 @@ def offline_run(tmp_path: Path, run_dir: Path, summary: RunSummary) -> Path:
     return folder
 
 
-def per_criterion_table(run) -> dict:
+def per_criterion_table(run: OfflineRun) -> dict[str, Any]:
     (artifact,) = [a for a in run.artifacts if a.type == wandb_content.ARTIFACT_TYPE]
     (entry,) = [c for c in artifact.manifest.contents if c.path == "per_criterion.table.json"]
     return json.loads(Path(entry.local_path).read_text())
@@ -102,3 +104,20 @@ def test_a_one_judge_run_has_no_jury_entries_or_columns(tmp_path: Path) -> None:
     run = read_run(offline_run(tmp_path, tmp_path / "run", summary))
     assert not [k for k in run.summary if k.startswith("jury/")]
     assert per_criterion_table(run)["columns"] == wandb_content.PER_CRITERION_COLUMNS
+
+
+def test_the_verdict_columns_follow_the_rows_when_the_summary_has_no_jury(tmp_path: Path) -> None:
+    write_jury_run(tmp_path / "run")
+    path = tmp_path / "run" / "per_criterion.jsonl"
+    members = verdict_members(path)
+    assert members == MEMBERS
+    (part,) = wandb_content.criterion_rows(path, members)
+    assert [row[-3:] for row in part][:3] == [
+        [True, True, False],
+        [False, None, True],
+        [True, False, False],
+    ]
+    write_jury_run(tmp_path / "one", jury=False)
+    assert verdict_members(tmp_path / "one" / "per_criterion.jsonl") == []
+    (tmp_path / "empty.jsonl").write_text("")
+    assert verdict_members(tmp_path / "empty.jsonl") == []

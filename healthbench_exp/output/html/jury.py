@@ -6,13 +6,13 @@ beside the primary judge's metrics, never instead of them.
   axis and theme.
 - `judge_verdicts` and `JUDGES_SCRIPT`: the per-criterion view's column of every judge's
   verdict (from per_criterion.jsonl's `verdicts` and `explanations`), for the example pager.
+- `sweep_jury_html`: a comparison's report.html: the jury runs' primary and jury scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any
 
 from healthbench_exp.core.summary import Jury, JuryPair
 from healthbench_exp.grading.scoring import ci95, tag_metric_names
@@ -105,20 +105,21 @@ def jury_html(jury: Jury | None) -> str:
     )
 
 
-Outcome = Callable[[dict[str, Any]], tuple[int, str, str]]
+Outcome = Callable[[dict[str, object]], tuple[int, str, str]]
 
 
-def judge_verdicts(row: dict[str, Any], outcome: Outcome) -> list[list[str]] | None:
+def judge_verdicts(row: Mapping[str, object], outcome: Outcome) -> list[list[str]] | None:
     """Every judge's [name, verdict label, css class, explanation] for one per_criterion.jsonl
     row (`outcome` labels a verdict as the pager does); None for a row without `verdicts`."""
     verdicts = row.get("verdicts")
-    if not verdicts:
+    if not isinstance(verdicts, dict) or not verdicts:
         return None
-    explanations = row.get("explanations") or {}
+    explanations = row.get("explanations")
+    said = explanations if isinstance(explanations, dict) else {}
     out = []
     for name, met in verdicts.items():
         _, label, css = outcome({"criteria_met": met, "points": row["points"]})
-        out.append([name, label, css, explanations.get(name) or ""])
+        out.append([str(name), label, css, str(said.get(name) or "")])
     return out
 
 
@@ -128,3 +129,25 @@ function judgesCell(list){var td=el('td');(list||[]).forEach(function(j){
   var d=el('div','verdict '+j[2],j[0]+': '+j[1]);if(j[3])d.title=j[3];td.appendChild(d);});
   return td;}
 """
+
+
+def sweep_jury_html(jobs: Sequence[Mapping[str, object]]) -> str:
+    """A comparison's jury runs (rows with `jury_score`, `sweep.jury`): each run's judges, its
+    primary judge's overall score and its jury's; "" when no run had a jury."""
+    rows = [
+        "<tr>"
+        + cells(j.get("job"), j.get("label"), j.get("jury_members"), numeric=False)
+        + cells(j.get("overall_score"))
+        + f"<td class='num job-jury'>{fmt(j.get('jury_score'))}</td>"
+        + cells(j.get("jury_std"))
+        + "</tr>"
+        for j in jobs
+        if j.get("jury_members")
+    ]
+    if not rows:
+        return ""
+    header = ["job", "label", "judges (primary first)", "overall score", "jury", "jury std"]
+    return (
+        "<h2 id='juries'>Juries (overall score by the primary judge and by the jury, rule mean)"
+        "</h2>" + table(header, rows)
+    )

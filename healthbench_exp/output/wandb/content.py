@@ -55,7 +55,8 @@ def log_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
     with tempfile.TemporaryDirectory() as staging:
         add_table(artifact, "per_example", PER_EXAMPLE_COLUMNS, per_example.data, Path(staging))
         criteria = output_dir / "per_criterion.jsonl"
-        members = verdict_members(criteria)  # a jury run: a verdict column per judge
+        # a jury run: a verdict column per judge (the summary's members; else the rows')
+        members = summary.jury.members if summary.jury else verdict_members(criteria)
         columns = PER_CRITERION_COLUMNS + verdict_columns(members)
         for index, part in enumerate(criterion_rows(criteria, members)):
             name = "per_criterion" if index == 0 else f"per_criterion_{index}"
