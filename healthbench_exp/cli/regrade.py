@@ -134,7 +134,7 @@ def regrade_arguments(argv: list[str]) -> list[str] | None:
         for o in overrides
         if _key(o) not in given
         and _root(_key(o)) not in replaced_roots
-        and not _root(_key(o)) == "completions"
+        and _root(_key(o)) != "completions"
         and not _key(o).startswith("hydra.")
     ]
     return [

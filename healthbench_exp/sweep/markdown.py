@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.sweep.judge_table import judge_table_markdown
+from healthbench_exp.sweep.regrade_compare import regrade_markdown
 
 
 def _usd(value: float | None) -> str:
@@ -187,6 +188,7 @@ def markdown(data: dict[str, Any]) -> str:
         ]
         header = ["A", "B", "n", "mean diff", "95% CI", "sign flips"]
         lines += ["", "## Paired differences (A − B)", "", *_table(header, rows)]
+    lines += regrade_markdown(data.get("regrades") or [])
     return "\n".join(lines) + "\n"
 
 
