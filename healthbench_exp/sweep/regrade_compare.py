@@ -186,8 +186,8 @@ def regrade_markdown(entries: list[dict[str, object]]) -> list[str]:
         return []
     lines = ["", "## Regrades: the judges' agreement and the score shift (regrade − source)"]
     for e in entries:
-        lines += ["", f"### `{e['regrade_label']}`: {e['source_judge']} -> {e['regrade_judge']}"]
-        lines += ["", f"Source run: `{e['source_run']}` (model {e['model']})."]
+        title = f"`{e['regrade']}`: judge {e['source_judge']} -> {e['regrade_judge']}"
+        lines += ["", f"### {title}", "", f"Source run: `{e['source_run']}` (model {e['model']})."]
         if not e.get("compared"):
             lines += ["", f"Not compared: {e['reason']}."]
             continue

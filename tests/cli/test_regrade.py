@@ -186,7 +186,7 @@ def test_aggregate_reports_the_agreement_and_the_score_shift(runs: Runs) -> None
         assert figures["mean_difference"] == pytest.approx(expected), axis
         assert figures["n"] == len(shared)
     text = (out / "sweep_summary.md").read_text()
-    assert "## Regrades" in text and "judge-a -> judge-b" in text
+    assert "## Regrades" in text and "judge judge-a -> judge-b" in text
     assert "Regrades: the judges" in (out / "report.html").read_text()
 
 
@@ -216,3 +216,9 @@ def test_refusals_are_one_line_before_any_request(runs: Runs, tmp_path: Path) ->
         assert not (tmp_path / "new").exists()
     assert runs.server.stats()["requests"] == 0
     assert file_hashes(runs.source) == runs.source_hashes[0]
+
+
+def test_regrade_is_in_help_and_readme() -> None:
+    assert "regrade=<run dir> judge=..." in run_cli("--help").stdout
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "| `regrade` |" in readme and "judges.md#regrade-and-compare" in readme

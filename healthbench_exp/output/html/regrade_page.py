@@ -31,7 +31,7 @@ def regrades_html(entries: list[dict[str, object]]) -> str:
     body = ["<h2>Regrades: the judges' agreement and the score shift (regrade − source)</h2>"]
     for e in entries:
         body.append(
-            f"<h3>{escape(str(e['regrade_label']))}: {escape(str(e['source_judge']))} → "
+            f"<h3>{escape(str(e['regrade']))}: judge {escape(str(e['source_judge']))} → "
             f"{escape(str(e['regrade_judge']))}</h3><p class='muted'>source run "
             f"{escape(str(e['source_run']))} (model {escape(str(e['model']))})</p>"
         )
