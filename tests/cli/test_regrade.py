@@ -23,6 +23,7 @@ from healthbench_exp.testing.server import ServerProcess, server_args
 from tests.conftest import LoopbackServer
 from tests.e2e.test_e2e import run_cli, run_module
 
+REPO = Path(__file__).resolve().parents[2]
 KEYS = {"HB_MODEL_KEY": "model-secret", "HB_JUDGE_KEY": "judge-secret"}
 
 
@@ -198,8 +199,16 @@ def test_refusals_are_one_line_before_any_request(runs: Runs, tmp_path: Path) ->
     shutil.copytree(runs.source, meta)
     summary = json.loads((meta / "summary.json").read_text())
     (meta / "summary.json").write_text(json.dumps({**summary, "task": "meta_eval"}))
+    changed = tmp_path / "changed"  # a dataset.path run whose file changed since
+    shutil.copytree(runs.source, changed)
+    data = tmp_path / "data.jsonl"
+    data.write_text((REPO / "healthbench_exp/data/sample.jsonl").read_text() + "\n")
+    summary["config"]["dataset"]["path"] = str(data)
+    summary["protocol"]["data_file"] = {"name": data.name, "sha256": "0" * 64}
+    (changed / "summary.json").write_text(json.dumps(summary))
     runs.server.reset()
     cases = {
+        "changed since the run read it": [f"regrade={changed}"],
         "no such directory": [f"regrade={tmp_path / 'missing'}"],
         "not a finished eval run (status: failed)": [f"regrade={unfinished}"],
         "a meta-eval run": [f"regrade={meta}"],
@@ -220,5 +229,5 @@ def test_refusals_are_one_line_before_any_request(runs: Runs, tmp_path: Path) ->
 
 def test_regrade_is_in_help_and_readme() -> None:
     assert "regrade=<run dir> judge=..." in run_cli("--help").stdout
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "| `regrade` |" in readme and "judges.md#regrade-and-compare" in readme
