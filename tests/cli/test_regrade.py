@@ -71,8 +71,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         )
         assert result.returncode == 0, result.stderr
         before = file_hashes(source)
+        # the other judge: a preset of the user's own, from a config directory of theirs
+        preset = root / "conf" / "judge" / "judge_b.yaml"
+        preset.parent.mkdir(parents=True)
+        preset.write_text(
+            (REPO / "healthbench_exp/conf/judge/openai_compatible.yaml").read_text()
+            .replace("name: ???", "name: judge-b")
+            .replace("http://localhost:8000/v1", server.base_url)
+            .replace("api_key_env: null", "api_key_env: HB_JUDGE_KEY")
+        )  # fmt: skip
+        other = ["judge=judge_b", f"hydra.searchpath=[file://{root / 'conf'}]"]
         requests = {}
-        for name, judge in (("same", []), ("other", ["judge.name=judge-b"])):
+        for name, judge in (("same", []), ("other", other)):
             server.reset()
             result = run_cli(  # no model key: a regrade calls no model
                 f"regrade={source}", *judge, f"hydra.run.dir={root / name}",
