@@ -97,6 +97,17 @@ def _check_data_file(run_dir: Path, summary: dict[str, object]) -> None:
         )
 
 
+def _search_path(run_dir: Path) -> list[str]:
+    """The source's `hydra.searchpath=` override (Hydra keeps it in `.hydra/hydra.yaml`): the
+    config directories its presets came from."""
+    try:
+        saved = OmegaConf.load(run_dir / ".hydra" / "hydra.yaml")
+        given = OmegaConf.select(saved, "hydra.overrides.hydra", default=None) or []
+    except Exception:  # missing or unreadable: the package's presets only
+        return []
+    return [str(o) for o in given if _key(str(o)) == "hydra.searchpath"]
+
+
 def regrade_arguments(argv: list[str]) -> list[str] | None:
     """The Hydra arguments `regrade=<run dir>` stands for, checked; None without `regrade=`.
 
@@ -129,13 +140,15 @@ def regrade_arguments(argv: list[str]) -> list[str] | None:
     given = {_key(a) for a in extra}
     replaced_roots = {_root(k) for k in given if k in JUDGE_KEYS}  # judge= or jury=: all of it
     overrides = [str(o) for o in OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")]
+    overrides += _search_path(run_dir)
     kept = [
         o
         for o in overrides
         if _key(o) not in given
         and _root(_key(o)) not in replaced_roots
         and _root(_key(o)) != "completions"
-        and not _key(o).startswith("hydra.")
+        # the source's own directory settings go; its config directories stay (its presets)
+        and (not _key(o).startswith("hydra.") or _key(o) == "hydra.searchpath")
     ]
     return [
         *kept,

@@ -82,10 +82,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         )  # fmt: skip
         other = ["judge=judge_b", f"hydra.searchpath=[file://{root / 'conf'}]"]
         requests = {}
-        for name, judge in (("same", []), ("other", other)):
+        # "again": the regrade regraded by its own judge, a preset found where it found it
+        cases = (("same", source, []), ("other", source, other), ("again", root / "other", []))
+        for name, regraded, judge in cases:
             server.reset()
             result = run_cli(  # no model key: a regrade calls no model
-                f"regrade={source}", *judge, f"hydra.run.dir={root / name}",
+                f"regrade={regraded}", *judge, f"hydra.run.dir={root / name}",
                 env={**env, "HB_JUDGE_KEY": KEYS["HB_JUDGE_KEY"]},
             )  # fmt: skip
             assert result.returncode == 0, result.stderr
@@ -112,6 +114,9 @@ def test_a_regrade_by_the_same_judge_reproduces_the_run_with_no_model_call(runs:
     assert same["protocol"]["regrade_of"] == str(runs.source.resolve())
     other = json.loads((runs.other / "summary.json").read_text())
     assert other["config"]["judge"]["name"] == "judge-b"
+    again = json.loads((runs.root / "again" / "summary.json").read_text())
+    assert again["metrics"] == other["metrics"] and again["config"]["judge"]["name"] == "judge-b"
+    assert runs.requests["again"]["requests"] == 0  # the cache answers judge-b's verdicts
     assert other["config"]["model"]["name"] == "offline-model"  # the source's, recorded
     criteria = source["counts"]["criteria"]
     assert runs.requests["other"]["judge_requests"] == criteria  # every criterion, once
