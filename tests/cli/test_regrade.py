@@ -201,6 +201,10 @@ def test_aggregate_reports_the_agreement_and_the_score_shift(runs: Runs) -> None
         )
         assert figures["mean_difference"] == pytest.approx(expected), axis
         assert figures["n"] == len(shared)
+    alone = run_module("healthbench_exp.aggregate", str(runs.other), "--out", str(out / "alone"))
+    assert alone.returncode == 0, alone.stderr
+    (entry,) = json.loads((out / "alone" / "sweep_summary.json").read_text())["regrades"]
+    assert entry["compared"] is False and "not among the runs compared" in entry["reason"]
     text = (out / "sweep_summary.md").read_text()
     assert "## Regrades" in text and "judge judge-a -> judge-b" in text
     assert "Regrades: the judges" in (out / "report.html").read_text()
