@@ -36,6 +36,7 @@ def check_overrides(argv: list[str]) -> None:
     values_follow = False
     parser = OverridesParser.create()
     schema: list[DictConfig] = []  # the typed schema, made once when a key needs it
+    extra = _search_dirs(parser, argv)  # the user's config directories: their presets count
     for arg in argv:
         if values_follow or arg.startswith("-"):
             values_follow = arg in _FLAGS_WITH_VALUE
@@ -50,7 +51,7 @@ def check_overrides(argv: list[str]) -> None:
         if key.split(".")[0].split("/")[0] == "hydra":
             continue
         if key in GROUPS:
-            _check_group(key, override, arg)
+            _check_group(key, override, arg, extra)
             continue
         _check_known(key, override.is_add() or override.is_force_add())
         if override.is_add() and unknown_option(key) is None and _is_schema_key(key):
@@ -96,9 +97,25 @@ def _values(override: Override) -> list[Any] | None:
     return list(value.list) if isinstance(value, ChoiceSweep) else None
 
 
-def _check_group(group: str, override: Override, arg: str) -> None:
+def _search_dirs(parser: OverridesParser, argv: list[str]) -> list[Path]:
+    """The local directories `hydra.searchpath=[file://DIR, ...]` adds (other schemes left out)."""
+    dirs: list[Path] = []
+    for arg in argv:
+        if not arg.lstrip("+").startswith("hydra.searchpath="):
+            continue
+        try:
+            value = parser.parse_override(arg).value()
+        except Exception:  # Hydra reports it
+            continue
+        entries = value if isinstance(value, list) else [value]
+        dirs += [Path(str(e)[len("file://") :]) for e in entries if str(e).startswith("file://")]
+    return dirs
+
+
+def _check_group(group: str, override: Override, arg: str, extra: list[Path]) -> None:
     values = _values(override)
-    choices = sorted(p.stem for p in (Path(CONFIG_PATH) / group).glob("*.yaml"))
+    folders = [Path(CONFIG_PATH), *extra]
+    choices = sorted({p.stem for folder in folders for p in (folder / group).glob("*.yaml")})
     for value in values or []:
         if value is None and group == "experiment":
             continue

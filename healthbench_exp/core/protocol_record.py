@@ -38,3 +38,5 @@ class Protocol(Record):
     deviations: list[str] | None = field(default=None, metadata=OMIT_NONE)
     # a dataset.path run's file: {"name": its file name, "sha256": its digest}
     data_file: dict[str, str | None] | None = field(default=None, metadata=OMIT_NONE)
+    # a regrade (`regrade=<run dir>`): the source run whose replies were graded again
+    regrade_of: str | None = field(default=None, metadata=OMIT_NONE)

@@ -155,6 +155,8 @@ class EvalTask:
         penalty = run_length_penalty(self.scoring, self.dataset)
         summary.length_penalty = None if penalty is None else penalty.to_dict()
         summary.completions = Completions(**self.completions_info)
+        if self.completions.regrade_of is not None and summary.protocol is not None:
+            summary.protocol.regrade_of = self.completions.regrade_of  # cli.regrade
         if self.calibration.meta_eval_run is not None:  # SPEC 7.3, beside the metrics
             source = load_source(self.calibration.meta_eval_run, self.judge)
             samples, seed = self.runner.bootstrap_samples, self.sampling.seed
