@@ -6,7 +6,8 @@ both (the regrade names its source in `summary.completions.regrade_of`), it repo
 
 - `agreement`: over the criteria both judges graded (the same prompt_id, rollout and criterion,
   both verdicts given): `n`, the share with the same verdict and Cohen's kappa (source = A,
-  regrade = B), with each judge's met rate;
+  regrade = B), with each judge's met rate, and the same `by` each `axis:` of the criteria and
+  each `theme:` of the examples;
 - `shift`: the score shift, regrade minus source, overall, by theme and by axis, each with a
   paired bootstrap interval (`grading.comparison.paired_bootstrap`: examples resampled with
   replacement, the same draw for both runs, 1000 resamples, seed 0, the 2.5/97.5 percentiles).
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from healthbench_exp.grading.agreement import cohen_agreement
 from healthbench_exp.grading.comparison import paired_bootstrap
+from healthbench_exp.grading.jury import pair_stats
 from healthbench_exp.grading.scoring import example_score
 from healthbench_exp.sweep.jobs import Job
 
@@ -49,6 +51,30 @@ def criterion_verdicts(run: Path) -> Verdicts:
         key = (str(r["prompt_id"]), int(str(r["rollout"])), str(r["criterion_id"]))
         verdicts[key] = met if isinstance(met, bool) else None
     return verdicts
+
+
+def criterion_axes(run: Path) -> dict[tuple[str, int, str], str]:
+    """(prompt_id, rollout, criterion_id) -> the criterion's axis, where it has one."""
+    return {
+        (str(r["prompt_id"]), int(str(r["rollout"])), str(r["criterion_id"])): str(r["axis"])
+        for r in _lines(run / "per_criterion.jsonl")
+        if r.get("axis")
+    }
+
+
+def agreement_by(
+    graded: dict[tuple[str, int, str], tuple[bool, bool]],
+    axes: dict[tuple[str, int, str], str],
+    themes: dict[str, str],
+) -> dict[str, dict[str, object]]:
+    """The two judges' agreement (n, share equal, kappa) by `axis:` and by `theme:` slice."""
+    slices: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for key, pair in graded.items():
+        if key in axes:
+            slices[f"axis:{axes[key]}"].append(pair)
+        if themes.get(key[0]):
+            slices[f"theme:{themes[key[0]]}"].append(pair)
+    return {name: asdict(pair_stats(pairs)) for name, pairs in sorted(slices.items())}
 
 
 def _mean(values: list[float]) -> float:
@@ -95,9 +121,12 @@ def _shift(regrade: dict[str, float], source: dict[str, float]) -> dict[str, obj
 def compare_regrade(source: Path, regrade: Path) -> dict[str, object]:
     """The agreement and the score shift (regrade minus source) of a regrade and its source."""
     a, b = criterion_verdicts(source), criterion_verdicts(regrade)
-    both = [(a[k], b[k]) for k in sorted(a.keys() & b.keys())]
-    graded = [(x, y) for x, y in both if x is not None and y is not None]
-    agreement = cohen_agreement(graded)
+    graded: dict[tuple[str, int, str], tuple[bool, bool]] = {}
+    for key in sorted(a.keys() & b.keys()):
+        x, y = a[key], b[key]
+        if x is not None and y is not None:
+            graded[key] = (x, y)
+    agreement = cohen_agreement(graded.values())
     source_scores, themes = example_scores(source)
     regrade_scores, _ = example_scores(regrade)
     by_theme: dict[str, object] = {}
@@ -119,6 +148,7 @@ def compare_regrade(source: Path, regrade: Path) -> dict[str, object]:
             "kappa": agreement.kappa,
             "source_met_rate": agreement.a_met_rate,
             "regrade_met_rate": agreement.b_met_rate,
+            "by": agreement_by(graded, criterion_axes(source), themes),
         },
         "shift": {
             "overall": _shift(regrade_scores, source_scores),
@@ -199,6 +229,13 @@ def regrade_markdown(entries: list[dict[str, object]]) -> list[str]:
             f"{_num(agreement['agreement'])} equal, Cohen's kappa {_num(agreement['kappa'])} "
             f"(met rates {_num(agreement['source_met_rate'])} -> "
             f"{_num(agreement['regrade_met_rate'])}).",
+            "",
+            "| slice | n | agreement | kappa |",
+            "|---|---|---|---|",
+            *(
+                f"| {name} | {v['n']} | {_num(v['agreement'])} | {_num(v['kappa'])} |"
+                for name, v in agreement["by"].items()
+            ),
             "",
             "| score | n | shift | 95% CI (paired bootstrap) |",
             "|---|---|---|---|",

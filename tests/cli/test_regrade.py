@@ -172,6 +172,28 @@ def test_aggregate_reports_the_agreement_and_the_score_shift(runs: Runs) -> None
     assert other["agreement"]["agreement"] == pytest.approx(observed)
     assert other["agreement"]["kappa"] == pytest.approx((observed - chance) / (1 - chance))
     assert 0 < observed < 1  # the two judges disagree on some criteria
+    # the same by axis and by theme, by hand
+    axis_of = {(r["prompt_id"], r["criterion_id"]): r["axis"] for r in jsonl(
+        runs.source / "per_criterion.jsonl") if r["axis"]}  # fmt: skip
+    theme_of = {r["prompt_id"]: r["theme"] for r in jsonl(runs.source / "examples.jsonl")}
+    slices: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for k in a:
+        slices[f"theme:{theme_of[k[0]]}"].append((a[k], b[k]))
+        if k in axis_of:
+            slices[f"axis:{axis_of[k]}"].append((a[k], b[k]))
+    by = other["agreement"]["by"]
+    assert set(by) == set(slices) and any(name.startswith("axis:") for name in by)
+    for name, slice_pairs in slices.items():
+        m = len(slice_pairs)
+        equal = sum(x == y for x, y in slice_pairs) / m
+        qa, qb = sum(x for x, _ in slice_pairs) / m, sum(y for _, y in slice_pairs) / m
+        expected_chance = qa * qb + (1 - qa) * (1 - qb)
+        assert (by[name]["n"], by[name]["agreement"]) == (m, pytest.approx(equal)), name
+        if expected_chance < 1:
+            kappa = (equal - expected_chance) / (1 - expected_chance)
+            assert by[name]["kappa"] == pytest.approx(kappa), name
+        else:
+            assert by[name]["kappa"] is None, name
     sa = {r["prompt_id"]: r["score"] for r in jsonl(runs.source / "examples.jsonl")}
     sb = {r["prompt_id"]: r["score"] for r in jsonl(runs.other / "examples.jsonl")}
     ids = sorted(sa)
