@@ -1,0 +1,34 @@
+"""The response cache commits the replies of one pass of the event loop together, at its end."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from healthbench_exp.model.cache import CACHE_FILE, CachedReply, ResponseCache
+
+
+def stored(directory: Path) -> int:
+    """The replies another process would see in the file."""
+    with sqlite3.connect(directory / CACHE_FILE) as other:
+        return int(other.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+
+def test_replies_of_one_loop_pass_are_committed_together(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+
+    async def replies() -> tuple[int, int, CachedReply | None]:
+        for i in range(3):
+            cache.put(f"key-{i}", CachedReply(f"reply {i}", 10, 2, prompt_chars=40))
+        before = stored(tmp_path)  # still this pass: not yet committed
+        await asyncio.sleep(0)  # the loop's next pass begins with the commit
+        return before, stored(tmp_path), cache.get("key-1")
+
+    before, after, hit = asyncio.run(replies())
+    assert (before, after) == (0, 3)
+    assert hit is not None and hit.text == "reply 1" and hit.prompt_chars == 40
+    cache.put("outside", CachedReply("no loop", 1, 1))  # no event loop: committed at once
+    assert stored(tmp_path) == 4
+    cache.close()
+    assert ResponseCache(tmp_path).get("outside") == CachedReply("no loop", 1, 1)
