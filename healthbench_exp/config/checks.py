@@ -68,10 +68,11 @@ def validate(config: Config) -> None:
             "budget.max_usd cannot cap judge.batch=true (a batch is paid as a whole); "
             "use dry_run=true to see the cost first"
         )
+    needed = needed_roles(config)
     if config.budget.max_usd is not None:
         unpriced = [
             role
-            for role in needed_roles(config)
+            for role in needed
             if getattr(config, role).price.input_per_mtok is None
             or getattr(config, role).price.output_per_mtok is None
         ]
@@ -84,7 +85,7 @@ def validate(config: Config) -> None:
                     f"{r}.price.input_per_mtok and {r}.price.output_per_mtok" for r in unpriced
                 )
             )
-    for role in needed_roles(config):
+    for role in needed:
         endpoint: EndpointConfig = getattr(config, role)
         if not endpoint.builtin and endpoint.base_url == "":
             raise ConfigError(f"{role}.base_url is empty; use null for OpenAI's API")

@@ -26,7 +26,6 @@ from typing import Any
 
 from healthbench_exp.config.schema import CacheConfig, JudgeConfig
 from healthbench_exp.engine.durations import expected_durations
-from healthbench_exp.engine.endpoints import Role
 from healthbench_exp.engine.rates import (
     Rates,
     RoleWork,
@@ -48,6 +47,7 @@ from healthbench_exp.model.cache import (
 )
 from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES, profile_history
 from healthbench_exp.model.endpoint import messages_sent, request_body
+from healthbench_exp.model.roles import Role, Roles
 from healthbench_exp.tasks.base import Task
 
 TOKENS_PER_MESSAGE = 3
@@ -217,15 +217,15 @@ class Estimator:
 
 def estimate_run(
     task: Task[Any, Any],
-    roles: dict[str, Role],
-    needed: tuple[str, ...],
+    run_roles: Roles,
     judge: JudgeConfig,
     cache: CacheConfig,
     pilot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The estimate of one job: calls, cached calls, tokens and dollars per endpoint, the rates
     used and where they come from, and (after a pilot, whose `pilot` record is kept) the cost's
-    interval. `roles`: both roles (`model`, `judge`); `needed`: the roles the run talks to."""
+    interval, for the roles the run talks to (the model's rates also price unknown replies)."""
+    roles, needed = run_roles.every, tuple(run_roles.needed)
     estimator = Estimator(roles, judge, cache)
     try:
         rows = task.estimate(estimator)
@@ -237,11 +237,10 @@ def estimate_run(
         }
     finally:
         estimator.close()
-    batch = {"model": False, "judge": judge.batch}
 
     def priced(role: str, role_rates: Rates, model_rates: Rates) -> tuple[TokenUsage, float | None]:
         tokens = estimator.work[role].usage(role_rates, model_rates)
-        return tokens, tokens.cost(roles[role].endpoint.price, batch[role])
+        return tokens, tokens.cost(roles[role].endpoint.price, roles[role].batch)
 
     total: float | None = 0.0
     for role, usage in estimator.usage.items():
@@ -269,9 +268,7 @@ def estimate_run(
         "interval": None if interval is None else asdict(interval),
         "pilot": pilot,
         "rates": {role: asdict(rates[role]) for role in needed},
-        "rate_limited_duration": expected_durations(
-            {name: roles[name] for name in needed}, estimator.usage
-        ),
+        "rate_limited_duration": expected_durations(run_roles.needed, estimator.usage),
         "assumptions": {
             "tokenizer": estimator.tokenizer,
             "history_min_replies": HISTORY_MIN_REPLIES,

@@ -29,20 +29,12 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-class ModelClient(Completer, Protocol):
-    """What a row needs of the model: a Completer that says what it sends (`ChatEndpoint`, or
-    the engine's guard in front of one)."""
-
-    def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        """The messages actually sent for `messages` (the configured system message first)."""
-
-
 @dataclass(frozen=True)
 class Clients:
-    """What one row runs with: the model endpoint (None when no reply is sampled), the judge
-    (the endpoint, or a BatchJudge in front of it), and the run's unparseable-verdict watch."""
+    """What one row runs with: the model's Completer (None when no reply is sampled), the
+    judge's, and the run's unparseable-verdict watch (the roles: `model.roles`)."""
 
-    model: ModelClient | None
+    model: Completer | None
     judge: Completer
     watch: UnparseableWatch
 

@@ -61,7 +61,7 @@ from healthbench_exp.grading.scoring import (
     example_metrics,
 )
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.tasks.base import CallCounter, Clients, Measured, ModelClient, protocol
+from healthbench_exp.tasks.base import CallCounter, Clients, Measured, protocol
 from healthbench_exp.tasks.calibration_source import calibrated, load_source
 from healthbench_exp.tasks.records import RecordedRow, Records, records_to_continue
 
@@ -117,8 +117,7 @@ class EvalTask:
         return work
 
     def concurrency(self, rows: int) -> int:
-        # with batched judge calls every example must reach its judge calls before a batch goes
-        return max(1, rows) if self.judge.batch else self.runner.max_concurrent
+        return self.runner.max_concurrent  # (a batched judge: every row at once, see the engine)
 
     async def run_item(self, item: WorkItem, clients: Clients) -> ExampleResult:
         return await run_example(
@@ -197,7 +196,7 @@ class EvalTask:
 
 async def run_example(
     item: WorkItem,
-    model: ModelClient | None,
+    model: Completer | None,
     judge: Completer,
     max_parallel_judges: int,
     max_parse_retries: int,
