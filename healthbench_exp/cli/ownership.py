@@ -7,7 +7,9 @@ before anything is written (Hydra's `.hydra/` and log included: `RunDirCallback`
 Hydra starts the run, before its job setup and before the run lock is taken), naming the run it
 holds and what to do instead; only `resume=<that dir>` may continue it (`allow_resume`, called
 by the CLI once the resume was checked against the run's saved config). A directory holding
-files a run would not have written is refused too, naming them.
+files a run would not have written is refused too, naming them. A sweep is refused, before its
+first job, when its sweep directory already holds a job's run (`sweep_refusal`): a sweep is
+continued by running it again into a new sweep directory, where the cache answers what was paid.
 """
 
 from __future__ import annotations
@@ -121,13 +123,42 @@ def refusal(run_dir: Path) -> str | None:
     )
 
 
+def sweep_refusal(sweep_dir: Path) -> str | None:
+    """Why a sweep may not start writing into `sweep_dir` (one line), or None if it may: its job
+    directories would be written over, so one holding a run (any status) refuses the sweep."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        return None
+    held = sorted(
+        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name != ".hydra" and not is_fresh(p)),
+        key=lambda p: p.name,
+    )
+    if not held:
+        return None
+    what, _ = describe(held[0])
+    more = f" and {len(held) - 1} more" if len(held) > 1 else ""
+    return (
+        f"{sweep_dir} holds a sweep's runs ({held[0].name}: {what}{more}); a new sweep may not "
+        "write there, so nothing was written: run the sweep into a new directory "
+        "(hydra.sweep.dir=<new dir>; the cache answers every call the earlier sweep paid for), "
+        "or finish one of its runs with resume=<its job dir>"
+    )
+
+
 class RunDirCallback(Callback):
     """Refuses (exit 2, one line, nothing written) a run into a directory that is in use, holds
-    another run, or holds foreign files; registered before the run lock in `conf/config.yaml`."""
+    another run, or holds foreign files, and a sweep into a sweep directory holding runs;
+    registered before the run lock in `conf/config.yaml`."""
 
     def on_run_start(self, config: Any, **kwargs: Any) -> None:
         run_dir = Path(str(config.hydra.run.dir))
         problem = busy(run_dir) or refusal(run_dir)
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            raise SystemExit(2)
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        problem = sweep_refusal(Path(str(config.hydra.sweep.dir)))
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             raise SystemExit(2)

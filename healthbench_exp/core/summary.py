@@ -35,6 +35,8 @@ The top level, in file order (`eval` / `meta_eval`: written by that task only):
 - `completions` (eval): `Completions`, where the graded replies came from.
 - `calibrated` (eval, with `calibration.meta_eval_run`): `Calibrated`, the judge's consensus
   met rates corrected by its sensitivity and specificity against physicians (SPEC 7.3).
+- `jury` (eval, with `jury=[...]`): `Jury`, the jury's metrics under the `mean` rule, each
+  judge's metrics, and every pair's agreement with Cohen's kappa (SPEC 7.1).
 - `partial`: true when rows were not run (the budget stopped the run): a resume finishes them.
 - `demo`: true when the built-in offline endpoint answered: the scores mean nothing.
 - `wandb`: `WandbInfo`, where the W&B run is; null when W&B was disabled.
@@ -250,6 +252,39 @@ class Calibrated(Record):
 
 
 @dataclass
+class PairStats(Record):
+    """Two jury members' agreement over the criteria both graded (SPEC 7.1)."""
+
+    n: int  # criteria both graded
+    agreement: float | None  # share with equal verdicts; None: n is 0
+    kappa: float | None  # Cohen's kappa; None: undefined (n is 0, or both said one thing only)
+
+
+@dataclass
+class JuryPair(Record):
+    """One pair of jury members: overall, and `by` axis (`axis:<a>`) and theme (`theme:<t>`)."""
+
+    a: str
+    b: str
+    n: int
+    agreement: float | None
+    kappa: float | None
+    by: dict[str, PairStats]
+
+
+@dataclass
+class Jury(Record):
+    """`jury` of an eval graded by a jury (`jury=[...]`, SPEC 7.1; `grading.jury`): beside the
+    primary judge's `metrics`, never instead of them."""
+
+    members: list[str]  # judge names, the primary judge first
+    rule: str  # how verdicts combine: "mean" (the share of graded members that said met)
+    metrics: dict[str, float | int | None]  # the jury's, under the names of `metrics`
+    by_judge: dict[str, dict[str, float | int | None]]  # each member's, as a one-judge run's
+    agreement: list[JuryPair]  # every pair of members, in member order
+
+
+@dataclass
 class WandbInfo(Record):
     """Where the run's W&B record is."""
 
@@ -284,6 +319,8 @@ class RunSummary(Record):
     length_penalty: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
     # eval with `calibration.meta_eval_run`: calibrated consensus rates (SPEC 7.3)
     calibrated: Calibrated | None = field(default=None, metadata=OMIT_NONE)
+    # eval with `jury=[...]`: the jury's and each judge's metrics and their agreement (SPEC 7.1)
+    jury: Jury | None = field(default=None, metadata=OMIT_NONE)
     # partial, demo: None when not recorded (an older version)
     partial: bool | None = field(default=None, metadata=OMIT_NONE)
     demo: bool | None = field(default=None, metadata=OMIT_NONE)

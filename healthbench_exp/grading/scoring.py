@@ -22,10 +22,12 @@ import numpy as np
 from healthbench_exp.core.types import Criterion
 
 
-def example_score(points: Sequence[float], met: Sequence[bool | None]) -> float | None:
+def example_score(points: Sequence[float], met: Sequence[bool | float | None]) -> float | None:
     """Sum of points of criteria met / sum of positive points, over graded criteria.
 
-    None when the graded criteria have no positive points (then the score is undefined).
+    None when the graded criteria have no positive points (then the score is undefined). A
+    float verdict is a weight in [0, 1] (a jury's share of members that said met, SPEC 7.1):
+    it counts `points * weight`; True counts the points, as before.
     """
     possible = 0.0
     achieved = 0.0
@@ -35,14 +37,14 @@ def example_score(points: Sequence[float], met: Sequence[bool | None]) -> float 
         if p > 0:
             possible += p
         if m:
-            achieved += p
+            achieved += p * m
     if possible == 0:
         return None
     return achieved / possible
 
 
 def example_metrics(
-    example_tags: Sequence[str], criteria: Sequence[Criterion], met: Sequence[bool | None]
+    example_tags: Sequence[str], criteria: Sequence[Criterion], met: Sequence[bool | float | None]
 ) -> dict[str, float] | None:
     """One row's metrics under the reference's names; None if the overall score is undefined."""
     overall = example_score([c.points for c in criteria], met)

@@ -47,6 +47,7 @@ from healthbench_exp.sweep.jobs import (
     total,
 )
 from healthbench_exp.sweep.judge_table import judge_table
+from healthbench_exp.sweep.jury import jury_columns
 from healthbench_exp.sweep.markdown import markdown, write_csv
 
 
@@ -101,6 +102,7 @@ def job_row(job: Job) -> dict[str, Any]:
     if "length_adjusted_score" in metrics:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
     row.update(headline_columns(summary))
+    row.update(jury_columns(summary))  # a jury run: its jury's overall score (SPEC 7.1)
     repeats = summary.repeats
     if repeats:
         row["run_to_run_std"] = repeats.run_to_run_std

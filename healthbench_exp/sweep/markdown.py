@@ -5,8 +5,8 @@ cost, protocol) and its banners (DEMO, PARTIAL, ...), then one row per run label
 overrides that set it apart, with model, judge, data, temperature, banners, its protocol (the
 set's reference bundle, or how many settings deviate, listed under the table) and its headline
 metric first (`length_adjusted_score` for Professional, else `overall_score`), then
-`overall_score`; scores by theme; meta-eval runs; judge agreement; the pairs not compared and
-why; paired differences.
+`overall_score` (and with a jury, the jury's overall score); scores by theme; meta-eval runs;
+judge agreement; the pairs not compared and why; paired differences.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.sweep.judge_table import judge_table_markdown
+from healthbench_exp.sweep.jury import has_jury, jury_cell
 
 
 def _usd(value: float | None) -> str:
@@ -105,10 +106,13 @@ def markdown(data: dict[str, Any]) -> str:
         header = ["job", "label", "status", "banners", "model", "judge", "data", "T", "protocol"]
         header += ["headline", "score", "95% CI", "overall_score", "n", "ungraded", "tokens"]
         header += ["cost", "estimated cost", "wall s"]
+        jury = has_jury(evals)  # a jury run: its jury's overall score beside the primary's
+        header += ["jury overall_score"] * jury
         rows = [
             [
                 *(r["job"], f"`{r['label']}`", r["status"], r["banners"], r["replies"]),
                 *(r["judge"], r["data"], r["temperature"], protocol_cell(r), *_score_cells(r)),
+                *[jury_cell(r)] * jury,
             ]
             for r in evals
         ]

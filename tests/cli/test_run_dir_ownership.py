@@ -8,6 +8,7 @@ endpoint; every file of the run is hashed (bytes and modification time) before a
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,21 @@ def test_a_directory_with_only_a_refused_starts_log_is_free(tmp_path: Path) -> N
     assert [p.name for p in run_dir.iterdir()] == ["healthbench.log"]
     result = run_cli(*DEMO, "sampling.num_examples=2", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_sweep_into_a_sweep_directory_holding_runs_is_refused(
+    completed_run: Path, tmp_path: Path
+) -> None:
+    """A sweep writes its jobs into `<sweep dir>/<job num>`: started again into a sweep directory
+    whose job 0 holds a finished run, it is refused before its first job, changing nothing."""
+    sweep_dir = tmp_path / "sweep"
+    shutil.copytree(completed_run, sweep_dir / "0")
+    before = file_hashes(sweep_dir)
+    result = run_cli("-m", *DEMO, "sampling.temperature=0.5,0.9", f"hydra.sweep.dir={sweep_dir}")
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert f"{sweep_dir} holds a sweep's runs (0: model offline-model, judge offline-judge" in line
+    assert "hydra.sweep.dir=<new dir>" in line
+    assert file_hashes(sweep_dir) == before
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["0"]

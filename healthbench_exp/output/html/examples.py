@@ -19,6 +19,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from healthbench_exp.output.html.jury import JUDGES_SCRIPT, judge_verdicts
+
 COMPANION = "report_examples.js"
 PAGE_SIZE = 50
 VARIABLE = "HEALTHBENCH_EXAMPLES"
@@ -38,7 +40,9 @@ def example_record(example: dict[str, Any], criteria: list[dict[str, Any]]) -> d
     graded = []
     for c in sorted(criteria, key=lambda c: outcome(c)[0]):
         _, label, css = outcome(c)
-        graded.append([c["points"], label, css, c["criterion"], c["explanation"] or c["error"]])
+        entry = [c["points"], label, css, c["criterion"], c["explanation"] or c["error"]]
+        judges = judge_verdicts(c, outcome)  # a jury run: every judge's verdict
+        graded.append(entry if judges is None else [*entry, judges])
     return {
         "id": example["prompt_id"],
         "theme": example["theme"],
@@ -105,6 +109,7 @@ if(!all){box.textContent='The per-example detail is in %(file)s next to this pag
   'keep the two files together to see it.';return;}
 function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;
   if(text!==undefined&&text!==null)e.textContent=text;return e;}
+%(judges)s
 function shown(){var t=themeSel.value;return t?all.filter(function(x){return x.theme===t;}):all;}
 function render(){
   var rows=shown(), pages=Math.max(1,Math.ceil(rows.length/size));
@@ -121,13 +126,14 @@ function render(){
     if(x.reply){var p=el('pre');p.appendChild(el('b',null,'assistant (reply)'));
       p.appendChild(document.createTextNode(': '+x.reply));d.appendChild(p);}
     else d.appendChild(el('p','bad',x.error||'no reply'));
-    var t=el('table'),h=el('tr');
-    ['points','verdict','criterion','judge explanation'].forEach(function(c){
-      h.appendChild(el('th',null,c));});
+    var t=el('table'),h=el('tr'),jury=x.criteria.some(function(c){return c.length>5;});
+    ['points','verdict','criterion','judge explanation'].concat(jury?['each judge']:[]).forEach(
+      function(c){h.appendChild(el('th',null,c));});
     t.appendChild(h);
     x.criteria.forEach(function(c){var r=el('tr');r.appendChild(el('td','num',String(c[0])));
       r.appendChild(el('td','verdict '+c[2],c[1]));r.appendChild(el('td',null,c[3]));
-      r.appendChild(el('td','muted',c[4]||''));t.appendChild(r);});
+      r.appendChild(el('td','muted',c[4]||''));if(jury)r.appendChild(judgesCell(c[5]));
+      t.appendChild(r);});
     d.appendChild(t);box.appendChild(d);});
 }
 document.getElementById('prev').onclick=function(){page--;render();};
@@ -141,7 +147,12 @@ render();
 def examples_section(count: int, themes: list[str]) -> str:
     """The page's examples section: pager controls, the companion script, and the pager."""
     options = "".join(f"<option>{escape(t)}</option>" for t in themes)
-    script = PAGER_SCRIPT % {"var": VARIABLE, "size": PAGE_SIZE, "file": COMPANION}
+    script = PAGER_SCRIPT % {
+        "var": VARIABLE,
+        "size": PAGE_SIZE,
+        "file": COMPANION,
+        "judges": JUDGES_SCRIPT,
+    }
     return (
         f"<h2>Examples ({count})</h2><p class='muted'>Lowest scores first; in each example the "
         f"criteria that cost points come first. {PAGE_SIZE} per page; the detail is loaded from "

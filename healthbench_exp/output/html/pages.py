@@ -37,6 +37,7 @@ from healthbench_exp.output.html.charts import (
     table,
 )
 from healthbench_exp.output.html.examples import examples_section, write_companion
+from healthbench_exp.output.html.jury import jury_html
 from healthbench_exp.output.html.sweep_page import sweep_report as sweep_report  # re-exported
 from healthbench_exp.output.run_context import RunContext, run_context
 
@@ -192,6 +193,7 @@ def run_page(summary: RunSummary, context: RunContext) -> str:
         header = ["theme", "behavior category", "criterion", "score", "n"]
         body.append("<h2>Consensus criteria</h2>" + table(header, rows))
     body.append(calibrated_section(summary.calibrated))  # SPEC 7.3: beside, never instead
+    body.append(jury_html(summary.jury))  # SPEC 7.1: beside the primary judge's metrics
     themes = [n.removeprefix("theme:") for n in tag_metric_names(metrics, "theme:")]
     body.append(examples_section(counts.rows, themes))
     return page(f"HealthBench run · {context.title()}", "".join(body))

@@ -23,6 +23,7 @@ from healthbench_exp.output.html.charts import (
     table,
 )
 from healthbench_exp.output.html.judge_table import judge_table_html
+from healthbench_exp.output.html.jury import sweep_jury_html
 from healthbench_exp.output.run_context import Banner
 
 
@@ -150,6 +151,7 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
         header += ["estimated $", "wall s"] if estimates else ["wall s"]
         rows = [_job_row(j, out_dir, estimates, varying) for j in jobs]
         body.append("<h2>Runs</h2>" + table([*header, "files"], rows, "runs") + _deviations(jobs))
+        body.append(sweep_jury_html(jobs))  # runs graded by a jury (SPEC 7.1)
     if meta:
         rows = [
             "<tr>"

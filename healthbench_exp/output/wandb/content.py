@@ -4,7 +4,8 @@
   config gets `protocol` too), every metric of summary.json under its reference name, plus
   `counts/*`, cost, usage, and with `calibration.meta_eval_run` `calibrated/<category>/*`;
 - tables: `per_example`, `by_theme`, `by_axis`, `by_consensus_criterion` with bar charts (a
-  meta-eval: `by_category`, `per_physician`, `per_row`);
+  meta-eval: `by_category`, `per_physician`, `per_row`); a jury run adds `jury/...`
+  (`output.wandb.jury`) and a `verdict:<judge>` column per judge to `per_criterion`;
 - artifact `results-<run id>` (type `healthbench-results`): summary.json, the JSONL files, the HF
   results dataset and the `per_criterion` table (too large for `run.log`, which keeps 10,000 rows).
 """
@@ -19,6 +20,12 @@ from typing import Any
 
 from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
 from healthbench_exp.grading.scoring import tag_metric_names
+from healthbench_exp.output.wandb.jury import (
+    jury_metrics,
+    verdict_cells,
+    verdict_columns,
+    verdict_members,
+)
 
 ARTIFACT_TYPE = "healthbench-results"
 TABLE_LOG_MAX_ROWS = 10_000  # what run.log keeps of a table
@@ -47,9 +54,13 @@ def log_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
     artifact.add_dir(str(output_dir / "results"), name="results")
     with tempfile.TemporaryDirectory() as staging:
         add_table(artifact, "per_example", PER_EXAMPLE_COLUMNS, per_example.data, Path(staging))
-        for index, part in enumerate(criterion_rows(output_dir / "per_criterion.jsonl")):
+        criteria = output_dir / "per_criterion.jsonl"
+        # a jury run: a verdict column per judge (the summary's members; else the rows')
+        members = summary.jury.members if summary.jury else verdict_members(criteria)
+        columns = PER_CRITERION_COLUMNS + verdict_columns(members)
+        for index, part in enumerate(criterion_rows(criteria, members)):
             name = "per_criterion" if index == 0 else f"per_criterion_{index}"
-            add_table(artifact, name, PER_CRITERION_COLUMNS, part, Path(staging))
+            add_table(artifact, name, columns, part, Path(staging))
         run.log_artifact(artifact)
 
 
@@ -99,6 +110,7 @@ def update_summary(run: Any, summary: RunSummary) -> None:
     run.summary.update(usage_metrics(summary))
     run.summary.update({"partial": bool(summary.partial), "demo": bool(summary.demo)})
     run.summary.update(calibrated_metrics(summary))
+    run.summary.update(jury_metrics(summary))
 
 
 CALIBRATED_FIELDS = ("observed", "sensitivity", "specificity", "corrected", "ci_low", "ci_high")
@@ -191,12 +203,13 @@ def add_table(
     artifact.add_file(str(path), name=f"{name}.table.json")
 
 
-def criterion_rows(path: Path) -> Iterator[list[list[Any]]]:
-    """per_criterion.jsonl as table rows, in parts of at most ARTIFACT_TABLE_MAX_ROWS rows."""
+def criterion_rows(path: Path, members: list[str] | None = None) -> Iterator[list[list[Any]]]:
+    """per_criterion.jsonl as table rows, in parts of at most ARTIFACT_TABLE_MAX_ROWS rows;
+    with a jury's `members`, each judge's verdict after the columns."""
     rows: list[list[Any]] = []
     for row in _jsonl(path):
         row["tags"] = ",".join(row["tags"])
-        rows.append([row[c] for c in PER_CRITERION_COLUMNS])
+        rows.append([row[c] for c in PER_CRITERION_COLUMNS] + verdict_cells(row, members or []))
         if len(rows) == ARTIFACT_TABLE_MAX_ROWS:
             yield rows
             rows = []
