@@ -27,7 +27,7 @@ from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.model.health import EndpointHealth, Guarded
 from healthbench_exp.model.roles import JUDGE, MODEL, OpenRoles, Roles, open_roles
 from healthbench_exp.model.stall import watch_endpoints
-from healthbench_exp.tasks.base import Clients, Task
+from healthbench_exp.tasks.base import Clients, Juror, Task
 
 T = TypeVar("T")
 
@@ -81,7 +81,12 @@ async def evaluate(
 
     judge = client(JUDGE)
     assert judge is not None  # every run has its judge
-    clients = Clients(client(MODEL), judge, watch)
+    jurors = tuple(
+        Juror(role.name, completer, role.max_parse_retries)
+        for role in roles.roles.jury
+        if (completer := client(role.name)) is not None
+    )
+    clients = Clients(client(MODEL), judge, watch, jurors)
 
     def tick() -> None:
         progress.refresh()

@@ -180,6 +180,14 @@ def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
         usage[role] = {name: sum(e.get(name, 0) for e in entries) for name in USAGE_FIELDS}
         usage[role]["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
         usage[role]["price"] = last[role]["price"]
+    members = list(last.get("jury") or {})  # a jury's members: the same in every invocation
+    if members:
+        usage["jury"] = {}
+        for name in members:
+            entries = [(i["usage"].get("jury") or {}).get(name, {}) for i in invocations]
+            summed = {field: sum(e.get(field, 0) for e in entries) for field in USAGE_FIELDS}
+            summed["cost_usd"] = _sum_or_none(e.get("cost_usd", 0.0) for e in entries)
+            usage["jury"][name] = {**summed, "price": last["jury"][name]["price"]}
     usage["total_cost_usd"] = _sum_or_none(i["usage"]["total_cost_usd"] for i in invocations)
     usage["invocations"] = [
         {
@@ -190,6 +198,16 @@ def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
                 role: {k: v for k, v in i["usage"][role].items() if k != "price"}
                 for role in ("model", "judge")
             },
+            **(
+                {
+                    "jury": {
+                        name: {k: v for k, v in entry.items() if k != "price"}
+                        for name, entry in i["usage"]["jury"].items()
+                    }
+                }
+                if i["usage"].get("jury")
+                else {}
+            ),
             "total_cost_usd": i["usage"]["total_cost_usd"],
             "budget": i["budget"],
         }

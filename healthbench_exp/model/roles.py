@@ -45,7 +45,7 @@ class Role:
     """One role's settings: its endpoint section, the sampling it sends, what names it in cache
     keys, and (a judge) its transport and parse retries."""
 
-    name: str  # "model", "judge", or a further judge's name
+    name: str  # "model", "judge", or a jury member's model name
     endpoint: EndpointConfig
     temperature: float | None
     max_tokens: int | None
@@ -98,7 +98,8 @@ class Roles:
             identity(config.model),
         )
         judge = Role.of_judge(JUDGE, config.judge, identity(config.judge))
-        return cls(model, judge, samples=MODEL in needed_roles(config))
+        jury = tuple(Role.of_judge(m.name, m, identity(m)) for m in config.jury_members)
+        return cls(model, judge, jury, samples=MODEL in needed_roles(config))
 
     @property
     def judges(self) -> tuple[Role, ...]:
@@ -129,13 +130,17 @@ class Roles:
         )
 
     def usage(self, endpoint_stats: dict[str, object]) -> dict[str, object]:
-        """The run's usage and cost per role (`model.costs.usage_summary`) from its counters."""
-        return usage_summary(
+        """The run's usage and cost per role (`model.costs.usage_summary`) from its counters:
+        `model`, `judge`, and each jury member's under `jury` (by name), and the total."""
+        usage = usage_summary(
             {name: role.endpoint.price for name, role in self.every.items()},
             tuple(self.needed),
             {name for name, role in self.every.items() if role.batch},
             endpoint_stats,
         )
+        if self.jury:
+            usage["jury"] = {role.name: usage.pop(role.name) for role in self.jury}
+        return usage
 
     @property
     def batched(self) -> bool:

@@ -30,13 +30,24 @@ Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
+class Juror:
+    """A further judge of a jury (SPEC 7.1): its model name, its Completer, its parse retries."""
+
+    name: str
+    judge: Completer
+    max_parse_retries: int
+
+
+@dataclass(frozen=True)
 class Clients:
     """What one row runs with: the model's Completer (None when no reply is sampled), the
-    judge's, and the run's unparseable-verdict watch (the roles: `model.roles`)."""
+    judge's, the run's unparseable-verdict watch (the primary judge's) and the further judges
+    of a jury (the roles: `model.roles`)."""
 
     model: Completer | None
     judge: Completer
     watch: UnparseableWatch
+    jury: tuple[Juror, ...] = ()  # the further judges (`jury=[...]`), in order
 
 
 @dataclass(frozen=True)
