@@ -36,6 +36,14 @@ def check_overrides(argv: list[str]) -> None:
     values_follow = False
     parser = OverridesParser.create()
     schema: list[DictConfig] = []  # the typed schema, made once when a key needs it
+    # a user's config directories (`hydra.searchpath=[file://DIR]`) add group options
+    extra = [
+        part.strip().removeprefix("file://")
+        for arg in argv
+        if arg.startswith("hydra.searchpath=")
+        for part in arg.split("=", 1)[1].strip("[]").split(",")
+        if part.strip().startswith("file://")
+    ]
     for arg in argv:
         if values_follow or arg.startswith("-"):
             values_follow = arg in _FLAGS_WITH_VALUE
@@ -50,7 +58,7 @@ def check_overrides(argv: list[str]) -> None:
         if key.split(".")[0].split("/")[0] == "hydra":
             continue
         if key in GROUPS:
-            _check_group(key, override, arg)
+            _check_group(key, override, arg, extra)
             continue
         _check_known(key, override.is_add() or override.is_force_add())
         if override.is_add() and unknown_option(key) is None and _is_schema_key(key):
@@ -96,9 +104,10 @@ def _values(override: Override) -> list[Any] | None:
     return list(value.list) if isinstance(value, ChoiceSweep) else None
 
 
-def _check_group(group: str, override: Override, arg: str) -> None:
+def _check_group(group: str, override: Override, arg: str, extra: list[str]) -> None:
     values = _values(override)
-    choices = sorted(p.stem for p in (Path(CONFIG_PATH) / group).glob("*.yaml"))
+    dirs = [Path(CONFIG_PATH), *map(Path, extra)]
+    choices = sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
     for value in values or []:
         if value is None and group == "experiment":
             continue
