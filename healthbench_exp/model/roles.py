@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -38,6 +39,11 @@ from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.limits import EndpointStats
 
 MODEL, JUDGE = "model", "judge"
+
+
+def slug(name: str) -> str:
+    """`name` (a model name, `org/model:tag`) as a file name's part."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
 @dataclass(frozen=True)
@@ -272,7 +278,9 @@ async def _transport(
     if not role.batch:
         yield endpoint
         return
-    batch = BatchJudge(endpoint, output_dir, role.batch_poll_s, busy=busy)
+    # each batched judge records its own batches (a resume harvests them with its own client)
+    record = "batches.json" if role.name == JUDGE else f"batches-{slug(role.name)}.json"
+    batch = BatchJudge(endpoint, output_dir, role.batch_poll_s, busy=busy, record=record)
     await batch.start()
     try:
         yield batch

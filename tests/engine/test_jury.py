@@ -138,3 +138,31 @@ def test_a_dry_run_estimates_every_member(tmp_path: Path) -> None:
     paid = [estimate[r]["cost_usd"] for r in ("model", "judge")]
     paid += [estimate["jury"][n]["cost_usd"] for n in MEMBERS[1:]]
     assert estimate["total_cost_usd"] == pytest.approx(sum(paid))
+
+
+def test_batch_applies_per_member(tmp_path: Path) -> None:
+    """A member whose preset says `batch: true` sends its calls through the Batch API (half
+    price, its own batches file); the primary judge stays on chat completions."""
+    searchpath = judge_presets(tmp_path)
+    preset = tmp_path / "conf" / "judge" / "offline_batch.yaml"
+    preset.write_text(
+        "defaults:\n  - offline\nname: offline-judge-batch\nbatch: true\nbatch_poll_s: 0.2\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        *DEMO,
+        searchpath,
+        "jury=[offline_batch]",
+        "cache.enabled=false",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    usage = summary_of(run_dir)["usage"]
+    member = usage["jury"]["offline-judge-batch"]
+    assert member["requests"] == usage["judge"]["requests"] == 106
+    # the same prompts at the same illustrative prices: the batch is billed at half
+    assert member["cost_usd"] == pytest.approx(usage["judge"]["cost_usd"] / 2, rel=0.02)
+    assert (run_dir / "batches-offline-judge-batch.json").exists()
+    assert not (run_dir / "batches.json").exists()
+    assert summary_of(run_dir)["protocol"]["judge_transport"] == "chat.completions"
