@@ -23,6 +23,7 @@ from healthbench_exp.cli import job as jobs
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.overrides import check_overrides
+from healthbench_exp.cli.regrade import regrade_arguments
 from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.engine.estimate import format_estimate
@@ -159,7 +160,10 @@ def main() -> None:
     sys.argv[1:] = translate_dry_run(sys.argv[1:])  # dry_run=true: dry_run.enabled=true
     try:
         # a mistyped key names the valid ones, beside resume= too (its run's own were checked)
-        check_overrides([a for a in sys.argv[1:] if not a.startswith("resume=")])
+        check_overrides([a for a in sys.argv[1:] if not a.startswith(("resume=", "regrade="))])
+        regrade = regrade_arguments(sys.argv[1:])  # a regrade: its source run's arguments
+        if regrade is not None:
+            sys.argv[1:] = regrade
         plan = plan_resume(sys.argv[1:], CONFIG_PATH)
         if plan is not None:
             if plan.completed:

@@ -36,14 +36,7 @@ def check_overrides(argv: list[str]) -> None:
     values_follow = False
     parser = OverridesParser.create()
     schema: list[DictConfig] = []  # the typed schema, made once when a key needs it
-    # a user's config directories (`hydra.searchpath=[file://DIR]`) add group options
-    extra = [
-        part.strip().removeprefix("file://")
-        for arg in argv
-        if arg.startswith("hydra.searchpath=")
-        for part in arg.split("=", 1)[1].strip("[]").split(",")
-        if part.strip().startswith("file://")
-    ]
+    extra = _search_dirs(parser, argv)  # the user's config directories: their presets count
     for arg in argv:
         if values_follow or arg.startswith("-"):
             values_follow = arg in _FLAGS_WITH_VALUE
@@ -104,10 +97,25 @@ def _values(override: Override) -> list[Any] | None:
     return list(value.list) if isinstance(value, ChoiceSweep) else None
 
 
-def _check_group(group: str, override: Override, arg: str, extra: list[str]) -> None:
+def _search_dirs(parser: OverridesParser, argv: list[str]) -> list[Path]:
+    """The local directories `hydra.searchpath=[file://DIR, ...]` adds (other schemes left out)."""
+    dirs: list[Path] = []
+    for arg in argv:
+        if not arg.lstrip("+").startswith("hydra.searchpath="):
+            continue
+        try:
+            value = parser.parse_override(arg).value()
+        except Exception:  # Hydra reports it
+            continue
+        entries = value if isinstance(value, list) else [value]
+        dirs += [Path(str(e)[len("file://") :]) for e in entries if str(e).startswith("file://")]
+    return dirs
+
+
+def _check_group(group: str, override: Override, arg: str, extra: list[Path]) -> None:
     values = _values(override)
-    dirs = [Path(CONFIG_PATH), *map(Path, extra)]
-    choices = sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
+    folders = [Path(CONFIG_PATH), *extra]
+    choices = sorted({p.stem for folder in folders for p in (folder / group).glob("*.yaml")})
     for value in values or []:
         if value is None and group == "experiment":
             continue

@@ -215,6 +215,8 @@ class CompletionsConfig:
     # Professional has no groups (null: `physician` grades each row's physician_response)
     group: int | None = None
     path: str | None = None  # file mode: JSONL with prompt_id and completion per line
+    # a regrade (`regrade=<run dir>`, cli.regrade): the source run whose examples.jsonl `path` is
+    regrade_of: str | None = None
 
 
 @dataclass

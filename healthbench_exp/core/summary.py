@@ -222,6 +222,8 @@ class Completions(Record):
     rows_in_group: int | None = field(default=None, metadata=OMIT_NONE)
     path: str | None = field(default=None, metadata=OMIT_NONE)  # file
     examples_without_completion: int | None = field(default=None, metadata=OMIT_NONE)  # file
+    # a regrade (`regrade=<run dir>`): the source run's directory, model, judge, overall_score
+    regrade_of: dict[str, object] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass

@@ -26,6 +26,7 @@ and, regraded with the run's `sampling.*`, in its order, to exactly its metrics.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Iterator
@@ -103,7 +104,7 @@ def work_items(
                 for e, k, text in pairs
             ]
     else:
-        if repeats != 1:
+        if repeats != 1 and completions.regrade_of is None:  # a regrade keeps its source's
             raise ConfigError(
                 "completions=file grades each reply in the file once; "
                 "set sampling.rollouts_per_example=1 (put repeats in the file as rollouts)"
@@ -113,7 +114,28 @@ def work_items(
             Path(completions.path).expanduser(), examples, n, seed, system_message
         )
         info.update(path=completions.path, examples_without_completion=skipped)
+        if completions.regrade_of is not None:
+            info.update(regrade_of=regrade_source(Path(completions.regrade_of)))
     return items, info
+
+
+def regrade_source(run_dir: Path) -> dict[str, object]:
+    """What a regrade's summary records of its source run: its directory, model, judge (and
+    jury, where it had one) and overall score, from its summary.json."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"regrade source {run_dir}: no readable summary.json ({exc})") from None
+    config = summary.get("config") or {}
+    source: dict[str, object] = {
+        "run": str(run_dir),
+        "model": (config.get("model") or {}).get("name"),
+        "judge": (config.get("judge") or {}).get("name"),
+        "overall_score": (summary.get("metrics") or {}).get("overall_score"),
+    }
+    if config.get("jury"):
+        source["jury"] = config["jury"]
+    return source
 
 
 def professional_physician_rows(

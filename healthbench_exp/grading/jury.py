@@ -24,6 +24,7 @@ from itertools import combinations
 
 from healthbench_exp.core.summary import Jury, JuryPair, PairStats
 from healthbench_exp.core.types import Criterion
+from healthbench_exp.grading.agreement import cohen_agreement
 from healthbench_exp.grading.comparison import ScoredReply, length_adjusted_metrics
 from healthbench_exp.grading.scoring import aggregate_metrics, example_metrics
 
@@ -103,17 +104,10 @@ def rows_metrics(
 
 
 def pair_stats(pairs: Sequence[tuple[bool, bool]]) -> PairStats:
-    """Agreement and Cohen's kappa of verdict pairs (a, b), in exact integer arithmetic:
-    kappa = (p_o - p_e) / (1 - p_e), p_e = p_a(yes) p_b(yes) + p_a(no) p_b(no)."""
-    n = len(pairs)
-    if n == 0:
-        return PairStats(n=0, agreement=None, kappa=None)
-    equal = sum(1 for a, b in pairs if a == b)
-    a_yes = sum(1 for a, _ in pairs if a)
-    b_yes = sum(1 for _, b in pairs if b)
-    chance = a_yes * b_yes + (n - a_yes) * (n - b_yes)  # p_e * n^2
-    kappa = None if chance == n * n else (equal * n - chance) / (n * n - chance)
-    return PairStats(n=n, agreement=equal / n, kappa=kappa)
+    """Agreement and Cohen's kappa of verdict pairs (a, b) (`grading.agreement.cohen_agreement`:
+    kappa = (p_o - p_e) / (1 - p_e), None where p_e is 1)."""
+    agreement = cohen_agreement(pairs)
+    return PairStats(n=agreement.n, agreement=agreement.agreement, kappa=agreement.kappa)
 
 
 @dataclass

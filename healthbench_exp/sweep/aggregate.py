@@ -16,7 +16,9 @@ the same examples (the same set and the same prompt_ids) gets a paired bootstrap
 difference (overall and per theme); a pair on different examples is listed with the reason it
 was not compared. Every pair of
 completed runs whose judges graded the same items (the same reply, or meta-eval row, against the
-same criterion) gets the judges' agreement rate and Cohen's kappa over those items. Runs are
+same criterion) gets the judges' agreement rate and Cohen's kappa over those items. A regrade
+given with its source run (`regrade=<run dir>`) gets the two judges' agreement and the score
+shift, regrade minus source, overall, by theme and by axis (`sweep.regrade_compare`). Runs are
 labelled by the overrides that set them apart (`model=gpt41 T=0.7`).
 """
 
@@ -49,6 +51,7 @@ from healthbench_exp.sweep.jobs import (
 from healthbench_exp.sweep.judge_table import judge_table
 from healthbench_exp.sweep.jury import jury_columns
 from healthbench_exp.sweep.markdown import markdown, write_csv
+from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
 
 def job_row(job: Job) -> dict[str, Any]:
@@ -217,6 +220,7 @@ def summarize(inputs: list[Path]) -> dict[str, Any]:
         "not_compared": not_compared,
         "judge_agreement": judge_agreement(jobs, labels),
         "judge_table": judge_table(jobs, labels),
+        "regrades": regrade_comparisons(jobs, labels),
         "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
         "cost_usd": total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
         "estimated_cost_usd": total(

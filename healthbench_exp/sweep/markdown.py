@@ -17,6 +17,7 @@ from typing import Any
 
 from healthbench_exp.sweep.judge_table import judge_table_markdown
 from healthbench_exp.sweep.jury import has_jury, jury_cell
+from healthbench_exp.sweep.regrade_compare import regrade_markdown
 
 
 def _usd(value: float | None) -> str:
@@ -191,6 +192,7 @@ def markdown(data: dict[str, Any]) -> str:
         ]
         header = ["A", "B", "n", "mean diff", "95% CI", "sign flips"]
         lines += ["", "## Paired differences (A − B)", "", *_table(header, rows)]
+    lines += regrade_markdown(data.get("regrades") or [])
     return "\n".join(lines) + "\n"
 
 

@@ -172,6 +172,8 @@ class EvalTask:
             self.runner.bootstrap_samples,
             self.sampling.seed,
         )
+        if self.completions.regrade_of is not None and summary.protocol is not None:
+            summary.protocol.regrade_of = self.completions.regrade_of  # cli.regrade
         if self.calibration.meta_eval_run is not None:  # SPEC 7.3, beside the metrics
             source = load_source(self.calibration.meta_eval_run, self.judge)
             samples, seed = self.runner.bootstrap_samples, self.sampling.seed

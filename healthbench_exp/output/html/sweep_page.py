@@ -24,6 +24,7 @@ from healthbench_exp.output.html.charts import (
 )
 from healthbench_exp.output.html.judge_table import judge_table_html
 from healthbench_exp.output.html.jury import sweep_jury_html
+from healthbench_exp.output.html.regrade_page import regrades_html
 from healthbench_exp.output.run_context import Banner
 
 
@@ -224,4 +225,5 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
             + difference_chart(items)
             + table(header, rows)
         )
+    body.append(regrades_html(data.get("regrades") or []))
     return page("HealthBench comparison", "".join(body))
