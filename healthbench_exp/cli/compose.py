@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, OmegaConf
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import MissingMandatoryValue
 
 from healthbench_exp.cli.hydra_schema import register_configs
@@ -33,8 +36,52 @@ def translate_dry_run(overrides: Sequence[str]) -> list[str]:
     ]
 
 
+def jury_presets(names: Sequence[str], searchpath: Sequence[str]) -> list[DictConfig]:
+    """Each judge preset of `names` (a jury, SPEC 7.1), composed from Hydra's search path: the
+    package's `conf/judge/` and each `hydra.searchpath` entry (`searchpath`); an unknown name is
+    a ConfigError listing the presets there. Call while Hydra is initialized (in the app, or
+    inside `initialize_config_dir`)."""
+    loader = GlobalHydra.instance().config_loader()
+    extra = [f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []
+    valid = loader.get_group_options("judge", config_name="config", overrides=extra)
+    unknown = [name for name in names if name not in valid]
+    if unknown:
+        raise ConfigError(
+            f"jury: no judge preset named {', '.join(unknown)}; the presets are "
+            f"{', '.join(valid)} (conf/judge/, and judge/ of each hydra.searchpath directory)"
+        )
+    members = []
+    for name in names:
+        composed = loader.load_configuration(
+            "config", overrides=[*extra, f"judge={name}"], run_mode=RunMode.RUN
+        )
+        members.append(composed.judge)
+    return members
+
+
+def with_jury(cfg: DictConfig, searchpath: Sequence[str] | None = None) -> DictConfig:
+    """`cfg` with `jury_members` composed from `jury` (`jury_presets`; the search path: the
+    running Hydra job's unless given)."""
+    names = list(cfg.get("jury") or [])
+    if searchpath is None:
+        searchpath = list(HydraConfig.get().searchpath) if HydraConfig.initialized() else []
+    members = jury_presets(names, searchpath) if names else []
+    cfg = cfg.copy()
+    with read_write(cfg), open_dict(cfg):
+        cfg.jury_members = members
+    return cfg
+
+
 def to_config(cfg: DictConfig) -> tuple[Config, dict[str, Any]]:
-    """The typed Config and the resolved config as plain data (for summary.json and W&B)."""
+    """The typed Config and the resolved config as plain data (for summary.json and W&B); a
+    jury's presets are composed into `jury_members` (`with_jury`)."""
+    if len(cfg.get("jury") or []) == len(cfg.get("jury_members") or []):
+        pass  # composed already (`load_config`), or no jury
+    elif GlobalHydra.instance().is_initialized():
+        cfg = with_jury(cfg)
+    else:
+        with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
+            cfg = with_jury(cfg)
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(f"set a value for {', '.join(missing)} (it has no default)")
@@ -54,6 +101,15 @@ def load_config(overrides: Sequence[str] = ()) -> tuple[Config, dict[str, Any]]:
     exactly what `python -m healthbench_exp <overrides>` would run with. `hydra.*` overrides
     have no effect here (no Hydra job runs)."""
     register_configs()
+    searchpath = [
+        part.strip()
+        for arg in overrides
+        if arg.split("=", 1)[0] == "hydra.searchpath"
+        for part in arg.split("=", 1)[1].strip("[]").split(",")
+        if part.strip()
+    ]
     with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=translate_dry_run(overrides))
+        cfg = with_jury(
+            compose(config_name="config", overrides=translate_dry_run(overrides)), searchpath
+        )
     return to_config(cfg)

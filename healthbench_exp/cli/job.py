@@ -62,6 +62,7 @@ def build_task(config: Config, config_dict: dict[str, Any]) -> Task[Any, Any]:
         config.scoring,
         config_dict,
         calibration=config.calibration,
+        jury=[member.name for member in config.jury_members],
     )
 
 

@@ -19,11 +19,12 @@ from datetime import date
 from pathlib import Path
 
 from healthbench_exp.cli.run_lock import LOCK_FILE
-from healthbench_exp.config.checks import needed_roles, validate
+from healthbench_exp.config.checks import validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
 from healthbench_exp.model.access import resolve_api_key
 from healthbench_exp.model.retired import check_shutdowns
+from healthbench_exp.model.roles import Roles
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
 from healthbench_exp.output.wandb.mode import check as wandb_check
 from healthbench_exp.tasks.calibration_source import calibration_problem
@@ -54,9 +55,9 @@ def path_problems(config: Config) -> list[str]:
 def key_problems(config: Config) -> list[str]:
     """An unset API-key variable of each endpoint the run talks to."""
     problems = []
-    for role in needed_roles(config):
+    for role, entry in Roles.of(config).needed.items():
         try:
-            resolve_api_key(role, getattr(config, role))
+            resolve_api_key(role, entry.endpoint)
         except ConfigError as exc:
             problems.append(str(exc))
     return problems
@@ -140,7 +141,7 @@ def check_models(config: Config, dry_run: bool = False, warn: bool = True) -> li
     """The shutdown dates of the endpoints the run talks to (`model.retired`): warning lines
     (logged with `warn`); ModelRetired (a ConfigError) for a retired model. A dry run asks no
     server."""
-    roles = {role: getattr(config, role) for role in needed_roles(config)}
+    roles = {name: role.endpoint for name, role in Roles.of(config).needed.items()}
     timeout = config.runner.connect_timeout_s
     return check_shutdowns(roles, date.today(), ask=not dry_run, timeout_s=timeout, warn=warn)
 

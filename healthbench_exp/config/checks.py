@@ -63,17 +63,22 @@ def validate(config: Config) -> None:
             "task=meta_eval grades the completions in the meta-eval file; "
             f"drop completions={completions.source.value}"
         )
-    if config.judge.batch and config.budget.max_usd is not None:
+    check_jury(config)
+    judges = {"judge": config.judge, **{f"jury member {m.name}": m for m in config.jury_members}}
+    if any(judge.batch for judge in judges.values()) and config.budget.max_usd is not None:
         raise ConfigError(
             "budget.max_usd cannot cap judge.batch=true (a batch is paid as a whole); "
             "use dry_run=true to see the cost first"
         )
+    endpoints: dict[str, EndpointConfig] = {
+        **{role: getattr(config, role) for role in needed_roles(config)},
+        **{m.name: m for m in config.jury_members},
+    }
     if config.budget.max_usd is not None:
         unpriced = [
             role
-            for role in needed_roles(config)
-            if getattr(config, role).price.input_per_mtok is None
-            or getattr(config, role).price.output_per_mtok is None
+            for role, endpoint in endpoints.items()
+            if endpoint.price.input_per_mtok is None or endpoint.price.output_per_mtok is None
         ]
         if unpriced:
             raise ConfigError(
@@ -84,8 +89,7 @@ def validate(config: Config) -> None:
                     f"{r}.price.input_per_mtok and {r}.price.output_per_mtok" for r in unpriced
                 )
             )
-    for role in needed_roles(config):
-        endpoint: EndpointConfig = getattr(config, role)
+    for role, endpoint in endpoints.items():
         if not endpoint.builtin and endpoint.base_url == "":
             raise ConfigError(f"{role}.base_url is empty; use null for OpenAI's API")
         if endpoint.builtin and endpoint.serve.kind is not ServeKind.none:
@@ -94,6 +98,23 @@ def validate(config: Config) -> None:
                 f"{endpoint.serve.kind.value} exclude each other: choose "
                 f"{role}={endpoint.serve.kind.value} {role}.name=<model> to serve a model"
             )
+
+
+def check_jury(config: Config) -> None:
+    """A jury (SPEC 7.1) grades an eval; its members are named by their model names, which must
+    differ from each other and from the primary judge's."""
+    if not config.jury_members:
+        return
+    if config.task.kind is not TaskKind.eval:
+        raise ConfigError("jury=[...] grades an eval (task=eval); drop jury for task=meta_eval")
+    names = [config.judge.name, *(m.name for m in config.jury_members)]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice or {"model", "judge"} & set(names):
+        raise ConfigError(
+            f"jury members are named by their model names, which must differ from each other "
+            f"and from the judge's ({config.judge.name}): {', '.join(twice or names)} "
+            "named twice (or reserved); choose other presets"
+        )
 
 
 def check_professional_physician(completions: CompletionsConfig) -> None:

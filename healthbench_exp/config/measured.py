@@ -113,7 +113,12 @@ def measured_changes(
 def measured_fingerprint(config_dict: dict[str, Any]) -> str:
     """sha256 of what a config measures (its keys outside `HOW_IT_RUNS`): two invocations
     with the same fingerprint measure the same thing."""
-    measured = {k: v for k, v in flat_keys(config_dict).items() if not how_it_runs(k)}
+    measured = {
+        k: v
+        for k, v in flat_keys(config_dict).items()
+        # no jury: the fingerprint of a run made before `jury` existed
+        if not how_it_runs(k) and not (k in ("jury", "jury_members") and not v)
+    }
     text = json.dumps(measured, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

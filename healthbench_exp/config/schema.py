@@ -355,6 +355,11 @@ class Config:
     dry_run: DryRunConfig = field(default_factory=DryRunConfig)
     offline_server: OfflineServerConfig = field(default_factory=OfflineServerConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    # further judges (SPEC 7.1): judge presets by name (conf/judge/ or a `hydra.searchpath` dir);
+    # each grades every criterion beside `judge`, whose metrics stay the run's
+    jury: list[str] = field(default_factory=list)
+    # the presets of `jury`, composed by the CLI (cli.compose): not set by hand
+    jury_members: list[JudgeConfig] = field(default_factory=list)
 
 
 class ConfigError(ValueError):

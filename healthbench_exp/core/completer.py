@@ -1,7 +1,8 @@
 """What a grader needs of a judge: a `Completer` that turns messages into a `Reply`.
 
-Standard library only. `model.endpoint.ChatEndpoint` and `model.batch.BatchJudge` are
-Completers; `grading` takes one and never sees how (or with which settings) it is reached.
+Standard library only. The model layer's roles (`model.roles`) hand the engine and the tasks one
+Completer per role (the chat endpoint, or the Batch API in front of it); `grading` takes one and
+never sees how (or with which settings) it is reached.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class Reply:
 
 
 class Completer(Protocol):
-    """Anything that answers chat messages: ChatEndpoint, or batch.BatchJudge in front of one.
+    """Anything that answers chat messages (a role's transport: see `model.roles`).
 
     `tag` tells apart calls meant to be sampled anew (rollout, attempt); `prefix_key` groups
     calls that share a long prompt prefix (a hint for providers' prompt caches; no change to the
@@ -32,3 +33,7 @@ class Completer(Protocol):
     async def complete(
         self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
     ) -> Reply: ...
+
+    def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages actually sent for `messages` (the role's system message first, if any)."""
+        ...

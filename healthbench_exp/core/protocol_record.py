@@ -38,5 +38,8 @@ class Protocol(Record):
     deviations: list[str] | None = field(default=None, metadata=OMIT_NONE)
     # a dataset.path run's file: {"name": its file name, "sha256": its digest}
     data_file: dict[str, str | None] | None = field(default=None, metadata=OMIT_NONE)
+    # a jury run (SPEC 7.1): every judge's model name, the primary judge (whose verdicts make
+    # the metrics) first; the further judges' verdicts are figures beside them
+    jury: list[str] | None = field(default=None, metadata=OMIT_NONE)
     # a regrade (`regrade=<run dir>`): the source run whose replies were graded again
     regrade_of: str | None = field(default=None, metadata=OMIT_NONE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -116,6 +116,9 @@ class ExampleResult:
     metrics: dict[str, float] | None = None  # None: failed, or every positive criterion ungraded
     sampled: bool = True  # the reply was asked of the model (not given by physicians or a file)
     not_run: bool = False  # stopped by budget.max_usd before it finished; a resumed run does it
+    # a jury run (SPEC 7.1): every judge's grades by model name, the primary judge's (`grades`)
+    # first, each index-aligned with the example's criteria; empty without a jury
+    jury: dict[str, list[CriterionGrade]] = field(default_factory=dict)
 
     @property
     def score(self) -> float | None:

@@ -78,6 +78,7 @@ class Invocation(Record):
     judge: RoleUsage
     total_cost_usd: float | None
     budget: BudgetState | None
+    jury: dict[str, RoleUsage] | None = field(default=None, metadata=OMIT_NONE)  # by member
 
 
 @dataclass
@@ -88,6 +89,8 @@ class Usage(Record):
     judge: RoleUsage
     total_cost_usd: float | None  # None when a used role has no price
     invocations: list[Invocation] | None = field(default=None, metadata=OMIT_NONE)  # oldest first
+    # a jury's further judges (`jury=[...]`), by model name: each its own usage and cost
+    jury: dict[str, RoleUsage] | None = field(default=None, metadata=OMIT_NONE)
 
     def role(self, name: str) -> RoleUsage:
         """`model` or `judge`."""

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from healthbench_exp.config.schema import RateLimitConfig
-from healthbench_exp.engine.endpoints import Role
 from healthbench_exp.model.endpoint import request_body
+from healthbench_exp.model.roles import Role
 
 
 class PaidCalls(Protocol):

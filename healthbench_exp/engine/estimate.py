@@ -26,7 +26,6 @@ from typing import Any
 
 from healthbench_exp.config.schema import CacheConfig, JudgeConfig
 from healthbench_exp.engine.durations import expected_durations
-from healthbench_exp.engine.endpoints import Role
 from healthbench_exp.engine.rates import (
     Rates,
     RoleWork,
@@ -48,6 +47,7 @@ from healthbench_exp.model.cache import (
 )
 from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES, profile_history
 from healthbench_exp.model.endpoint import messages_sent, request_body
+from healthbench_exp.model.roles import Role, Roles
 from healthbench_exp.tasks.base import Task
 
 TOKENS_PER_MESSAGE = 3
@@ -123,10 +123,11 @@ class Estimator:
             name: Profile.of(name, role.identity, bodies[name], role.endpoint.system_message)
             for name, role in roles.items()
         }
-        self.usage = {role: CallEstimate() for role in ("model", "judge")}
-        self.work = {role: RoleWork() for role in ("model", "judge")}
+        self.usage = {role: CallEstimate() for role in roles}
+        self.work = {role: RoleWork() for role in roles}
+        self.judges = [name for name in roles if name != "model"]  # the judge, then the jury
         self.sample = Sample()
-        self.row: dict[str, list[CachedReply]] = {"model": [], "judge": []}
+        self.row: dict[str, list[CachedReply]] = {role: [] for role in roles}
 
     def sent(self, role: str, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         """The messages `role`'s endpoint would send for `messages` (its system message added)."""
@@ -168,34 +169,35 @@ class Estimator:
         reply is not known yet and is added to each prompt at the length of the model's rates
         (measured, or assumed: `expected_completion_tokens`, what the task passes as
         `reply_tokens`, which is therefore not read here)."""
-        judge = self.judge
-        order = judge.prompt_order.value
-        system = judge.system_message or ""
-        base_tokens = (
-            TOKENS_PER_REQUEST
-            + TOKENS_PER_MESSAGE * (1 if judge.system_message is None else 2)
-            + (self.count(system) if system else 0)
-            + self.template_tokens
-            + self.count(conversation)
-        )
-        base_chars = len(system) + self.template_chars + len(conversation)
-        work, usage = self.work["judge"], self.usage["judge"]
-        for item in rubric_items:
-            usage.calls += 1
-            if known:
-                messages = self.sent(
-                    "judge",
-                    [{"role": "user", "content": grader_prompt(conversation, item, order)}],
-                )
-                if self.lookup("judge", messages, f"rollout={rollout};attempt=0") is not None:
-                    usage.cached_calls += 1
-                    continue
-            work.calls += 1
-            work.chars += base_chars + len(item)
-            work.counted_tokens += base_tokens + self.count(item)
-            work.unknown_replies += 0 if known else 1
+        order = self.judge.prompt_order.value  # every judge is sent the judge's layout
+        conversation_tokens = self.count(conversation)
+        for name in self.judges:  # the judge, and each further judge of a jury
+            system = self.roles[name].endpoint.system_message
+            base_tokens = (
+                TOKENS_PER_REQUEST
+                + TOKENS_PER_MESSAGE * (1 if system is None else 2)
+                + (self.count(system) if system else 0)
+                + self.template_tokens
+                + conversation_tokens
+            )
+            base_chars = len(system or "") + self.template_chars + len(conversation)
+            work, usage = self.work[name], self.usage[name]
+            for item in rubric_items:
+                usage.calls += 1
+                if known:
+                    messages = self.sent(
+                        name,
+                        [{"role": "user", "content": grader_prompt(conversation, item, order)}],
+                    )
+                    if self.lookup(name, messages, f"rollout={rollout};attempt=0") is not None:
+                        usage.cached_calls += 1
+                        continue
+                work.calls += 1
+                work.chars += base_chars + len(item)
+                work.counted_tokens += base_tokens + self.count(item)
+                work.unknown_replies += 0 if known else 1
         self.sample.add(self.row)
-        self.row = {"model": [], "judge": []}
+        self.row = {role: [] for role in self.roles}
 
     def rates(self, role: str, expected_completion_tokens: int, pilot: bool) -> Rates:
         """`role`'s rates: measured by the pilot (when one ran and measured the role), else by
@@ -217,15 +219,15 @@ class Estimator:
 
 def estimate_run(
     task: Task[Any, Any],
-    roles: dict[str, Role],
-    needed: tuple[str, ...],
+    run_roles: Roles,
     judge: JudgeConfig,
     cache: CacheConfig,
     pilot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The estimate of one job: calls, cached calls, tokens and dollars per endpoint, the rates
     used and where they come from, and (after a pilot, whose `pilot` record is kept) the cost's
-    interval. `roles`: both roles (`model`, `judge`); `needed`: the roles the run talks to."""
+    interval, for the roles the run talks to (the model's rates also price unknown replies)."""
+    roles, needed = run_roles.every, tuple(run_roles.needed)
     estimator = Estimator(roles, judge, cache)
     try:
         rows = task.estimate(estimator)
@@ -233,15 +235,14 @@ def estimate_run(
             role: estimator.rates(
                 role, roles[role].endpoint.expected_completion_tokens, pilot is not None
             )
-            for role in ("model", "judge")
+            for role in roles
         }
     finally:
         estimator.close()
-    batch = {"model": False, "judge": judge.batch}
 
     def priced(role: str, role_rates: Rates, model_rates: Rates) -> tuple[TokenUsage, float | None]:
         tokens = estimator.work[role].usage(role_rates, model_rates)
-        return tokens, tokens.cost(roles[role].endpoint.price, batch[role])
+        return tokens, tokens.cost(roles[role].endpoint.price, roles[role].batch)
 
     total: float | None = 0.0
     for role, usage in estimator.usage.items():
@@ -265,13 +266,16 @@ def estimate_run(
         "rows": rows,
         "model": asdict(estimator.usage["model"]),
         "judge": asdict(estimator.usage["judge"]),
+        **(
+            {"jury": {role.name: asdict(estimator.usage[role.name]) for role in run_roles.jury}}
+            if run_roles.jury
+            else {}
+        ),
         "total_cost_usd": total,
         "interval": None if interval is None else asdict(interval),
         "pilot": pilot,
         "rates": {role: asdict(rates[role]) for role in needed},
-        "rate_limited_duration": expected_durations(
-            {name: roles[name] for name in needed}, estimator.usage
-        ),
+        "rate_limited_duration": expected_durations(run_roles.needed, estimator.usage),
         "assumptions": {
             "tokenizer": estimator.tokenizer,
             "history_min_replies": HISTORY_MIN_REPLIES,
@@ -338,8 +342,9 @@ def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
     else:
         sent = "nothing was sent"
     lines = ["", f"Dry run: {sent} ({estimate['rows']} rows)"]
-    for role in ("model", "judge"):
-        e = estimate[role]
+    jury = estimate.get("jury") or {}
+    for role in ("model", "judge", *jury):
+        e = jury[role] if role in jury else estimate[role]
         if not e["calls"]:
             continue
         lines.append(
@@ -355,8 +360,8 @@ def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
     lines.append(total)
     durations = estimate.get("rate_limited_duration")
     if durations:
-        for role in ("model", "judge"):
-            if role in durations:
+        for role in durations:
+            if role != "seconds":
                 d = durations[role]
                 limits = [
                     f"{d['requests']} requests at {d['requests_per_minute']:,.0f}/min"

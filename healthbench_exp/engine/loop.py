@@ -17,45 +17,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from healthbench_exp.config.schema import BudgetConfig, CacheConfig, JudgeConfig, RunnerConfig
+from healthbench_exp.config.schema import BudgetConfig, CacheConfig, RunnerConfig
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
-from healthbench_exp.engine.endpoints import (
-    Role,
-    endpoint_stats,
-    judge_transport,
-    open_endpoints,
-)
 from healthbench_exp.engine.progress import Progress
 from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.model.health import EndpointHealth, Guarded
+from healthbench_exp.model.roles import JUDGE, MODEL, OpenRoles, Roles, open_roles
 from healthbench_exp.model.stall import watch_endpoints
-from healthbench_exp.tasks.base import Clients, ModelClient, Task
+from healthbench_exp.tasks.base import Clients, Juror, Task
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """The config sections the loop and the clients read."""
+    """The config sections the loop and the roles' clients read."""
 
     runner: RunnerConfig
-    judge: JudgeConfig
+    early_stop_unparseable: int  # the judge's: stop after so many unparseable verdicts
     cache: CacheConfig
     budget: BudgetConfig
-    output_dir: Path  # where a BatchJudge keeps its submitted batches
+    output_dir: Path  # where a batched judge keeps its submitted batches
 
 
 async def evaluate(
     task: Task[Any, Any],
     items: Sequence[Any],
-    model: ChatEndpoint | None,
-    judge: Completer,
-    runner: RunnerConfig,
-    judge_config: JudgeConfig,
+    roles: OpenRoles,
+    settings: LoopSettings,
     on_result: Callable[[Any], None],
     healths: dict[str, EndpointHealth],
 ) -> list[Any]:
@@ -63,34 +55,38 @@ async def evaluate(
 
     A FatalEndpointError in any row cancels the rest and propagates. An endpoint given up on
     (`model.health`: it answered nothing usable) ends its rows' waiting calls as `not run`; the
-    rows are finished and recorded, and `healths` (filled here, by role) says why.
+    rows are finished and recorded, and `healths` (filled here, by role) says why. A batched
+    judge is not watched (its replies come when the batch ends).
     """
-    slots = asyncio.Semaphore(task.concurrency(len(items)))
-    # the endpoints whose stats the progress line shows (a BatchJudge wraps its endpoint)
-    watched: list[Any] = [e for e in (model, getattr(judge, "endpoint", judge)) if e]
-    progress = Progress(
-        len(items),
-        runner.progress,
-        watched,
-        task.tally,
-        unit=task.unit,
-    )
-    watch = UnparseableWatch(judge_config.early_stop_unparseable, gate=not judge_config.batch)
-    guarded = {"model": model, "judge": None if judge_config.batch else judge}
-    for role, endpoint in guarded.items():
-        if isinstance(endpoint, ChatEndpoint):
-            healths[role] = EndpointHealth(
-                role,
-                endpoint.url,
-                endpoint.stats,
+    runner, batched = settings.runner, roles.roles.batched
+    # with batched judge calls every row must reach its judge calls before a batch goes out
+    slots = asyncio.Semaphore(max(1, len(items)) if batched else task.concurrency(len(items)))
+    progress = Progress(len(items), runner.progress, roles.endpoints, task.tally, unit=task.unit)
+    watch = UnparseableWatch(settings.early_stop_unparseable, gate=not batched)
+    for name, opened in roles.opened.items():
+        if not opened.role.batch:
+            healths[name] = EndpointHealth(
+                name,
+                opened.endpoint.url,
+                opened.stats,
                 runner.dead_endpoint_calls,
                 runner.dead_endpoint_s,
             )
-    model_client: ModelClient | None = model
-    if model is not None and "model" in healths:
-        model_client = Guarded(model, healths["model"])
-    judge_client = Guarded(judge, healths["judge"]) if "judge" in healths else judge
-    clients = Clients(model_client, judge_client, watch)
+
+    def client(name: str) -> Completer | None:
+        completer = roles.completer(name)
+        if completer is None or name not in healths:
+            return completer
+        return Guarded(completer, healths[name])
+
+    judge = client(JUDGE)
+    assert judge is not None  # every run has its judge
+    jurors = tuple(
+        Juror(role.name, completer, role.max_parse_retries)
+        for role in roles.roles.jury
+        if (completer := client(role.name)) is not None
+    )
+    clients = Clients(client(MODEL), judge, watch, jurors)
 
     def tick() -> None:
         progress.refresh()
@@ -117,31 +113,25 @@ async def evaluate(
     return [t.result() for t in tasks]
 
 
-async def evaluate_with_clients(
+async def evaluate_with_roles(
     task: Task[Any, Any],
     items: Sequence[Any],
-    roles: dict[str, Role],
+    roles: Roles,
     urls: dict[str, str | None],
     keys: dict[str, str],
     settings: LoopSettings,
     on_result: Callable[[Any], None],
     healths: dict[str, EndpointHealth],
 ) -> tuple[list[Any], dict[str, Any]]:
-    """Create the clients inside the running loop, evaluate, close them; return the results and
-    the endpoints' counters (`endpoints.endpoint_stats`). `healths` gets each watched endpoint's
+    """Open the roles inside the running loop, evaluate, close them; return the results and
+    the roles' counters (`model.roles.OpenRoles.stats`). `healths` gets each watched endpoint's
     `EndpointHealth`, by role (see `evaluate`)."""
-    async with open_endpoints(
-        roles, urls, keys, settings.runner, settings.cache, settings.budget
-    ) as endpoints:
+    async with open_roles(
+        roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.output_dir
+    ) as opened:
         started = time.monotonic()
-        model = endpoints.get("model")
-        async with judge_transport(
-            settings.judge, endpoints["judge"], settings.output_dir, model
-        ) as judge:
-            results = await evaluate(
-                task, items, model, judge, settings.runner, settings.judge, on_result, healths
-            )
-        return results, endpoint_stats(endpoints, started)
+        results = await evaluate(task, items, opened, settings, on_result, healths)
+        return results, opened.stats(started)
 
 
 @contextlib.contextmanager

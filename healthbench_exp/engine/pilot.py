@@ -63,6 +63,7 @@ def pilot_record(summary: RunSummary, rows: int) -> dict[str, Any]:
     usage = summary.usage
     assert usage is not None, "a finished run has its usage"
     paid = {role: usage.role(role).requests for role in ("model", "judge")}
+    paid.update({name: u.requests for name, u in (usage.jury or {}).items()})
     return {
         "rows": rows,
         "requests": sum(paid.values()),

@@ -21,27 +21,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from healthbench_exp.config.checks import needed_roles
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
 from healthbench_exp.engine.builtin import builtin_server
 from healthbench_exp.engine.endpoints import (
-    Role,
     endpoint_identity,
     reachable_endpoints,
     reachable_urls,
     resolve_keys,
 )
 from healthbench_exp.engine.estimate import estimate_run
-from healthbench_exp.engine.loop import LoopSettings, evaluate_with_clients, run_async
+from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
 from healthbench_exp.engine.stops import raise_if_given_up
-from healthbench_exp.model.costs import cumulative_usage, record_invocation, usage_summary
+from healthbench_exp.model.costs import cumulative_usage, record_invocation
 from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.probe import with_probed_limits
+from healthbench_exp.model.roles import Roles
 from healthbench_exp.tasks.base import Measured, Task
 
 
@@ -53,22 +52,10 @@ class RunSettings:
     output_dir: Path
 
 
-def roles_of(config: Config, needed_only: bool = True) -> dict[str, Role]:
-    """The endpoint roles of a run (those it talks to, or both `model` and `judge`)."""
-    sampling = {
-        "model": (config.sampling.temperature, config.sampling.max_tokens),
-        "judge": (config.judge.temperature, config.judge.max_tokens),
-    }
-    names = needed_roles(config) if needed_only else ("model", "judge")
-    return {
-        name: Role(
-            name,
-            getattr(config, name),
-            *sampling[name],
-            identity=endpoint_identity(getattr(config, name), config.offline_server),
-        )
-        for name in names
-    }
+def roles_of(config: Config) -> Roles:
+    """The run's roles (`model.roles.Roles`), each endpoint named in cache keys as the engine
+    starts it (`endpoints.endpoint_identity`)."""
+    return Roles.of(config, lambda endpoint: endpoint_identity(endpoint, config.offline_server))
 
 
 def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> RunSummary:
@@ -77,19 +64,22 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
     started = time.monotonic()
     began = datetime.now(UTC)
     roles = roles_of(config)
-    keys = resolve_keys(roles)
+    needed = roles.needed
+    keys = resolve_keys(needed)
     output_dir.mkdir(parents=True, exist_ok=True)
-    loop = LoopSettings(config.runner, config.judge, config.cache, config.budget, output_dir)
-    demo = any(role.endpoint.builtin for role in roles.values())
+    loop = LoopSettings(
+        config.runner, config.judge.early_stop_unparseable, config.cache, config.budget, output_dir
+    )
+    demo = any(role.endpoint.builtin for role in needed.values())
     finished = 0
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
             builtin_server(demo, config.offline_server) as server,
-            served_models({n: r.endpoint for n, r in roles.items()}, output_dir) as served,
+            served_models({n: r.endpoint for n, r in needed.items()}, output_dir) as served,
         ):
             items = task.items()
             task.continue_from(output_dir)  # before the sinks rewrite the run's records
-            urls = reachable_urls(roles, server, config.runner.connect_timeout_s, served)
+            urls = reachable_urls(needed, server, config.runner.connect_timeout_s, served)
             for sink in sinks:
                 sink.start()
 
@@ -99,10 +89,9 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
 
             healths: dict[str, EndpointHealth] = {}
             results, stats = run_async(
-                evaluate_with_clients(task, items, roles, urls, keys, loop, on_result, healths)
+                evaluate_with_roles(task, items, roles, urls, keys, loop, on_result, healths)
             )
-        prices = {role: getattr(config, role).price for role in ("model", "judge")}
-        usage = usage_summary(prices, needed_roles(config), config.judge.batch, stats)
+        usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = account_invocation(
             task.summarize(results, measured), measured, demo, output_dir, began
@@ -159,23 +148,16 @@ def estimate(task: Task[Any, Any], settings: RunSettings) -> dict[str, Any]:
         first = FirstRows(task, config.dry_run.pilot)
         summary = run(first, replace(settings, output_dir=settings.output_dir / "pilot"), [])
         pilot = pilot_record(summary, first.sent)
-    probed = [role for role in needed_roles(config) if getattr(config, role).rate_limit.probe]
+    roles = roles_of(config)
+    probed = [name for name, role in roles.needed.items() if role.endpoint.rate_limit.probe]
     if probed:
         with reachable_endpoints(
-            roles_of(config), config.offline_server, config.runner.connect_timeout_s
+            roles.needed, config.offline_server, config.runner.connect_timeout_s
         ) as urls:
-            endpoints = {role: getattr(config, role) for role in needed_roles(config)}
+            endpoints = {name: role.endpoint for name, role in roles.needed.items()}
             probed_limits = with_probed_limits(endpoints, urls, config.runner.request_timeout_s)
-            # the keys are role names (model, judge): Config's EndpointConfig fields
-            config = replace(config, **probed_limits)  # type: ignore[arg-type]
+            roles = roles.with_endpoints(probed_limits)
     return {
-        **estimate_run(
-            task,
-            roles_of(config, needed_only=False),
-            needed_roles(config),
-            config.judge,
-            config.cache,
-            pilot,
-        ),
+        **estimate_run(task, roles, config.judge, config.cache, pilot),
         "rate_limits_probed": probed,
     }

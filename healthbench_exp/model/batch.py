@@ -45,11 +45,12 @@ class BatchJudge:
         run_dir: Path,
         poll_s: float,
         busy: Callable[[], bool] = lambda: False,
+        record: str = "batches.json",  # a jury member's: its own file (see `model.roles`)
     ) -> None:
         self.endpoint = endpoint
         self.config = endpoint.config
         self.stats = endpoint.stats
-        self.record = run_dir / "batches.json"
+        self.record = run_dir / record
         self.poll_s = poll_s
         self.busy = busy  # True while replies that will need grading are still being sampled
         self.pending: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]] = {}

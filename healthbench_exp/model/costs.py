@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -81,21 +81,21 @@ class Budget:
 
 def usage_summary(
     prices: Mapping[str, PriceConfig],
-    used_roles: Sequence[str],
-    batch_judge: bool,
+    used_roles: Collection[str],
+    batched: Collection[str],
     endpoint_stats: dict[str, Any],
 ) -> dict[str, Any]:
-    """Per role: the usage counters, the price used and `cost_usd`; plus `total_cost_usd`.
+    """Per role of `prices` (`model`, `judge`, ...): the usage counters, the price used and
+    `cost_usd`; plus `total_cost_usd`.
 
-    `prices` holds the `model` and `judge` prices; a role not in `used_roles` (the model, for
-    given replies) shows zeros and cost 0; `batch_judge`: the judge's tokens were billed at the
-    Batch API's discount. The total is None when a used role has no price.
+    A role not in `used_roles` (the model, for given replies) shows zeros and cost 0; the tokens
+    of a role in `batched` were billed at the Batch API's discount. The total is None when a
+    used role has no price.
     """
     usage: dict[str, Any] = {}
     total: float | None = 0.0
-    for role in ("model", "judge"):
+    for role, price in prices.items():
         stats = endpoint_stats[role]
-        price = prices[role]
         entry = {name: stats[name] for name in USAGE_FIELDS}
         used = role in used_roles
         cost = (
@@ -108,7 +108,7 @@ def usage_summary(
             if used
             else 0.0
         )
-        if cost is not None and role == "judge" and batch_judge:
+        if cost is not None and role in batched:
             cost *= BATCH_PRICE_FACTOR
         entry["cost_usd"] = cost
         entry["price"] = {
@@ -180,6 +180,14 @@ def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
         usage[role] = {name: sum(e.get(name, 0) for e in entries) for name in USAGE_FIELDS}
         usage[role]["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
         usage[role]["price"] = last[role]["price"]
+    members = list(last.get("jury") or {})  # a jury's members: the same in every invocation
+    if members:
+        usage["jury"] = {}
+        for name in members:
+            entries = [(i["usage"].get("jury") or {}).get(name, {}) for i in invocations]
+            summed = {field: sum(e.get(field, 0) for e in entries) for field in USAGE_FIELDS}
+            summed["cost_usd"] = _sum_or_none(e.get("cost_usd", 0.0) for e in entries)
+            usage["jury"][name] = {**summed, "price": last["jury"][name]["price"]}
     usage["total_cost_usd"] = _sum_or_none(i["usage"]["total_cost_usd"] for i in invocations)
     usage["invocations"] = [
         {
@@ -190,6 +198,16 @@ def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
                 role: {k: v for k, v in i["usage"][role].items() if k != "price"}
                 for role in ("model", "judge")
             },
+            **(
+                {
+                    "jury": {
+                        name: {k: v for k, v in entry.items() if k != "price"}
+                        for name, entry in i["usage"]["jury"].items()
+                    }
+                }
+                if i["usage"].get("jury")
+                else {}
+            ),
             "total_cost_usd": i["usage"]["total_cost_usd"],
             "budget": i["budget"],
         }

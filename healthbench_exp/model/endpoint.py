@@ -11,9 +11,10 @@ import os
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-from healthbench_exp.config.schema import EndpointConfig, HttpClient
+from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import (
     BudgetExhausted,
@@ -52,6 +53,36 @@ class RateLimited(Exception):
         self.wait_s = wait_s
 
 
+@dataclass(frozen=True)
+class Transport:
+    """How an endpoint's requests travel: the client's retries, the timeouts, the HTTP client."""
+
+    max_retries: int = 4
+    timeout_s: float = 180.0
+    connect_timeout_s: float | None = None  # None: timeout_s
+    http_client: HttpClient = HttpClient.aiohttp
+
+    @classmethod
+    def of(cls, runner: RunnerConfig, endpoint: EndpointConfig) -> Transport:
+        """The runner's settings for `endpoint` (a reasoning one waits longer for its reply)."""
+        return cls(
+            runner.max_retries,
+            runner.reasoning_request_timeout_s if endpoint.reasoning else runner.request_timeout_s,
+            runner.connect_timeout_s,
+            runner.http_client,
+        )
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What the endpoints of a run share: the response cache, the cap on requests in flight
+    together (`runner.max_in_flight`) and the budget (`budget.max_usd`)."""
+
+    cache: ResponseCache | None = None
+    limit: asyncio.Semaphore | None = None
+    budget: Budget | None = None
+
+
 class ChatEndpoint:
     """One endpoint's client, adaptive concurrency limit, fixed parameters, cache and counters."""
 
@@ -64,15 +95,15 @@ class ChatEndpoint:
         api_key: str,
         temperature: float | None,
         max_tokens: int | None,
-        max_retries: int,
-        timeout_s: float,
-        connect_timeout_s: float | None = None,
-        cache: ResponseCache | None = None,
-        shared_limit: asyncio.Semaphore | None = None,
+        transport: Transport | None = None,
+        shared: Shared | None = None,
         identity: str | None = None,
-        budget: Budget | None = None,
-        http_client: HttpClient = HttpClient.aiohttp,
     ) -> None:
+        transport = transport or Transport()
+        shared = shared or Shared()
+        max_retries, timeout_s = transport.max_retries, transport.timeout_s
+        connect_timeout_s, http_client = transport.connect_timeout_s, transport.http_client
+        cache = shared.cache
         self.role = role
         self.config = config
         self.limit = AdaptiveLimit(config.max_concurrency)
@@ -110,8 +141,8 @@ class ChatEndpoint:
         )
         self.sent = 0
         self.cache = cache
-        self.shared_limit = shared_limit  # runner.max_in_flight, shared with the other endpoint
-        self.budget = budget  # budget.max_usd, shared with the other endpoint
+        self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
+        self.budget = shared.budget  # budget.max_usd, shared with the other endpoints
         # what identifies the endpoint in cache keys (the built-in server's port changes per run,
         # so it is named by its settings instead)
         self.identity = identity or base_url or OPENAI_DEFAULT_URL

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
-from healthbench_exp.core.completer import Reply
+from healthbench_exp.core.completer import Completer, Reply
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
 
 T = TypeVar("T")
@@ -149,18 +149,10 @@ class EndpointHealth:
         return reply
 
 
-class Inner(Protocol):
-    """What `Guarded` wraps: an endpoint, or a judge transport in front of one."""
-
-    async def complete(
-        self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
-    ) -> Reply: ...
-
-
 class Guarded:
     """A Completer (and, for a model, `messages_for`) whose calls go through `health.guard`."""
 
-    def __init__(self, inner: Inner, health: EndpointHealth) -> None:
+    def __init__(self, inner: Completer, health: EndpointHealth) -> None:
         self.inner = inner
         self.health = health
 
@@ -168,7 +160,7 @@ class Guarded:
         return getattr(self.inner, name)
 
     def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        return self.inner.messages_for(messages)  # type: ignore[attr-defined]  # a model's Inner is an endpoint (it has messages_for); a judge transport is never asked
+        return self.inner.messages_for(messages)
 
     async def complete(
         self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None

@@ -40,10 +40,13 @@ def format_usage(usage: Usage) -> str:
     price says so."""
     lines = []
     illustrative = usage.illustrative_roles()
-    for role in ("model", "judge"):
-        u = usage.role(role)
+    jury = usage.jury or {}
+    for role in ("model", "judge", *jury):
+        u = jury[role] if role in jury else usage.role(role)
         if not u.requests and not u.cache_hits:
             continue
+        if role in jury:
+            role = f"jury {role} ({u.requests} requests)"  # a further judge's own line
         reasoning = f", {u.reasoning_tokens} reasoning" if u.reasoning_tokens else ""
         lines.append(
             f"  {role} tokens: {u.prompt_tokens} prompt ({u.cached_prompt_tokens} cached by "

@@ -29,22 +29,25 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-class ModelClient(Completer, Protocol):
-    """What a row needs of the model: a Completer that says what it sends (`ChatEndpoint`, or
-    the engine's guard in front of one)."""
+@dataclass(frozen=True)
+class Juror:
+    """A further judge of a jury (SPEC 7.1): its model name, its Completer, its parse retries."""
 
-    def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        """The messages actually sent for `messages` (the configured system message first)."""
+    name: str
+    judge: Completer
+    max_parse_retries: int
 
 
 @dataclass(frozen=True)
 class Clients:
-    """What one row runs with: the model endpoint (None when no reply is sampled), the judge
-    (the endpoint, or a BatchJudge in front of it), and the run's unparseable-verdict watch."""
+    """What one row runs with: the model's Completer (None when no reply is sampled), the
+    judge's, the run's unparseable-verdict watch (the primary judge's) and the further judges
+    of a jury (the roles: `model.roles`)."""
 
-    model: ModelClient | None
+    model: Completer | None
     judge: Completer
     watch: UnparseableWatch
+    jury: tuple[Juror, ...] = ()  # the further judges (`jury=[...]`), in order
 
 
 @dataclass(frozen=True)

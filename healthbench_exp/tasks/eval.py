@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +48,20 @@ from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.grading.comparison import (
-    ScoredReply,
-    length_adjusted_metrics,
     run_to_run_std,
     worst_at_k,
 )
 from healthbench_exp.grading.grader import grade_criterion, render_conversation, rubric_item_text
-from healthbench_exp.grading.length import LengthPenalty, length_penalty
 from healthbench_exp.grading.scoring import (
     aggregate_metrics,
     consensus_breakdown,
     example_metrics,
 )
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.tasks.base import CallCounter, Clients, Measured, ModelClient, protocol
+from healthbench_exp.tasks.base import CallCounter, Clients, Juror, Measured, protocol
 from healthbench_exp.tasks.calibration_source import calibrated, load_source
+from healthbench_exp.tasks.jury import juror_grades, jury_of
+from healthbench_exp.tasks.length import effective_scoring, length_adjusted, run_length_penalty
 from healthbench_exp.tasks.records import RecordedRow, Records, records_to_continue
 
 log = logging.getLogger(__name__)
@@ -88,6 +87,7 @@ class EvalTask:
     completions_info: dict[str, Any] = field(default_factory=dict)  # set by `items`
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
 
     def continue_from(self, output_dir: Path) -> None:
         self.records = records_to_continue(output_dir, self.config_dict)
@@ -117,8 +117,7 @@ class EvalTask:
         return work
 
     def concurrency(self, rows: int) -> int:
-        # with batched judge calls every example must reach its judge calls before a batch goes
-        return max(1, rows) if self.judge.batch else self.runner.max_concurrent
+        return self.runner.max_concurrent  # (a batched judge: every row at once, see the engine)
 
     async def run_item(self, item: WorkItem, clients: Clients) -> ExampleResult:
         return await run_example(
@@ -130,6 +129,8 @@ class EvalTask:
             clients.watch,
             prompt_order=self.judge.prompt_order.value,
             recorded=self.records.get((item.example.prompt_id, item.rollout)),
+            jury=clients.jury,
+            judge_name=self.judge.name,
         )
 
     def tally(self, counts: RunCounts, result: ExampleResult) -> None:
@@ -155,6 +156,22 @@ class EvalTask:
         penalty = run_length_penalty(self.scoring, self.dataset)
         summary.length_penalty = None if penalty is None else penalty.to_dict()
         summary.completions = Completions(**self.completions_info)
+        members = [self.judge.name, *self.jury] if self.jury else []
+        if members and summary.protocol is not None:
+            summary.protocol = replace(
+                summary.protocol,
+                jury=members,
+                grading=summary.protocol.grading
+                + f"; every criterion also graded by the jury {', '.join(self.jury)} "
+                "(figures in `jury`; the metrics are the judge's)",
+            )
+        summary.jury = jury_of(
+            results,
+            members,
+            effective_scoring(self.scoring, self.dataset),
+            self.runner.bootstrap_samples,
+            self.sampling.seed,
+        )
         if self.completions.regrade_of is not None and summary.protocol is not None:
             summary.protocol.regrade_of = self.completions.regrade_of  # cli.regrade
         if self.calibration.meta_eval_run is not None:  # SPEC 7.3, beside the metrics
@@ -199,15 +216,19 @@ class EvalTask:
 
 async def run_example(
     item: WorkItem,
-    model: ModelClient | None,
+    model: Completer | None,
     judge: Completer,
     max_parallel_judges: int,
     max_parse_retries: int,
     watch: UnparseableWatch | None = None,
     prompt_order: str = "reference",
     recorded: RecordedRow | None = None,
+    jury: Sequence[Juror] = (),
+    judge_name: str = "judge",
 ) -> ExampleResult:
-    """Get the reply (sampled, or given by the item) and grade every criterion concurrently.
+    """Get the reply (sampled, or given by the item) and grade every criterion concurrently,
+    by the judge and (a jury, SPEC 7.1) by each further judge in `jury` (`judge_name`: the
+    primary judge's model name, its key in the result's `jury`).
 
     `prompt_order` is the grader prompt's layout (`judge.prompt_order`): the reference's, or the
     cache-friendly shared-prefix-first one. `recorded`: what an earlier invocation of the run
@@ -254,8 +275,26 @@ async def run_example(
                 order=prompt_order,
             )
 
-    grades = list(await asyncio.gather(*(grade(i, c) for i, c in enumerate(example.rubrics))))
-    stopped = next((g for g in grades if g.not_run), None)
+    graded = await asyncio.gather(
+        asyncio.gather(*(grade(i, c) for i, c in enumerate(example.rubrics))),
+        *(
+            juror_grades(
+                juror,
+                conversation,
+                example.rubrics,
+                rollout,
+                max_parallel_judges,
+                prompt_order,
+                f"{example.prompt_id}:{rollout}",
+            )
+            for juror in jury
+        ),
+    )
+    grades = list(graded[0])
+    names = [judge_name, *(j.name for j in jury)] if jury else []
+    by_judge = {name: list(judged) for name, judged in zip(names, graded, strict=False)}
+    every = [g for judged in graded for g in judged]
+    stopped = next((g for g in every if g.not_run), None)
     if stopped is not None:  # scored on some criteria only it would be wrong: leave it for resume
         return ExampleResult(
             example,
@@ -266,11 +305,14 @@ async def run_example(
             error=stopped.error,
             not_run=True,
             sampled=not given,
+            jury=by_judge,
         )
     metrics = example_metrics(
         example.example_tags, example.rubrics, [g.criteria_met for g in grades]
     )
-    return ExampleResult(example, rollout, sent, text, grades, metrics=metrics, sampled=not given)
+    return ExampleResult(
+        example, rollout, sent, text, grades, metrics=metrics, sampled=not given, jury=by_judge
+    )
 
 
 def build_summary(
@@ -350,41 +392,3 @@ def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
         "run_to_run_std": run_to_run_std(by_rollout),
         "worst_at_k": {str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
     }
-
-
-def run_length_penalty(scoring: ScoringConfig, dataset: DatasetConfig) -> LengthPenalty | None:
-    """The penalty the run's `length_adjusted_score` uses (`grading.length`)."""
-    return length_penalty(
-        scoring.length_penalty_per_500_chars, scoring.length_center_chars, dataset.difficulty
-    )
-
-
-def effective_scoring(scoring: ScoringConfig, dataset: DatasetConfig) -> ScoringConfig:
-    """`scoring` with the penalty the run applies filled in (the option, else the published)."""
-    penalty = run_length_penalty(scoring, dataset)
-    value = None if penalty is None else penalty.per_500_chars
-    return ScoringConfig(value, scoring.length_center_chars)
-
-
-def length_adjusted(
-    results: list[ExampleResult],
-    scoring: ScoringConfig,
-    runner: RunnerConfig,
-    sampling: SamplingConfig,
-) -> dict[str, float | int]:
-    """`length_adjusted_score` and `length_adjusted_score:<example tag>` with their stats
-    (`grading.comparison.length_adjusted_metrics`) over the scored rows, when
-    `scoring.length_penalty_per_500_chars` is set; the length is the graded reply's."""
-    penalty = scoring.length_penalty_per_500_chars
-    if penalty is None:
-        return {}
-    rows = [
-        ScoredReply(r.score, len(r.completion or ""), r.example.example_tags)
-        for r in results
-        if r.score is not None
-    ]
-    if not rows:
-        return {}
-    return length_adjusted_metrics(
-        rows, penalty, scoring.length_center_chars, runner.bootstrap_samples, sampling.seed
-    )

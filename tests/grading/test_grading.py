@@ -20,7 +20,7 @@ from healthbench_exp.grading.grader import (
     render_conversation,
     rubric_item_text,
 )
-from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.endpoint import ChatEndpoint, Transport
 
 
 def test_template_is_the_official_one() -> None:
@@ -93,8 +93,7 @@ def judge_endpoint(base_url: str) -> ChatEndpoint:
         api_key="k",
         temperature=0.5,
         max_tokens=2048,
-        max_retries=0,
-        timeout_s=10,
+        transport=Transport(max_retries=0, timeout_s=10),
     )
 
 

@@ -18,7 +18,7 @@ from openai.types.shared import ReasoningEffort
 
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.schema import REASONING_EFFORTS, ConfigError, EndpointConfig
-from healthbench_exp.model.endpoint import ChatEndpoint, request_body
+from healthbench_exp.model.endpoint import ChatEndpoint, Transport, request_body
 from healthbench_exp.testing.routes import OfflineServer
 from tests.config.test_config import composed
 
@@ -51,8 +51,7 @@ async def send_one(config: EndpointConfig, temperature: float | None, max_tokens
         api_key="k",
         temperature=temperature,
         max_tokens=max_tokens,
-        max_retries=0,
-        timeout_s=10,
+        transport=Transport(max_retries=0, timeout_s=10),
     )
     try:
         await endpoint.complete([{"role": "user", "content": "hello"}], tag="t")

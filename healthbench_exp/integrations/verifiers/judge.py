@@ -15,9 +15,9 @@ import re
 import verifiers.v1 as vf
 from pydantic import Field
 
-from healthbench_exp.config.schema import REFERENCE_SYSTEM_MESSAGE, ConfigError, HttpClient
+from healthbench_exp.config.schema import REFERENCE_SYSTEM_MESSAGE, ConfigError
 from healthbench_exp.config.schema import JudgeConfig as EndpointJudgeConfig
-from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.endpoint import ChatEndpoint, Transport
 
 REFERENCE_JUDGE = "gpt-4.1-2025-04-14"  # the reference grader (SPEC section 2)
 KEY_ENV_VARS = ("JUDGE_API_KEY", "OPENAI_API_KEY")  # read in this order when no key is named
@@ -115,7 +115,5 @@ def judge_endpoint(settings: HealthBenchTaskConfig) -> ChatEndpoint:
         api_key=resolve_judge_key(settings.judge_api_key, base_url),
         temperature=config.temperature,
         max_tokens=config.max_tokens,
-        max_retries=settings.judge_max_retries,
-        timeout_s=settings.judge_timeout_s,
-        http_client=HttpClient.aiohttp,
+        transport=Transport(settings.judge_max_retries, settings.judge_timeout_s),
     )

@@ -1,0 +1,90 @@
+"""A jury in an eval (SPEC 7.1): each further judge grades every criterion of a row beside the
+primary judge, and the run's summary gains the `jury` section (`grading.jury`).
+
+Each further judge (`tasks.base.Juror`) grades with its own Completer (its endpoint, pacing,
+cache entries and counters: `model.roles`), its own parse retries and its own calls in flight;
+the run's metrics and headline stay the primary judge's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from healthbench_exp.config.schema import ScoringConfig
+from healthbench_exp.core.summary import Jury
+from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult
+from healthbench_exp.grading.grader import grade_criterion, rubric_item_text
+from healthbench_exp.grading.jury import JuryRow, LengthSetting, jury_section
+from healthbench_exp.tasks.base import Juror
+
+log = logging.getLogger(__name__)
+
+
+async def juror_grades(
+    juror: Juror,
+    conversation: str,
+    criteria: Sequence[Criterion],
+    rollout: int,
+    max_parallel: int,
+    order: str,
+    prefix_key: str,
+) -> list[CriterionGrade]:
+    """`juror`'s grade of every criterion of one conversation, at most `max_parallel` at once."""
+    slots = asyncio.Semaphore(max_parallel)
+
+    async def one(criterion: Criterion) -> CriterionGrade:
+        async with slots:
+            return await grade_criterion(
+                juror.judge,
+                conversation,
+                rubric_item_text(criterion),
+                juror.max_parse_retries,
+                rollout,
+                prefix_key=prefix_key,
+                order=order,
+            )
+
+    return list(await asyncio.gather(*(one(c) for c in criteria)))
+
+
+def jury_of(
+    results: Sequence[ExampleResult],
+    members: Sequence[str],
+    scoring: ScoringConfig,
+    bootstrap_samples: int,
+    seed: int,
+) -> Jury | None:
+    """summary.json's `jury` over the rows a one-judge run scores (a reply, every criterion
+    graded or ungraded, not stopped by the budget); None without a jury (`members`: the judges'
+    model names, the primary first)."""
+    if len(members) < 2:
+        return None
+    rows = [
+        JuryRow(
+            r.example.example_tags,
+            r.example.rubrics,
+            [
+                {name: r.jury[name][i].criteria_met for name in members if name in r.jury}
+                for i in range(len(r.example.rubrics))
+            ],
+            len(r.completion or ""),
+        )
+        for r in results
+        if r.error is None and not r.not_run and r.jury
+    ]
+    for name, count in ungraded_by_judge(results).items():
+        log.info("jury: %s left %d criteria ungraded", name, count)
+    penalty = scoring.length_penalty_per_500_chars
+    length = None if penalty is None else LengthSetting(penalty, scoring.length_center_chars)
+    return jury_section(members, rows, bootstrap_samples, seed, length)
+
+
+def ungraded_by_judge(results: Sequence[ExampleResult]) -> dict[str, int]:
+    """Each judge's ungraded criteria (a jury run), over the rows with a reply."""
+    counts: dict[str, int] = {}
+    for result in results:
+        for name, grades in result.jury.items():
+            counts[name] = counts.get(name, 0) + sum(g.criteria_met is None for g in grades)
+    return counts

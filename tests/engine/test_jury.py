@@ -1,0 +1,168 @@
+"""A jury in one run (issue 30.1, SPEC 7.1), end to end: `python -m healthbench_exp` in a
+subprocess against the built-in endpoint, whose verdicts hash the judge's name and the grader
+prompt, so judge presets with different names disagree. Two further offline judge presets live
+in a config directory of the user's own, added with `hydra.searchpath`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_e2e import run_cli
+
+pytestmark = pytest.mark.xdist_group("jury")  # one worker runs the runs the tests share
+
+DEMO = ("experiment=demo", "wandb=disabled", "runner.progress=false")
+MEMBERS = ("offline-judge", "offline-judge-b", "offline-judge-c")  # model names, primary first
+
+
+def judge_presets(root: Path) -> str:
+    """A user's config directory with two more offline judge presets; its searchpath override."""
+    for preset, name in (("offline_b", "offline-judge-b"), ("offline_c", "offline-judge-c")):
+        path = root / "conf" / "judge" / f"{preset}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"defaults:\n  - offline\nname: {name}\n", encoding="utf-8")
+    return f"hydra.searchpath=[file://{root / 'conf'}]"
+
+
+def summary_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A three-judge jury run on a fresh response cache, then one-judge runs of each further
+    judge on the same cache (so on the same replies)."""
+    root = tmp_path_factory.mktemp("jury")
+    searchpath = judge_presets(root)
+    common = (*DEMO, searchpath, f"cache.dir={root / 'cache'}")
+    dirs = {}
+    for label, extra in (
+        ("jury", "jury=[offline_b,offline_c]"),
+        ("offline-judge-b", "judge=offline_b"),
+        ("offline-judge-c", "judge=offline_c"),
+    ):
+        dirs[label] = root / label
+        result = run_cli(*common, extra, f"hydra.run.dir={dirs[label]}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    return dirs
+
+
+def test_every_judge_grades_every_criterion_once(runs: dict[str, Path]) -> None:
+    summary = summary_of(runs["jury"])
+    usage, counts = summary["usage"], summary["counts"]
+    assert counts["rows_scored"] == counts["rows"] == 24
+    # one model call per example, one call per criterion per judge (a fresh cache pays them all)
+    assert usage["model"]["requests"] == 24
+    assert usage["judge"]["requests"] == counts["criteria"] == 106
+    assert set(usage["jury"]) == set(MEMBERS[1:])
+    for name in MEMBERS[1:]:
+        assert usage["jury"][name]["requests"] == 106
+        assert usage["jury"][name]["cost_usd"] > 0
+    member_costs = sum(usage["jury"][name]["cost_usd"] for name in MEMBERS[1:])
+    expected = usage["model"]["cost_usd"] + usage["judge"]["cost_usd"] + member_costs
+    assert usage["total_cost_usd"] == pytest.approx(expected)
+    assert summary["protocol"]["jury"] == list(MEMBERS)
+
+
+def test_per_criterion_carries_every_verdict(runs: dict[str, Path]) -> None:
+    lines = (runs["jury"] / "per_criterion.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == 106
+    for row in rows:
+        assert list(row["verdicts"]) == list(MEMBERS)  # the primary judge first
+        assert list(row["explanations"]) == list(MEMBERS)
+        assert row["verdicts"]["offline-judge"] == row["criteria_met"]
+        assert all(v in (True, False) for v in row["verdicts"].values())
+    # judges with different names disagree on some criteria (the built-in's verdicts hash them)
+    assert any(len(set(row["verdicts"].values())) > 1 for row in rows)
+
+
+def test_by_judge_metrics_equal_one_judge_runs(runs: dict[str, Path]) -> None:
+    summary = summary_of(runs["jury"])
+    jury = summary["jury"]
+    assert jury["members"] == list(MEMBERS) and jury["rule"] == "mean"
+    # the run's metrics and headline stay the primary judge's: the demo's score
+    assert summary["metrics"]["overall_score"] == pytest.approx(0.2879, abs=5e-5)
+    assert jury["by_judge"]["offline-judge"]["overall_score"] == pytest.approx(
+        summary["metrics"]["overall_score"]
+    )
+    replies = {
+        json.loads(line)["prompt_id"]: json.loads(line)["completion"]
+        for line in (runs["jury"] / "examples.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    for name in MEMBERS[1:]:
+        alone = summary_of(runs[name])
+        alone_replies = {
+            json.loads(line)["prompt_id"]: json.loads(line)["completion"]
+            for line in (runs[name] / "examples.jsonl").read_text(encoding="utf-8").splitlines()
+        }
+        assert alone_replies == replies  # the same replies, graded by that judge alone
+        for metric in ("overall_score", "axis:accuracy", "theme:hedging"):
+            assert jury["by_judge"][name][metric] == pytest.approx(alone["metrics"][metric])
+        assert alone["metrics"]["overall_score"] != pytest.approx(
+            summary["metrics"]["overall_score"]
+        )
+    assert len(jury["agreement"]) == 3
+
+
+def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:
+    searchpath = judge_presets(tmp_path)
+    result = run_cli(
+        *DEMO, searchpath, "jury=[offline_b,nope]", f"hydra.run.dir={tmp_path / 'run'}"
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "no judge preset named nope" in result.stderr
+    assert "offline_b" in result.stderr and "gpt41" in result.stderr  # the user's and ours
+
+
+def test_a_dry_run_estimates_every_member(tmp_path: Path) -> None:
+    searchpath = judge_presets(tmp_path)
+    result = run_cli(
+        *DEMO,
+        searchpath,
+        "jury=[offline_b,offline_c]",
+        "dry_run=true",
+        f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    estimate = json.loads((tmp_path / "run" / "estimate.json").read_text(encoding="utf-8"))
+    assert set(estimate["jury"]) == set(MEMBERS[1:])
+    for name in MEMBERS[1:]:
+        assert estimate["jury"][name]["calls"] == estimate["judge"]["calls"] == 106
+        assert estimate["jury"][name]["cost_usd"] > 0
+    paid = [estimate[r]["cost_usd"] for r in ("model", "judge")]
+    paid += [estimate["jury"][n]["cost_usd"] for n in MEMBERS[1:]]
+    assert estimate["total_cost_usd"] == pytest.approx(sum(paid))
+
+
+def test_batch_applies_per_member(tmp_path: Path) -> None:
+    """A member whose preset says `batch: true` sends its calls through the Batch API (half
+    price, its own batches file); the primary judge stays on chat completions."""
+    searchpath = judge_presets(tmp_path)
+    preset = tmp_path / "conf" / "judge" / "offline_batch.yaml"
+    preset.write_text(
+        "defaults:\n  - offline\nname: offline-judge-batch\nbatch: true\nbatch_poll_s: 0.2\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        *DEMO,
+        searchpath,
+        "jury=[offline_batch]",
+        "cache.enabled=false",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    usage = summary_of(run_dir)["usage"]
+    member = usage["jury"]["offline-judge-batch"]
+    assert member["requests"] == usage["judge"]["requests"] == 106
+    # the same prompts at the same illustrative prices: the batch is billed at half
+    assert member["cost_usd"] == pytest.approx(usage["judge"]["cost_usd"] / 2, rel=0.02)
+    assert (run_dir / "batches-offline-judge-batch.json").exists()
+    assert not (run_dir / "batches.json").exists()
+    assert summary_of(run_dir)["protocol"]["judge_transport"] == "chat.completions"
