@@ -13,8 +13,9 @@ import functools
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import MISSING, fields
-from typing import Any, TypeVar
+from typing import TypeVar
 
 R = TypeVar("R", bound="Record")
 
@@ -22,9 +23,9 @@ R = TypeVar("R", bound="Record")
 class Record:
     """Base of a dataclass that is JSON (see the module docstring); subclasses are dataclasses."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The fields in declaration order, as plain JSON data."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for f in fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
             value = getattr(self, f.name)
             if value is None and f.metadata.get("omit_none"):
@@ -33,10 +34,10 @@ class Record:
         return out
 
     @classmethod
-    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+    def from_dict(cls: type[R], data: Mapping[str, object]) -> R:
         """The record `data` holds (missing keys: the field's default, else None)."""
         hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy: type[R] is not
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for f in fields(cls):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
             if f.name in data:
                 values[f.name] = _decode(hints[f.name], data[f.name])
@@ -50,7 +51,7 @@ class Record:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
 
 
@@ -65,7 +66,7 @@ def encode(value: object) -> object:
     return value
 
 
-def _decode(hint: Any, value: Any) -> Any:
+def _decode(hint: object, value: object) -> object:
     """`value` (plain JSON) as `hint` says: records inside lists, dicts and optionals built."""
     if value is None:
         return None
