@@ -16,10 +16,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from healthbench_exp.cli.run_lock import busy
 from healthbench_exp.cli.startup import is_fresh
@@ -38,12 +37,12 @@ def is_resume(run_dir: Path) -> bool:
     return Path(os.path.abspath(run_dir)) in _resumed
 
 
-def _saved_config(run_dir: Path) -> dict[str, Any]:
+def _saved_config(run_dir: Path) -> dict[str, object]:
     """The run's config as saved (`.hydra/config.yaml`, else summary.json's), {} if unreadable."""
     try:
         saved = OmegaConf.to_container(OmegaConf.load(run_dir / ".hydra" / "config.yaml"))
         if isinstance(saved, dict):
-            return saved  # type: ignore[return-value]
+            return {str(k): v for k, v in saved.items()}
     except Exception:  # missing or damaged: try the summary
         pass
     try:
@@ -51,7 +50,7 @@ def _saved_config(run_dir: Path) -> dict[str, Any]:
         config = summary.get("config") if isinstance(summary, dict) else None
     except (OSError, ValueError):
         return {}
-    return config if isinstance(config, dict) else {}
+    return {str(k): v for k, v in config.items()} if isinstance(config, dict) else {}
 
 
 def _status(run_dir: Path) -> str:
@@ -62,8 +61,8 @@ def _status(run_dir: Path) -> str:
     return str(status) if status else "unknown"
 
 
-def _value(config: dict[str, Any], dotted: str) -> str:
-    node: Any = config
+def _value(config: dict[str, object], dotted: str) -> str:
+    node: object = config
     for part in dotted.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return "?" if node is None else str(node)
@@ -125,7 +124,7 @@ class RunDirCallback(Callback):
     """Refuses (exit 2, one line, nothing written) a run into a directory that is in use, holds
     another run, or holds foreign files; registered before the run lock in `conf/config.yaml`."""
 
-    def on_run_start(self, config: Any, **kwargs: Any) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         run_dir = Path(str(config.hydra.run.dir))
         problem = busy(run_dir) or refusal(run_dir)
         if problem is not None:
