@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.grading.scoring import consensus_criteria, reward
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from healthbench_exp.core.types import ExampleResult
 
 
-def results_record(result: ExampleResult) -> dict[str, Any]:
+def results_record(result: ExampleResult) -> dict[str, object]:
     """One row of the results dataset, in the verifiers environment's schema (SPEC section 5)."""
     table = consensus_criteria()
     example = result.example
@@ -56,8 +57,10 @@ def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
     from datasets import Features, Sequence, Value
 
     datasets.disable_progress_bars()
-    records = [results_record(r) for r in results if r.metrics is not None]
-    integral = all(isinstance(p, int) for r in records for p in r["info"]["points_list"])
+    scored = [r for r in results if r.metrics is not None]
+    records = [results_record(r) for r in scored]
+    # the points of `info.points_list`, as results_record writes them
+    integral = all(isinstance(c.points, int) for r in scored for c in r.example.rubrics)
     message = {"role": Value("string"), "content": Value("string")}
     features = Features(
         {
@@ -94,7 +97,7 @@ def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(path), num_shards=1)
 
 
-def write_meta_eval_dataset(path: Path, records: list[dict[str, Any]]) -> None:
+def write_meta_eval_dataset(path: Path, records: Sequence[Mapping[str, object]]) -> None:
     """Save the meta-eval's per-row verdicts (the rows of meta_eval.jsonl) as an HF dataset."""
     import datasets
     from datasets import Features, Sequence, Value

@@ -4,7 +4,6 @@ legends, and the context header every report opens with. Everything inline: no f
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from healthbench_exp.grading.scoring import ci95
 from healthbench_exp.output.run_context import Banner, RunContext
@@ -45,7 +44,7 @@ def page(title: str, body: str) -> str:
     return before + body + after
 
 
-def fmt(value: Any, digits: int = 4) -> str:
+def fmt(value: object, digits: int = 4) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -60,7 +59,7 @@ def table(header: list[str], rows: list[str], css: str = "") -> str:
     return f"<div class='wide'><table{attribute}><tr>{head}</tr>{''.join(rows)}</table></div>"
 
 
-def cells(*values: Any, numeric: bool = True) -> str:
+def cells(*values: object, numeric: bool = True) -> str:
     """`<td>` cells: numbers right-aligned and formatted, anything else escaped."""
     out = []
     for v in values:
