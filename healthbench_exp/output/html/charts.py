@@ -3,6 +3,7 @@ legends, and the context header every report opens with. Everything inline: no f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 
 from healthbench_exp.grading.scoring import ci95
@@ -42,6 +43,44 @@ def page_parts(title: str) -> tuple[str, str]:
 def page(title: str, body: str) -> str:
     before, after = page_parts(title)
     return before + body + after
+
+
+def text(row: Mapping[str, object], key: str) -> str:
+    """`row[key]` of decoded JSON as text ("" when missing or null)."""
+    value = row.get(key)
+    return "" if value is None else str(value)
+
+
+def number(row: Mapping[str, object], key: str) -> float | None:
+    """`row[key]` of decoded JSON as a number (None when missing, null or not a number)."""
+    value = row.get(key)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def records(value: object) -> list[Mapping[str, object]]:
+    """The objects of a decoded JSON list (nothing when `value` is not a list)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def listed(row: Mapping[str, object], key: str) -> list[object]:
+    """`row[key]` of decoded JSON as a list (empty when missing or not a list)."""
+    value = row.get(key)
+    return value if isinstance(value, list) else []
+
+
+def context_parts(
+    data: Mapping[str, object],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(fields, banners) of a comparison's `context` (`sweep.jobs.sweep_context`): (name, value)
+    and (label, reason) pairs."""
+    context = data.get("context")
+    if not isinstance(context, dict):
+        return [], []
+    fields, banners = context.get("fields"), context.get("banners")
+    return (
+        [(str(k), str(v)) for k, v in fields] if isinstance(fields, list) else [],
+        [(str(k), str(v)) for k, v in banners] if isinstance(banners, list) else [],
+    )
 
 
 def fmt(value: object, digits: int = 4) -> str:
