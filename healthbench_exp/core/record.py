@@ -9,13 +9,12 @@ by an older version), and ignores keys the record does not have.
 
 from __future__ import annotations
 
-import functools
 import sys
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import MISSING, fields
-from typing import TypeVar
+from dataclasses import MISSING, Field, fields
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 R = TypeVar("R", bound="Record")
 
@@ -23,10 +22,13 @@ R = TypeVar("R", bound="Record")
 class Record:
     """Base of a dataclass that is JSON (see the module docstring); subclasses are dataclasses."""
 
+    if TYPE_CHECKING:  # set by @dataclass on every subclass: `dataclasses.fields` accepts a Record
+        __dataclass_fields__: ClassVar[dict[str, Field[object]]]
+
     def to_dict(self) -> dict[str, object]:
         """The fields in declaration order, as plain JSON data."""
         out: dict[str, object] = {}
-        for f in fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
+        for f in fields(self):
             value = getattr(self, f.name)
             if value is None and f.metadata.get("omit_none"):
                 continue
@@ -36,9 +38,9 @@ class Record:
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, object]) -> R:
         """The record `data` holds (missing keys: the field's default, else None)."""
-        hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy: type[R] is not
+        hints = _hints(cls)
         values: dict[str, object] = {}
-        for f in fields(cls):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
+        for f in fields(cls):
             if f.name in data:
                 values[f.name] = _decode(hints[f.name], data[f.name])
             elif f.default is not MISSING:
@@ -50,9 +52,14 @@ class Record:
         return cls(**values)
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, object]] = {}  # the type hints of each record class, read once
+
+
 def _hints(cls: type) -> dict[str, object]:
-    return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return hints
 
 
 def encode(value: object) -> object:
