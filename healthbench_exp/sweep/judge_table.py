@@ -20,7 +20,7 @@ from healthbench_exp.grading.paper_figure import (
     PHYSICIAN_CRITERION_MEAN,
     PHYSICIAN_POOLED,
 )
-from healthbench_exp.output.html.judge_table import bounds, by_category
+from healthbench_exp.output.html.judge_table import bounds, category_figures
 from healthbench_exp.sweep.jobs import Job
 
 FIGURES = {  # column prefix -> metric
@@ -97,7 +97,7 @@ def figure_text(entry: Mapping[str, object], column: str) -> str:
 
 
 def category_names(table: Sequence[Mapping[str, object]]) -> list[str]:
-    return sorted({c for entry in table for c in by_category(entry)})
+    return sorted({c for entry in table for c in category_figures(entry)})
 
 
 def judge_table_markdown(table: Sequence[Mapping[str, object]]) -> list[str]:
@@ -137,7 +137,7 @@ def judge_table_markdown(table: Sequence[Mapping[str, object]]) -> list[str]:
         lines += ["", "### Judge balanced F1 by category", ""]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += [
-            f"| {name} | " + " | ".join(_num(by_category(e).get(name)) for e in table) + " |"
+            f"| {name} | " + " | ".join(_num(category_figures(e).get(name)) for e in table) + " |"
             for name in names
         ]
     return lines

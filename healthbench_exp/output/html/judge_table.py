@@ -21,7 +21,7 @@ def bounds(entry: Mapping[str, object], column: str) -> tuple[object, object]:
     return (pair[0], pair[1]) if isinstance(pair, list | tuple) else (None, None)
 
 
-def by_category(entry: Mapping[str, object]) -> Mapping[str, object]:
+def category_figures(entry: Mapping[str, object]) -> Mapping[str, object]:
     """A judge's balanced F1 per category."""
     values = entry.get("by_category")
     return values if isinstance(values, dict) else {}
@@ -50,12 +50,12 @@ def judge_table_html(entries: Sequence[Mapping[str, object]]) -> str:
         "<h2 id='judge-table'>Judge table (agreement with physicians, balanced F1, "
         "95% intervals)</h2>" + table(header, rows)
     )
-    names = sorted({c for e in entries for c in by_category(e)})
+    names = sorted({c for e in entries for c in category_figures(e)})
     if names:
         by_category = [
             "<tr>"
             + cells(name, numeric=False)
-            + cells(*(by_category(e).get(name) for e in entries))
+            + cells(*(category_figures(e).get(name) for e in entries))
             + "</tr>"
             for name in names
         ]

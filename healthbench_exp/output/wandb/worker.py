@@ -36,7 +36,7 @@ def emit(channel: IO[str], event: str, **fields: object) -> None:
 
 def open_run(init: dict[str, Any], channel: IO[str]) -> wandb.Run | None:
     """`wandb.init(**init)`; an online run that fails opens offline; None if neither opens.
-    (`init` is decoded JSON, checked by `wandb.init` itself: hence Any.)
+    (`init`: decoded JSON, which `wandb.init` checks itself.)
 
     An offline run sets WANDB_MODE=offline for this process first: `wandb` reads its
     process-wide settings from the environment, and with them online it posts its own usage
