@@ -22,6 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from healthbench_exp.cli.run_lock import busy
 from healthbench_exp.cli.startup import is_fresh
+from healthbench_exp.core.run_config import RunConfig
+from healthbench_exp.core.summary import read_summary
 from healthbench_exp.output.files import foreign_files
 
 _resumed: set[Path] = set()  # the run directories this process resumes (set by the CLI)
@@ -45,12 +47,8 @@ def _saved_config(run_dir: Path) -> dict[str, object]:
             return {str(k): v for k, v in saved.items()}
     except Exception:  # missing or damaged: try the summary
         pass
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        config = summary.get("config") if isinstance(summary, dict) else None
-    except (OSError, ValueError):
-        return {}
-    return {str(k): v for k, v in config.items()} if isinstance(config, dict) else {}
+    summary = read_summary(run_dir)
+    return summary.config if summary is not None else {}
 
 
 def _status(run_dir: Path) -> str:
@@ -61,26 +59,22 @@ def _status(run_dir: Path) -> str:
     return str(status) if status else "unknown"
 
 
-def _value(config: dict[str, object], dotted: str) -> str:
-    node: object = config
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return "?" if node is None else str(node)
+def _known(value: object) -> str:
+    return "?" if value is None else str(value)
 
 
 def describe(run_dir: Path) -> tuple[str, str]:
     """What the run in `run_dir` is (`model X, judge Y, set Z, status S`) and its status."""
-    config = _saved_config(run_dir)
+    settings = RunConfig.of(_saved_config(run_dir))
     status = _status(run_dir)
-    source = _value(config, "completions.source")
-    replies = _value(config, "model.name") if source in ("model", "?") else source
-    if _value(config, "task.kind") == "meta_eval":
+    source = _known(settings.completions.source if settings.completions else None)
+    model = _known(settings.model.name if settings.model else None)
+    replies = model if source in ("model", "?") else source
+    if settings.task is not None and settings.task.kind == "meta_eval":
         replies = "meta_eval"
-    return (
-        f"model {replies}, judge {_value(config, 'judge.name')}, "
-        f"set {_value(config, 'dataset.difficulty')}, status {status}",
-        status,
-    )
+    judge = _known(settings.judge.name if settings.judge else None)
+    difficulty = _known(settings.dataset.difficulty if settings.dataset else None)
+    return (f"model {replies}, judge {judge}, set {difficulty}, status {status}", status)
 
 
 def foreign(run_dir: Path) -> str | None:

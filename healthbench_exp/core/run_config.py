@@ -44,6 +44,11 @@ class DatasetPart(Record):
 
 
 @dataclass
+class CompletionsPart(Record):
+    source: str | None  # model | physician | physician_references | file
+
+
+@dataclass
 class SamplingPart(Record):
     temperature: float | None
     max_tokens: int | None
@@ -61,6 +66,7 @@ class RunConfig(Record):
     judge: EndpointPart | None
     dataset: DatasetPart | None
     sampling: SamplingPart | None
+    completions: CompletionsPart | None
 
     @classmethod
     def of(cls, config: Mapping[str, object] | None) -> RunConfig:

@@ -102,8 +102,8 @@ def cells(*values: object, numeric: bool = True) -> str:
     """`<td>` cells: numbers right-aligned and formatted, anything else escaped."""
     out = []
     for v in values:
-        number = numeric and isinstance(v, int | float) and not isinstance(v, bool)
-        out.append(f"<td class='num'>{fmt(v)}</td>" if number else f"<td>{fmt(v)}</td>")
+        right = numeric and isinstance(v, int | float) and not isinstance(v, bool)
+        out.append(f"<td class='num'>{fmt(v)}</td>" if right else f"<td>{fmt(v)}</td>")
     return "".join(out)
 
 
