@@ -30,11 +30,11 @@ from healthbench_exp.tasks.meta_eval import MetaEvalTask
 JobContext = tracking.JobContext
 
 
-def plain_config(config: Config) -> dict[str, Any]:
+def plain_config(config: Config) -> dict[str, object]:
     """`config` as plain data, as the CLI records its resolved config (enums as their values):
     summary.json's `config` and W&B's run config."""
 
-    def plain(value: Any) -> Any:
+    def plain(value: object) -> object:
         if isinstance(value, enum.Enum):
             return value.value
         if isinstance(value, dict):
@@ -43,10 +43,10 @@ def plain_config(config: Config) -> dict[str, Any]:
             return [plain(v) for v in value]
         return value
 
-    return plain(asdict(config))
+    return {k: plain(v) for k, v in asdict(config).items()}
 
 
-def build_task(config: Config, config_dict: dict[str, Any]) -> Task[Any, Any]:
+def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]:
     """The task `config.task.kind` names, built from the sections it reads."""
     if config.task.kind is TaskKind.meta_eval:
         return MetaEvalTask(
@@ -84,7 +84,7 @@ def run_label(config: Config) -> str:
 
 def build_sinks(
     config: Config,
-    config_dict: dict[str, Any],
+    config_dict: dict[str, object],
     output_dir: Path,
     job: tracking.JobContext,
     readiness: Readiness,
@@ -106,7 +106,7 @@ def build_sinks(
 def run_job(
     config: Config,
     output_dir: Path,
-    config_dict: dict[str, Any],
+    config_dict: dict[str, object],
     job: tracking.JobContext | None = None,
     readiness: Readiness | None = None,
 ) -> RunSummary:
@@ -131,9 +131,9 @@ def run_job(
 def run(
     config: Config,
     output_dir: Path | str,
-    config_dict: dict[str, Any] | None = None,
+    config_dict: dict[str, object] | None = None,
     job: tracking.JobContext | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """`run_job` for a caller with a `Config`: the same outputs; returns the summary as
     summary.json holds it (`RunSummary.from_dict` reads it typed). `config_dict` defaults to
     `plain_config(config)`. A config with `dry_run` set is refused: call `dry_run`."""
@@ -146,9 +146,9 @@ def run(
 def dry_run(
     config: Config,
     output_dir: Path | str,
-    config_dict: dict[str, Any] | None = None,
+    config_dict: dict[str, object] | None = None,
     checked: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Estimate the run's calls, tokens and cost into `output_dir/estimate.json`; send nothing
     (unless a role's `rate_limit.probe` asks for one request, or `dry_run.pilot=N` for the
     first N rows: then the keys are checked first); return the estimate. `checked`: the caller

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Override
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, ValueNode
 from omegaconf.errors import OmegaConfBaseException
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode
 
@@ -83,13 +82,12 @@ def _check_known(key: str, added: bool) -> None:
 def _is_schema_key(key: str) -> bool:
     """Whether `key` is a field of the schema itself (not a key inside a free-form field)."""
     parent, _, name = key.rpartition(".")
-    node: Any = OmegaConf.structured(Config)
-    if parent:
-        node = OmegaConf.select(node, parent)
+    schema = OmegaConf.structured(Config)
+    node = OmegaConf.select(schema, parent) if parent else schema
     return isinstance(node, DictConfig) and not node._is_none() and name in node
 
 
-def _values(override: Override) -> list[Any] | None:
+def _values(override: Override) -> list[object] | None:
     """The values an override sets (each choice of a sweep); None for a range or interval."""
     if not override.is_sweep_override():
         return [override.value()]
@@ -128,7 +126,7 @@ def _check_group(group: str, override: Override, arg: str, extra: list[Path]) ->
             )
 
 
-def _expected(node: Any) -> str | None:
+def _expected(node: ValueNode) -> str | None:
     """What a typed leaf accepts, in words; None for strings and free-form values."""
     if isinstance(node, FloatNode):
         kind = "a number"
@@ -149,6 +147,8 @@ def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> N
     if not isinstance(container, DictConfig) or container._is_none():
         return
     node = container._get_node(name, throw_on_missing_key=False)
+    if not isinstance(node, ValueNode):  # not a leaf of the schema
+        return
     expected = _expected(node)
     if expected is None:
         return
@@ -156,6 +156,6 @@ def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> N
         if isinstance(value, str) and "${" in value:  # an interpolation: resolved later
             continue
         try:
-            node.validate_and_convert(value)  # type: ignore[union-attr]
+            node.validate_and_convert(value)
         except (OmegaConfBaseException, ValueError):
             raise ConfigError(f"{arg}: {key} takes {expected}, not {value!r}") from None

@@ -18,13 +18,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from healthbench_exp.cli.run_lock import busy
 from healthbench_exp.cli.startup import is_fresh
+from healthbench_exp.core.run_config import RunConfig
+from healthbench_exp.core.summary import read_summary
 from healthbench_exp.output.files import foreign_files
 
 _resumed: set[Path] = set()  # the run directories this process resumes (set by the CLI)
@@ -40,20 +41,16 @@ def is_resume(run_dir: Path) -> bool:
     return Path(os.path.abspath(run_dir)) in _resumed
 
 
-def _saved_config(run_dir: Path) -> dict[str, Any]:
+def _saved_config(run_dir: Path) -> dict[str, object]:
     """The run's config as saved (`.hydra/config.yaml`, else summary.json's), {} if unreadable."""
     try:
         saved = OmegaConf.to_container(OmegaConf.load(run_dir / ".hydra" / "config.yaml"))
         if isinstance(saved, dict):
-            return saved  # type: ignore[return-value]
+            return {str(k): v for k, v in saved.items()}
     except Exception:  # missing or damaged: try the summary
         pass
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        config = summary.get("config") if isinstance(summary, dict) else None
-    except (OSError, ValueError):
-        return {}
-    return config if isinstance(config, dict) else {}
+    summary = read_summary(run_dir)
+    return summary.config if summary is not None else {}
 
 
 def _status(run_dir: Path) -> str:
@@ -64,26 +61,22 @@ def _status(run_dir: Path) -> str:
     return str(status) if status else "unknown"
 
 
-def _value(config: dict[str, Any], dotted: str) -> str:
-    node: Any = config
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return "?" if node is None else str(node)
+def _known(value: object) -> str:
+    return "?" if value is None else str(value)
 
 
 def describe(run_dir: Path) -> tuple[str, str]:
     """What the run in `run_dir` is (`model X, judge Y, set Z, status S`) and its status."""
-    config = _saved_config(run_dir)
+    settings = RunConfig.of(_saved_config(run_dir))
     status = _status(run_dir)
-    source = _value(config, "completions.source")
-    replies = _value(config, "model.name") if source in ("model", "?") else source
-    if _value(config, "task.kind") == "meta_eval":
+    source = _known(settings.completions.source if settings.completions else None)
+    model = _known(settings.model.name if settings.model else None)
+    replies = model if source in ("model", "?") else source
+    if settings.task is not None and settings.task.kind == "meta_eval":
         replies = "meta_eval"
-    return (
-        f"model {replies}, judge {_value(config, 'judge.name')}, "
-        f"set {_value(config, 'dataset.difficulty')}, status {status}",
-        status,
-    )
+    judge = _known(settings.judge.name if settings.judge else None)
+    difficulty = _known(settings.dataset.difficulty if settings.dataset else None)
+    return (f"model {replies}, judge {judge}, set {difficulty}, status {status}", status)
 
 
 def foreign(run_dir: Path) -> str | None:
@@ -150,14 +143,14 @@ class RunDirCallback(Callback):
     another run, or holds foreign files, and a sweep into a sweep directory holding runs;
     registered before the run lock in `conf/config.yaml`."""
 
-    def on_run_start(self, config: Any, **kwargs: Any) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         run_dir = Path(str(config.hydra.run.dir))
         problem = busy(run_dir) or refusal(run_dir)
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             raise SystemExit(2)
 
-    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         problem = sweep_refusal(Path(str(config.hydra.sweep.dir)))
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)

@@ -22,9 +22,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from healthbench_exp.config.measured import flat_keys, measured_changes
 from healthbench_exp.config.schema import Config, ConfigError
@@ -123,7 +122,7 @@ def plan_resume(argv: list[str], config_dir: str) -> ResumePlan | None:
     return ResumePlan(run_dir, arguments, completed=status == "completed")
 
 
-def compose(config_dir: str, arguments: list[str]) -> dict[str, Any]:
+def compose(config_dir: str, arguments: list[str]) -> dict[str, object]:
     """The job config `arguments` compose (Hydra's own overrides left out), as plain data."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
@@ -137,14 +136,13 @@ def compose(config_dir: str, arguments: list[str]) -> dict[str, Any]:
     return _plain(cfg)
 
 
-def _plain(cfg: Any) -> dict[str, Any]:
+def _plain(cfg: DictConfig | ListConfig) -> dict[str, object]:
     try:
         data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     except Exception:  # an interpolation only Hydra's job context resolves
         data = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
     assert isinstance(data, dict)
-    data.pop("hydra", None)
-    return data  # type: ignore[return-value]
+    return {str(k): v for k, v in data.items() if k != "hydra"}
 
 
 def _status(run_dir: Path) -> str | None:

@@ -23,9 +23,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
 
 LOCK_FILE = ".lock"
 MIN_FREE_BYTES = 64 * 1024  # what a run needs before its first result: .hydra/, log, status
@@ -58,26 +59,56 @@ class RunLock:
 _held: dict[Path, RunLock] = {}  # the locks this process holds, by absolute directory
 
 
-def _holder(fd: int) -> dict[str, Any]:
-    """What the lock file says about the process that wrote it ({} if empty or unreadable)."""
+@dataclass(frozen=True)
+class Holder:
+    """What a lock file says about the process that wrote it (None: not said)."""
+
+    pid: int | None = None
+    host: str | None = None
+    started: float | None = None  # time.time()
+    command: str | None = None
+
+    @classmethod
+    def of(cls, data: object) -> Holder:
+        """The holder a decoded lock file names (values of the wrong type: not said)."""
+        if not isinstance(data, dict):
+            return cls()
+        pid, host, started, command = (data.get(k) for k in ("pid", "host", "started", "command"))
+        return cls(
+            pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+            host=host if isinstance(host, str) else None,
+            started=started if isinstance(started, int | float) else None,
+            command=command if isinstance(command, str) else None,
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "pid": self.pid,
+            "host": self.host,
+            "started": self.started,
+            "command": self.command,
+        }
+
+
+def _holder(fd: int) -> Holder:
+    """What the lock file says about the process that wrote it (nothing if empty or unreadable)."""
     try:
-        data = json.loads(os.pread(fd, 65536, 0) or b"{}")
+        return Holder.of(json.loads(os.pread(fd, 65536, 0) or b"{}"))
     except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return Holder()
 
 
-def _describe(holder: dict[str, Any]) -> str:
-    if not holder.get("pid"):
+def _describe(holder: Holder) -> str:
+    if not holder.pid:
         return "another process"
-    started = holder.get("started")
+    started = holder.started
     when = time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(started)) if started else ""
-    command = f": {holder['command']}" if holder.get("command") else ""
-    return f"pid {holder['pid']} on {holder.get('host', '?')}{when}{command}"
+    command = f": {holder.command}" if holder.command else ""
+    return f"pid {holder.pid} on {holder.host or '?'}{when}{command}"
 
 
-def _in_use(directory: Path, holder: dict[str, Any]) -> str:
-    pid = holder.get("pid")
+def _in_use(directory: Path, holder: Holder) -> str:
+    pid = holder.pid
     stop = f"wait for it to end or stop it (kill {pid})" if pid else "wait for it to end"
     return (
         f"{directory} is in use by another run ({_describe(holder)}); {stop}, "
@@ -85,7 +116,7 @@ def _in_use(directory: Path, holder: dict[str, Any]) -> str:
     )
 
 
-def _open_locked(path: Path) -> tuple[int, dict[str, Any]]:
+def _open_locked(path: Path) -> tuple[int, Holder]:
     """Open and lock `path`, returning the fd and what the file said before (a stale holder).
 
     Raises RunDirBusy if a live process holds it. A holder that releases (and removes the file)
@@ -161,22 +192,22 @@ def acquire(directory: Path) -> RunLock:
             f"only {free // 1024} KiB free on the disk of {directory}; free space or choose "
             "another hydra.run.dir"
         )
-    me = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started": time.time(),
-        "command": " ".join([Path(sys.executable).name, "-m", "healthbench_exp", *sys.argv[1:]]),
-    }
+    me = Holder(
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        started=time.time(),
+        command=" ".join([Path(sys.executable).name, "-m", "healthbench_exp", *sys.argv[1:]]),
+    )
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode("utf-8"), 0)
+        os.pwrite(fd, json.dumps(me.to_dict()).encode("utf-8"), 0)
     except OSError as exc:
         os.close(fd)
         raise RunDirUnwritable(
             f"cannot write {path} ({exc.strerror or exc}); free space on its disk or choose "
             "another hydra.run.dir"
         ) from None
-    if previous.get("pid") and previous.get("pid") != me["pid"]:
+    if previous.pid and previous.pid != me.pid:
         print(
             f"note: {directory} was locked by {_describe(previous)}, which is no longer "
             "running; taking the lock over",
@@ -214,17 +245,17 @@ class RunLockCallback(Callback):
     """Locks the run directory (or, for a sweep, the sweep directory) before Hydra writes into it,
     and each job's directory until the job ends."""
 
-    def on_run_start(self, config: Any, **kwargs: Any) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
         acquire_or_exit(Path(str(config.hydra.run.dir)))
 
-    def on_run_end(self, config: Any, **kwargs: Any) -> None:
+    def on_run_end(self, config: DictConfig, **kwargs: object) -> None:
         release(Path(str(config.hydra.run.dir)))
 
-    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         acquire_or_exit(Path(str(config.hydra.sweep.dir)))
 
-    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         release(Path(str(config.hydra.sweep.dir)))
 
-    def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: object) -> None:
         release(Path(str(config.hydra.runtime.output_dir)))

@@ -10,12 +10,12 @@ cannot be composed here (another sweeper, a config error) it is left to check it
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from hydra import compose
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
 
 from healthbench_exp.cli.compose import to_config, translate_dry_run
 from healthbench_exp.cli.startup import check_models
@@ -32,7 +32,7 @@ def job_overrides(overrides: list[str]) -> list[list[str]]:
 class RetiredModelsCallback(Callback):
     """Refuses a sweep, before its first job, when any job's model or judge is retired."""
 
-    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         try:
             jobs = job_overrides(list(config.hydra.overrides.task))
         except Exception:  # not feasible here: each job checks itself when it starts

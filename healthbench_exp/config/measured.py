@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 # Keys that change how a run runs, never what it measures: a resume may override them. A key is
 # listed exactly, or by a prefix ending in "."; every other key is part of what is measured.
@@ -93,7 +93,7 @@ def _shown(value: object) -> str:
 
 
 def measured_changes(
-    saved: dict[str, Any], composed: dict[str, Any], defaults: dict[str, Any]
+    saved: Mapping[str, object], composed: Mapping[str, object], defaults: Mapping[str, object]
 ) -> list[Change]:
     """Keys of what is measured whose composed value differs from the saved run's.
 
@@ -110,7 +110,7 @@ def measured_changes(
     return changes
 
 
-def measured_fingerprint(config_dict: dict[str, Any]) -> str:
+def measured_fingerprint(config_dict: Mapping[str, object]) -> str:
     """sha256 of what a config measures (its keys outside `HOW_IT_RUNS`): two invocations
     with the same fingerprint measure the same thing."""
     measured = {
@@ -123,9 +123,9 @@ def measured_fingerprint(config_dict: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def flat_keys(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_keys(data: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     """Dotted key -> value; an empty mapping is a value of its own (`extra_body: {}`)."""
-    flat: dict[str, Any] = {}
+    flat: dict[str, object] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict) and value:

@@ -141,7 +141,9 @@ class EndpointConfig:
     prompt_cache_key: bool = (
         False  # send OpenAI's prompt_cache_key (one per example) with judge calls
     )
-    extra_body: dict[str, Any] = field(default_factory=dict)  # merged into every request body
+    # merged into every request body; a free-form dict, which OmegaConf types as dict[str, Any]
+    # (it refuses `object`)
+    extra_body: dict[str, Any] = field(default_factory=dict)
     price: PriceConfig = field(default_factory=PriceConfig)
     # the reply length cost estimates assume (dry_run, budget): tokens, reasoning included
     expected_completion_tokens: int = 600

@@ -17,7 +17,7 @@ are not counted there (they are `not run`, not ungraded).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from healthbench_exp.core.types import CriterionGrade, ExampleResult
@@ -95,7 +95,7 @@ class RunCounts:
             "ungraded_criteria": self.ungraded_criteria,
         }
 
-    def summary_fields(self) -> dict[str, Any]:
+    def summary_fields(self) -> dict[str, int]:
         """The row and criteria counts of `summary.json` (`counts`)."""
         return {
             "rows": self.rows,

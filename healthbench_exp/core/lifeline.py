@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 WATCH_S = 0.25  # between two looks at the parent
@@ -34,7 +33,7 @@ WATCH_S = 0.25  # between two looks at the parent
 GRACE_S = 2.0
 
 
-def _libc_prctl() -> Any:
+def _libc_prctl() -> Callable[..., int] | None:
     """libc's prctl(2) (Linux; else None), looked up once: a child calls it between fork and
     exec, where loading a library could deadlock."""
     if sys.platform != "linux":

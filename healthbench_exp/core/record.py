@@ -9,12 +9,12 @@ by an older version), and ignores keys the record does not have.
 
 from __future__ import annotations
 
-import functools
 import sys
 import types
 import typing
-from dataclasses import MISSING, fields
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from dataclasses import MISSING, Field, fields
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 R = TypeVar("R", bound="Record")
 
@@ -22,10 +22,13 @@ R = TypeVar("R", bound="Record")
 class Record:
     """Base of a dataclass that is JSON (see the module docstring); subclasses are dataclasses."""
 
-    def to_dict(self) -> dict[str, Any]:
+    if TYPE_CHECKING:  # set by @dataclass on every subclass: `dataclasses.fields` accepts a Record
+        __dataclass_fields__: ClassVar[dict[str, Field[object]]]
+
+    def to_dict(self) -> dict[str, object]:
         """The fields in declaration order, as plain JSON data."""
-        out: dict[str, Any] = {}
-        for f in fields(self):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
+        out: dict[str, object] = {}
+        for f in fields(self):
             value = getattr(self, f.name)
             if value is None and f.metadata.get("omit_none"):
                 continue
@@ -33,11 +36,11 @@ class Record:
         return out
 
     @classmethod
-    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+    def from_dict(cls: type[R], data: Mapping[str, object]) -> R:
         """The record `data` holds (missing keys: the field's default, else None)."""
-        hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy: type[R] is not
-        values: dict[str, Any] = {}
-        for f in fields(cls):  # type: ignore[arg-type]  # subclasses are dataclasses; Record is not
+        hints = _hints(cls)
+        values: dict[str, object] = {}
+        for f in fields(cls):
             if f.name in data:
                 values[f.name] = _decode(hints[f.name], data[f.name])
             elif f.default is not MISSING:
@@ -49,9 +52,14 @@ class Record:
         return cls(**values)
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+_HINTS: dict[type, dict[str, object]] = {}  # the type hints of each record class, read once
+
+
+def _hints(cls: type) -> dict[str, object]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return hints
 
 
 def encode(value: object) -> object:
@@ -65,7 +73,7 @@ def encode(value: object) -> object:
     return value
 
 
-def _decode(hint: Any, value: Any) -> Any:
+def _decode(hint: object, value: object) -> object:
     """`value` (plain JSON) as `hint` says: records inside lists, dicts and optionals built."""
     if value is None:
         return None

@@ -22,24 +22,33 @@ from any method.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol, TypedDict, TypeVar
 
-from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.summary import RunSummary, WandbInfo
+
+ResultT_contra = TypeVar("ResultT_contra", contravariant=True)
 
 
-class Sink(Protocol):
-    """Receives one run's results as they finish and its summary at the end."""
+class SinkFields(TypedDict, total=False):
+    """The `RunSummary` fields a sink may set from `describe()`."""
+
+    wandb: WandbInfo | None
+
+
+class Sink(Protocol[ResultT_contra]):
+    """Receives one run's results (`ResultT_contra`: an `ExampleResult` or a `MetaEvalResult`)
+    as they finish and its summary at the end."""
 
     def start(self) -> None:
         """The first request is about to go out."""
 
-    def on_result(self, result: Any) -> None:
+    def on_result(self, result: ResultT_contra) -> None:
         """One row finished (an `ExampleResult` or a `MetaEvalResult`)."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> SinkFields:
         """`RunSummary` fields this sink sets (name -> value), before any sink finishes."""
 
-    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
+    def finish(self, summary: RunSummary, results: Sequence[ResultT_contra]) -> None:
         """The run ended: the summary (with every sink's `describe()`) and every result."""
 
     def fail(self, error: BaseException) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 
 def finite_or_null(data: object) -> object:
@@ -23,13 +22,14 @@ def finite_or_null(data: object) -> object:
     return data
 
 
-def dumps(data: object, **options: Any) -> str:
-    """`json.dumps(data, **options)`, with non-finite floats written as null.
+def dumps(data: object, *, indent: int | None = None, ensure_ascii: bool = True) -> str:
+    """`json.dumps(data, indent=..., ensure_ascii=...)`, with non-finite floats written as null.
 
     The common case (all finite) costs one `json.dumps`; only data holding a non-finite float is
     copied and written again.
     """
     try:
-        return json.dumps(data, allow_nan=False, **options)
+        return json.dumps(data, allow_nan=False, indent=indent, ensure_ascii=ensure_ascii)
     except ValueError:
-        return json.dumps(finite_or_null(data), allow_nan=False, **options)
+        plain = finite_or_null(data)
+        return json.dumps(plain, allow_nan=False, indent=indent, ensure_ascii=ensure_ascii)

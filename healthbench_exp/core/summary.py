@@ -50,12 +50,14 @@ and `demo` only when known, so a summary of this version round-trips byte for by
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from healthbench_exp.core.protocol_record import Protocol
 from healthbench_exp.core.record import OMIT_NONE, Record, encode
+from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.usage_record import (
     USAGE_FIELDS,
     BudgetState,
@@ -77,6 +79,8 @@ __all__ = [  # the parts defined beside this module, importable from here as bef
 
 EVAL = "eval"
 META_EVAL = "meta_eval"
+
+Metrics = Mapping[str, float | None]  # `metrics`: name -> number (None: undefined)
 
 
 @dataclass
@@ -303,7 +307,7 @@ class RunSummary(Record):
     """summary.json (see the module docstring for every part)."""
 
     task: str
-    metrics: dict[str, Any]  # name -> float | int | None
+    metrics: Metrics
     counts: EvalCounts | MetaEvalCounts | None
     # the metric the run is quoted by (see `core.protocol_record`); None: an older version
     headline: str | None = field(default=None, metadata=OMIT_NONE)
@@ -315,10 +319,10 @@ class RunSummary(Record):
     usage: Usage | None = None
     budget: BudgetState | None = None
     protocol: Protocol | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, object] = field(default_factory=dict)  # read it through `settings`
     completions: Completions | None = field(default=None, metadata=OMIT_NONE)
     # eval: the penalty `length_adjusted_score` uses, its set and source (`grading.length`)
-    length_penalty: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    length_penalty: dict[str, object] | None = field(default=None, metadata=OMIT_NONE)
     # eval with `calibration.meta_eval_run`: calibrated consensus rates (SPEC 7.3)
     calibrated: Calibrated | None = field(default=None, metadata=OMIT_NONE)
     # eval with `jury=[...]`: the jury's and each judge's metrics and their agreement (SPEC 7.1)
@@ -351,10 +355,15 @@ class RunSummary(Record):
         """The budget refused a request in this invocation (rows were left unrun)."""
         return bool(self.budget and self.budget.stopped)
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def settings(self) -> RunConfig:
+        """`config` as a typed record (the parts readers use)."""
+        return RunConfig.of(self.config)
+
+    def to_dict(self) -> dict[str, object]:
         """The JSON of summary.json: a task's own parts always (null when None), another
         task's only when set, `omit_none` fields only when known."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if value is None:
@@ -365,7 +374,7 @@ class RunSummary(Record):
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+    def from_dict(cls, data: Mapping[str, object]) -> RunSummary:
         """Read summary.json's content (tolerant of older versions; see the module docstring)."""
         summary = super().from_dict({k: v for k, v in data.items() if k != "counts"})
         summary.task = summary.task or EVAL  # versions before the meta-eval wrote no task

@@ -4,10 +4,9 @@ results. Standard library only; nothing here knows about config, endpoints or fi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 AXES = frozenset(
     {
@@ -64,7 +63,7 @@ class Example:
     prompt: tuple[dict[str, str], ...]
     rubrics: tuple[Criterion, ...]
     example_tags: tuple[str, ...]
-    ideal_completions_data: dict[str, Any] | None
+    ideal_completions_data: Mapping[str, object] | None
     where: str  # "file.jsonl line 12" or "repo row 12": for messages
     # HealthBench Professional (SPEC 6): a row of that set (slice tags `use_case:`, `type:`,
     # `difficulty:`, `specialty:` instead of a theme; no ideal completions), and its physician's
@@ -149,7 +148,7 @@ class MetaEvalResult:
     grade: CriterionGrade
 
     @property
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """The row of `meta_eval.jsonl` (and of the results dataset)."""
         row = self.row
         return {

@@ -4,14 +4,13 @@ endpoint role, each invocation's own, and the budget's state."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from healthbench_exp.core.record import OMIT_NONE, Record
 
 ILLUSTRATIVE = "illustrative"  # how a placeholder price's `as_of` starts (the offline demo's)
 
 
-def is_illustrative(as_of: Any) -> bool:
+def is_illustrative(as_of: object) -> bool:
     """Whether a price's `as_of` marks it a placeholder (`illustrative: ...`), not a price a
     provider charges: a cost from it is shown as illustrative."""
     return isinstance(as_of, str) and as_of.strip().lower().startswith(ILLUSTRATIVE)

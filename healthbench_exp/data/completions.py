@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from healthbench_exp.data.healthbench import (
     row_label,
     sample_examples,
 )
+from healthbench_exp.data.rows import json_object
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ def professional_physician_rows(
     return rows
 
 
-def _ideal(example: Example) -> dict[str, Any]:
+def _ideal(example: Example) -> Mapping[str, object]:
     return example.ideal_completions_data or {}
 
 
@@ -270,6 +271,7 @@ def file_items(
     file covers only such examples (a run's own file: its order, so even bootstrap stds
     repeat), otherwise sampled from the examples the file covers.
     """
+    rows: Iterator[tuple[str, object]]
     if path.is_dir():
         rows = results_rows(path)
     elif path.is_file():
@@ -279,8 +281,9 @@ def file_items(
     by_id = {e.prompt_id: e for e in examples}
     found: dict[str, list[WorkItem]] = {}
     seen: dict[tuple[str, int], str] = {}
-    for where, row in rows:
-        prompt_id, where = row_label(row, where)
+    for where, decoded in rows:
+        prompt_id, where = row_label(decoded, where)
+        row = json_object(decoded, where)
         example = by_id.get(prompt_id)
         if example is None:
             raise DataError(f"{where}: no example with this prompt_id in the dataset")

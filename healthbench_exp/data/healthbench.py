@@ -17,13 +17,19 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from healthbench_exp.config.schema import ConfigError, DatasetConfig, DataSource
 from healthbench_exp.core.types import AXES, Criterion, Example, tag_value
 from healthbench_exp.core.types import THEMES as THEMES  # re-exported: the data's vocabulary
 from healthbench_exp.data.professional import is_professional, parse_professional
-from healthbench_exp.data.rows import DataError, parse_messages, row_label, rubric_items
+from healthbench_exp.data.rows import (
+    DataError,
+    json_object,
+    parse_messages,
+    row_label,
+    rubric_items,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +39,10 @@ SOURCE_TIMEOUT_S = 4.0  # a data source that does not answer within this fails t
 T = TypeVar("T")
 
 
-def parse_example(row: Any, where: str) -> Example:
+def parse_example(decoded: object, where: str) -> Example:
     """Validate one decoded row; raise DataError naming `where` and the prompt_id."""
-    prompt_id, label = row_label(row, where)
+    prompt_id, label = row_label(decoded, where)
+    row = json_object(decoded, where)
 
     def fail(message: str) -> DataError:
         return DataError(f"{label}: {message}")
@@ -78,7 +85,7 @@ def parse_example(row: Any, where: str) -> Example:
     )
 
 
-def parse_row(row: Any, where: str) -> Example:
+def parse_row(row: object, where: str) -> Example:
     """One decoded row in either format (2025 HealthBench or HealthBench Professional), told
     apart by its keys (`data.professional.is_professional`)."""
     if is_professional(row, where):
@@ -86,7 +93,7 @@ def parse_row(row: Any, where: str) -> Example:
     return parse_example(row, where)
 
 
-def parse_examples(rows: Iterable[tuple[str, Any]]) -> list[Example]:
+def parse_examples(rows: Iterable[tuple[str, object]]) -> list[Example]:
     """Validate (where, row) pairs, each in either format; also rejects an id seen twice."""
     examples: list[Example] = []
     seen: dict[str, str] = {}
@@ -118,7 +125,7 @@ def check_jsonl_file(path: Path) -> None:
         ) from None
 
 
-def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
     """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line.
 
     Read as `utf-8-sig`: a file that starts with a UTF-8 byte order mark (as some Windows
@@ -145,7 +152,7 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
 def unreachable(url: str, timeout_s: float = SOURCE_TIMEOUT_S) -> str | None:
     """Why `url` cannot be reached within `timeout_s` (connect, or a first answer), or None.
 
-    Any HTTP answer, an error status included, counts as reachable.
+    Every HTTP answer, an error status included, counts as reachable.
     """
     try:
         with urllib.request.urlopen(url, timeout=timeout_s):
@@ -157,7 +164,7 @@ def unreachable(url: str, timeout_s: float = SOURCE_TIMEOUT_S) -> str | None:
         return "no answer" if isinstance(reason, TimeoutError) else str(reason)
 
 
-def _hf_rows(repo: str, split: str, has_official_file: bool) -> Iterator[tuple[str, Any]]:
+def _hf_rows(repo: str, split: str, has_official_file: bool) -> Iterator[tuple[str, object]]:
     """The rows of a Hugging Face dataset; a failure names the alternatives (`official_file`:
     the set has an official simple-evals file, `dataset.source=openai`; else the bundled sample)."""
     import datasets

@@ -4,7 +4,6 @@ several physicians' verdicts on it (SPEC 4); where the file is, and each row val
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import ConfigError, DatasetConfig, DataSource, TaskConfig
 from healthbench_exp.core.types import MetaEvalRow
@@ -16,18 +15,23 @@ from healthbench_exp.data.healthbench import (
     parse_messages,
     row_label,
 )
+from healthbench_exp.data.rows import json_object
 
 META_SAMPLE_FILE = "meta_eval_sample.jsonl"
 
 
-def parse_meta_row(row: Any, where: str) -> MetaEvalRow:
+def parse_meta_row(decoded: object, where: str) -> MetaEvalRow:
     """Validate one meta-eval row; raise DataError naming `where` and the prompt_id."""
-    prompt_id, label = row_label(row, where)
+    prompt_id, label = row_label(decoded, where)
+    row = json_object(decoded, where)
     prompt = parse_messages(row.get("prompt"), label)
+    text: dict[str, str] = {}
     for key in ("completion", "completion_id", "rubric", "category"):
-        if not isinstance(row.get(key), str):
+        value = row.get(key)
+        if not isinstance(value, str):
             raise DataError(f"{label}: '{key}' must be a string")
-    if not row["rubric"].strip():
+        text[key] = value
+    if not text["rubric"].strip():
         raise DataError(f"{label}: 'rubric' is empty")
     labels, ids = row.get("binary_labels"), row.get("anonymized_physician_ids")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, bool) for x in labels):
@@ -40,11 +44,11 @@ def parse_meta_row(row: Any, where: str) -> MetaEvalRow:
         )
     return MetaEvalRow(
         prompt_id=prompt_id,
-        completion_id=row["completion_id"],
+        completion_id=text["completion_id"],
         prompt=prompt,
-        completion=row["completion"],
-        rubric=row["rubric"],
-        category=row["category"],
+        completion=text["completion"],
+        rubric=text["rubric"],
+        category=text["category"],
         binary_labels=tuple(labels),
         physician_ids=tuple(ids),
         where=where,

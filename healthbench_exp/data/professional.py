@@ -14,17 +14,15 @@ A file may hold rows of both formats; `is_professional` tells them apart per row
 
 from __future__ import annotations
 
-from typing import Any
-
 from healthbench_exp.core.types import Criterion, Example
-from healthbench_exp.data.rows import DataError, parse_messages, row_id, rubric_items
+from healthbench_exp.data.rows import DataError, json_object, parse_messages, row_id, rubric_items
 
 SLICE_KEYS = ("use_case", "type", "difficulty", "specialty")  # example tags `<key>:<label>`
 PROFESSIONAL_KEYS = ("conversation", "rubric_items")  # only a Professional row has these
 HEALTHBENCH_KEYS = ("prompt", "rubrics")  # only a 2025 HealthBench row has these
 
 
-def is_professional(row: Any, where: str) -> bool:
+def is_professional(row: object, where: str) -> bool:
     """Whether a decoded row is in the Professional format: it has `conversation` or
     `rubric_items` (or, having neither format's keys, an `id` and no `prompt_id`). A row with
     keys of both formats is a DataError naming them."""
@@ -42,10 +40,11 @@ def is_professional(row: Any, where: str) -> bool:
     return "id" in row and "prompt_id" not in row
 
 
-def parse_professional(row: Any, where: str) -> Example:
+def parse_professional(decoded: object, where: str) -> Example:
     """Validate one decoded Professional row; raise DataError naming `where`, the id and the key
     that is wrong."""
-    prompt_id, label = row_id(row, where, "id")
+    prompt_id, label = row_id(decoded, where, "id")
+    row = json_object(decoded, where)
 
     def fail(message: str) -> DataError:
         return DataError(f"{label}: {message}")

@@ -8,29 +8,33 @@ Professional schema, SPEC sections 1 and 6); `label` in the messages below is wh
 from __future__ import annotations
 
 import math
-from typing import Any
 
 
 class DataError(ValueError):
     """A row that does not follow the HealthBench schema; the message names where."""
 
 
-def row_id(row: Any, where: str, key: str) -> tuple[str, str]:
-    """(the row's id under `key`, "where (key id)"); DataError if it has none."""
+def json_object(row: object, where: str) -> dict[str, object]:
+    """A decoded row as the JSON object it must be; DataError naming `where` otherwise."""
     if not isinstance(row, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    value = row.get(key)
+    return row
+
+
+def row_id(row: object, where: str, key: str) -> tuple[str, str]:
+    """(the row's id under `key`, "where (key id)"); DataError if it has none."""
+    value = json_object(row, where).get(key)
     if not isinstance(value, str) or not value:
         raise DataError(f"{where}: missing or empty '{key}'")
     return value, f"{where} ({key} {value})"
 
 
-def row_label(row: Any, where: str) -> tuple[str, str]:
+def row_label(row: object, where: str) -> tuple[str, str]:
     """(prompt_id, "where (prompt_id ...)") of a decoded row; DataError if it has no prompt_id."""
     return row_id(row, where, "prompt_id")
 
 
-def parse_messages(value: Any, label: str, key: str = "prompt") -> tuple[dict[str, str], ...]:
+def parse_messages(value: object, label: str, key: str = "prompt") -> tuple[dict[str, str], ...]:
     """A non-empty list of {role, content} strings, as plain dicts; DataError naming `label`."""
     if not isinstance(value, list) or not value:
         raise DataError(f"{label}: '{key}' must be a non-empty list of {{role, content}} messages")
@@ -47,8 +51,8 @@ def parse_messages(value: Any, label: str, key: str = "prompt") -> tuple[dict[st
 
 
 def rubric_items(
-    value: Any, label: str, key: str, text_key: str
-) -> list[tuple[dict[str, Any], str, int | float]]:
+    value: object, label: str, key: str, text_key: str
+) -> list[tuple[dict[str, object], str, int | float]]:
     """(item, criterion text, points) of each object of a row's non-empty rubric list `key`
     (text under `text_key`, points a finite number, not a bool); at least one item must have
     positive points. DataError naming `label`, the item and the key that is wrong."""

@@ -10,7 +10,6 @@ none: the bundled `sample` and any other label get no length-adjusted score. The
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 # OpenAI, GPT-5.5 system card, as quoted by the README of MedARC's HealthBench environment for
 # verifiers (SPEC 7.4; not verified against the paper)
@@ -37,7 +36,7 @@ class LengthPenalty:
     set: str
     source: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -3,16 +3,16 @@ usage and cost of every endpoint and the budget's verdict, all read from its `Ru
 
 from __future__ import annotations
 
-from typing import Any
-
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
-from healthbench_exp.core.summary import RunSummary, Usage
+from healthbench_exp.core.summary import Metrics, RunSummary, Usage
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
 from healthbench_exp.output.run_context import protocol_label
 
 
-def _ci(metrics: dict[str, Any], name: str) -> str:
+def _ci(metrics: Metrics, name: str) -> str:
     mean, std = metrics[name], metrics[f"{name}:bootstrap_std"]
+    if mean is None or std is None:
+        return _value(mean)
     low, high = ci95(mean, std)
     return f"{mean:.4f}  [{low:.4f}, {high:.4f}]  n={metrics[f'{name}:n_samples']}"
 
@@ -66,7 +66,7 @@ def format_usage(usage: Usage) -> str:
     return "\n".join(lines)
 
 
-def _figures_line(metrics: dict) -> str:
+def _figures_line(metrics: Metrics) -> str:
     """The paper's criterion-mean F1 and the pooled figures, each with its 95% interval."""
 
     def shown(name: str) -> str:
@@ -152,7 +152,7 @@ def _cost_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
-def score_lines(metrics: dict[str, Any], headline: str) -> list[str]:
+def score_lines(metrics: Metrics, headline: str) -> list[str]:
     """The headline metric first (marked), `overall_score` after it when it is not the
     headline; then each example-tag slice of the headline metric, and the rubric axes."""
     lines = [f"  {headline:<22} {_ci(metrics, headline)}   (headline)"]

@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.grading.scoring import consensus_criteria, reward
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from healthbench_exp.core.types import ExampleResult
 
 
-def results_record(result: ExampleResult) -> dict[str, Any]:
+def results_record(result: ExampleResult) -> dict[str, object]:
     """One row of the results dataset, in the verifiers environment's schema (SPEC section 5)."""
     table = consensus_criteria()
     example = result.example
@@ -106,7 +107,7 @@ def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
         del dataset
 
 
-def write_meta_eval_dataset(path: Path, records: list[dict[str, Any]]) -> None:
+def write_meta_eval_dataset(path: Path, records: Sequence[Mapping[str, object]]) -> None:
     """Save the meta-eval's per-row verdicts (the rows of meta_eval.jsonl) as an HF dataset."""
     import datasets
     from datasets import Features, Sequence, Value

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import TaskKind
-from healthbench_exp.core.sink import Sink
+from healthbench_exp.core.sink import Sink, SinkFields
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import ExampleResult, MetaEvalResult
 from healthbench_exp.output.dataset import write_meta_eval_dataset, write_results_dataset
@@ -35,7 +35,7 @@ class _RowFiles:
     def _writer(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> SinkFields:
         return {}
 
     def fail(self, error: BaseException) -> None:

@@ -56,7 +56,7 @@ from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
 def job_row(job: Job) -> dict[str, Any]:
     """The flat summary row of one run: what defines it, its banners, then its results."""
-    config, context = job.config, job.context
+    settings, context = job.settings, job.context
     row: dict[str, Any] = {
         "job": job.name,
         "path": str(job.path.resolve()),
@@ -69,8 +69,8 @@ def job_row(job: Job) -> dict[str, Any]:
         "model": context.model,
         "judge": context.judge,
         "data": context.data,
-        "difficulty": (config.get("dataset") or {}).get("difficulty"),
-        "temperature": (config.get("sampling") or {}).get("temperature"),
+        "difficulty": settings.dataset.difficulty if settings.dataset else None,
+        "temperature": settings.sampling.temperature if settings.sampling else None,
         "date": context.date,
         **protocol_columns(job),
     }

@@ -131,7 +131,8 @@ def _examples_set(job: Job) -> str | None:
     protocol = job.summary.protocol if job.summary is not None else None
     if protocol is not None and protocol.name is not None:
         return protocol.name
-    return (job.config.get("dataset") or {}).get("difficulty")
+    dataset = job.settings.dataset
+    return dataset.difficulty if dataset is not None else None
 
 
 def not_comparable(a: JobScores, b: JobScores) -> str | None:
@@ -201,7 +202,7 @@ def paired_comparisons(
     return pairs, skipped
 
 
-def _judge_name(job: Job) -> Any:
+def _judge_name(job: Job) -> str | None:
     """The judge's name in the run's resolved config (None: not recorded)."""
-    config = job.summary.config if job.summary is not None else {}
-    return (config.get("judge") or {}).get("name")
+    judge = job.summary.settings.judge if job.summary is not None else None
+    return judge.name if judge is not None else None

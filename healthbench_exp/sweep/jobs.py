@@ -1,7 +1,7 @@
 """Finding and reading finished runs for a comparison, read-only.
 
 A run directory is one holding `.hydra/overrides.yaml`, `status.json` or `summary.json` (a single
-run's `outputs/<date>/<time>`, or one job of a sweep). Any other directory is searched below for
+run's `outputs/<date>/<time>`, or one job of a sweep). Every other directory is searched below for
 run directories (a sweep's `multirun/<date>/<time>`, or a folder of sweeps); nothing below a run
 directory is searched. Nothing here writes.
 """
@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.output.run_context import RunContext, run_context
 
@@ -43,8 +44,13 @@ class Job:
     error: str | None
     overrides: list[str]
     summary: RunSummary | None  # None: no readable summary.json (not finished, or a dry run)
-    config: dict[str, Any]  # as resolved, when the run's records hold it (else as composed)
+    config: dict[str, object]  # as resolved, when the run's records hold it (else as composed)
     context: RunContext
+
+    @property
+    def settings(self) -> RunConfig:
+        """`config` as a typed record (the parts readers use)."""
+        return RunConfig.of(self.config)
 
 
 def read_json(path: Path) -> Any:
@@ -61,9 +67,9 @@ def is_run_dir(path: Path) -> bool:
     )
 
 
-def _composed_config(path: Path, summary: RunSummary | None) -> dict[str, Any]:
+def _composed_config(path: Path, summary: RunSummary | None) -> dict[str, object]:
     """The run's config: from summary.json, a dry run's estimate, or `.hydra/config.yaml`."""
-    if summary is not None and isinstance(summary.config, dict) and summary.config:
+    if summary is not None and summary.config:
         return summary.config
     config = (read_json(path / "estimate.json") or {}).get("config")
     if isinstance(config, dict):
@@ -74,7 +80,7 @@ def _composed_config(path: Path, summary: RunSummary | None) -> dict[str, Any]:
             plain = OmegaConf.to_container(OmegaConf.load(composed), resolve=False)
         except Exception:  # a damaged file: the run is still listed, without its config
             return {}
-        return plain if isinstance(plain, dict) else {}  # type: ignore[return-value]
+        return {str(k): v for k, v in plain.items()} if isinstance(plain, dict) else {}
     return {}
 
 
@@ -175,7 +181,7 @@ def _distinct(values: list[str | None]) -> str:
     return "; ".join(dict.fromkeys(str(v) for v in values if v is not None)) or "–"
 
 
-def sweep_context(jobs: list[Job]) -> dict[str, Any]:
+def sweep_context(jobs: list[Job]) -> dict[str, list[list[str]]]:
     """The header of a comparison: what its runs used (each distinct value once) and the banners
     of its runs, each naming the runs it concerns."""
     contexts = [j.context for j in jobs]

@@ -11,7 +11,7 @@ Written into sweep_summary.json (`judge_table`), the markdown and the sweep's re
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from healthbench_exp.core.usage_record import RoleUsage
 from healthbench_exp.grading.paper_figure import (
@@ -20,6 +20,7 @@ from healthbench_exp.grading.paper_figure import (
     PHYSICIAN_CRITERION_MEAN,
     PHYSICIAN_POOLED,
 )
+from healthbench_exp.output.html.judge_table import bounds, category_figures
 from healthbench_exp.sweep.jobs import Job
 
 FIGURES = {  # column prefix -> metric
@@ -30,12 +31,12 @@ FIGURES = {  # column prefix -> metric
 }
 
 
-def judge_entry(job: Job, label: str) -> dict[str, Any]:
+def judge_entry(job: Job, label: str) -> dict[str, object]:
     """One judge's line of the table (a completed meta-eval job)."""
     assert job.summary is not None
     summary = job.summary
     metrics, counts = summary.metrics, summary.meta_counts
-    entry: dict[str, Any] = {"job": job.name, "label": label, "judge": job.context.judge}
+    entry: dict[str, object] = {"job": job.name, "label": label, "judge": job.context.judge}
     for column, name in FIGURES.items():
         entry[column] = metrics.get(name)
         entry[f"{column}_ci"] = [metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")]
@@ -72,7 +73,7 @@ def grading_cost(judge: RoleUsage | None) -> float | None:
     )
 
 
-def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
+def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, object]]:
     """The table's entries, one per completed meta-eval job (empty: no such job)."""
     return [
         judge_entry(job, labels[job.name])
@@ -84,22 +85,22 @@ def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]
     ]
 
 
-def _num(value: float | None) -> str:
+def _num(value: object) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-def figure_text(entry: dict[str, Any], column: str) -> str:
+def figure_text(entry: Mapping[str, object], column: str) -> str:
     """`0.7090 [0.6950, 0.7230]`: a figure and its interval."""
-    low, high = entry[f"{column}_ci"]
+    low, high = bounds(entry, column)
     interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
     return _num(entry[column]) + interval
 
 
-def category_names(table: list[dict[str, Any]]) -> list[str]:
-    return sorted({c for entry in table for c in entry["by_category"]})
+def category_names(table: Sequence[Mapping[str, object]]) -> list[str]:
+    return sorted({c for entry in table for c in category_figures(entry)})
 
 
-def judge_table_markdown(table: list[dict[str, Any]]) -> list[str]:
+def judge_table_markdown(table: Sequence[Mapping[str, object]]) -> list[str]:
     """The judge table and the per-category F1 (categories down, judges across)."""
     if not table:
         return []
@@ -136,7 +137,7 @@ def judge_table_markdown(table: list[dict[str, Any]]) -> list[str]:
         lines += ["", "### Judge balanced F1 by category", ""]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += [
-            f"| {name} | " + " | ".join(_num(e["by_category"].get(name)) for e in table) + " |"
+            f"| {name} | " + " | ".join(_num(category_figures(e).get(name)) for e in table) + " |"
             for name in names
         ]
     return lines

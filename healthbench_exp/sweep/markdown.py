@@ -12,28 +12,29 @@ judge agreement; the pairs not compared and why; paired differences.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from healthbench_exp.output.html.charts import context_parts, listed, records, text
 from healthbench_exp.sweep.judge_table import judge_table_markdown
 from healthbench_exp.sweep.jury import has_jury, jury_cell
 from healthbench_exp.sweep.regrade_compare import regrade_markdown
 
 
-def _usd(value: float | None) -> str:
+def _usd(value: object) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
 
-def _num(value: float | None) -> str:
+def _num(value: object) -> str:
     return "undefined" if value is None else f"{value:.4f}"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     """A table cell: `–` for nothing, pipes escaped."""
     return "–" if value in (None, "") else str(value).replace("|", "\\|")
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -41,25 +42,25 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     ]
 
 
-def context_lines(data: dict[str, Any]) -> list[str]:
+def context_lines(data: Mapping[str, object]) -> list[str]:
     """The header: banners first, then one line per context field."""
-    context = data.get("context") or {"fields": [], "banners": []}
-    lines = [f"**{label}**: {reason}  " for label, reason in context["banners"]]
-    lines += [f"- {name}: {value}" for name, value in context["fields"]]
+    fields, banners = context_parts(data)
+    lines = [f"**{label}**: {reason}  " for label, reason in banners]
+    lines += [f"- {name}: {value}" for name, value in fields]
     return lines
 
 
-def protocol_cell(r: dict[str, Any]) -> str | None:
+def protocol_cell(r: Mapping[str, object]) -> str | None:
     """`<set>` for a reference run, `<set>: NOT reference (k deviations)` otherwise."""
     if r.get("protocol") is None:
         return None
     if r.get("reference"):
         return f"{r['protocol']} (reference)"
-    count = len((r.get("deviations") or "").split("; "))
+    count = len(text(r, "deviations").split("; "))
     return f"{r['protocol']}: NOT reference ({count} deviation{'s' * (count != 1)})"
 
 
-def _headline_cells(r: dict[str, Any]) -> list[Any]:
+def _headline_cells(r: Mapping[str, object]) -> list[object]:
     """The headline metric's name, its value ± std and 95% CI."""
     if r.get("headline_score") is None:
         return [r.get("headline"), None, None]
@@ -69,7 +70,7 @@ def _headline_cells(r: dict[str, Any]) -> list[Any]:
     return [f"`{r['headline']}`", value, ci]
 
 
-def _score_cells(r: dict[str, Any]) -> list[Any]:
+def _score_cells(r: Mapping[str, object]) -> list[object]:
     """headline (metric, value ± std, 95% CI), overall score ± std, n, ungraded, tokens, cost,
     estimate, wall time."""
     if r.get("overall_score") is not None:
@@ -87,7 +88,7 @@ def _score_cells(r: dict[str, Any]) -> list[Any]:
     return [None, None, None, None, None, None, None, None, estimate, None]
 
 
-def deviation_lines(rows: list[dict[str, Any]]) -> list[str]:
+def deviation_lines(rows: Sequence[Mapping[str, object]]) -> list[str]:
     """Under the table: each non-reference run's deviations from its set's protocol."""
     deviating = [r for r in rows if r.get("protocol") is not None and not r.get("reference")]
     if not deviating:
@@ -99,17 +100,25 @@ def deviation_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def markdown(data: dict[str, Any]) -> str:
-    inputs = ", ".join(f"`{p}`" for p in data.get("inputs", []))
+def _estimates(data: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    """`estimated_usage`: role -> the sweep's estimated figures."""
+    usage = data.get("estimated_usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {str(role): f for role, f in usage.items() if isinstance(f, dict)}
+
+
+def markdown(data: Mapping[str, object]) -> str:
+    inputs = ", ".join(f"`{p}`" for p in listed(data, "inputs"))
     lines = [f"# HealthBench comparison of {inputs}", "", *context_lines(data)]
-    evals = [r for r in data["jobs"] if r.get("task") != "meta_eval"]
+    evals = [r for r in records(data["jobs"]) if r.get("task") != "meta_eval"]
     if evals:
         header = ["job", "label", "status", "banners", "model", "judge", "data", "T", "protocol"]
         header += ["headline", "score", "95% CI", "overall_score", "n", "ungraded", "tokens"]
         header += ["cost", "estimated cost", "wall s"]
         jury = has_jury(evals)  # a jury run: its jury's overall score beside the primary's
         header += ["jury overall_score"] * jury
-        rows = [
+        rows: list[list[object]] = [
             [
                 *(r["job"], f"`{r['label']}`", r["status"], r["banners"], r["replies"]),
                 *(r["judge"], r["data"], r["temperature"], protocol_cell(r), *_score_cells(r)),
@@ -130,7 +139,7 @@ def markdown(data: dict[str, Any]) -> str:
             rows = [[f"`{r['label']}`", *(_num(r.get(t)) for t in themes)] for r in scored]
             header = ["run", *(t.removeprefix("theme:") for t in themes)]
             lines += ["", "## Scores by theme", "", *_table(header, rows)]
-    meta = [r for r in data["jobs"] if r.get("task") == "meta_eval"]
+    meta = [r for r in records(data["jobs"]) if r.get("task") == "meta_eval"]
     if meta:
         header = ["job", "label", "banners", "judge", "judge F1", "physicians F1"]
         header += ["mean over categories: judge, physicians", "rows", "ungraded"]
@@ -148,20 +157,20 @@ def markdown(data: dict[str, Any]) -> str:
         ]
         title = "## Meta-eval jobs (agreement with physicians, pairwise balanced F1)"
         lines += ["", title, "", *_table(header, rows)]
-    lines += judge_table_markdown(data.get("judge_table") or [])
+    lines += judge_table_markdown(records(data.get("judge_table")))
     if data["judge_agreement"]:
         rows = [
             [
                 *(f"`{p['a_label']}`", f"`{p['b_label']}`", f"{p['a_judge']} vs {p['b_judge']}"),
                 *(p["n"], _num(p["agreement"]), _num(p["kappa"])),
             ]
-            for p in data["judge_agreement"]
+            for p in records(data["judge_agreement"])
         ]
         header = ["A", "B", "judges", "n", "agreement", "Cohen's kappa"]
         lines += ["", "## Judge agreement (items both jobs' judges graded)", ""]
         lines += _table(header, rows)
     if data.get("cost_usd") is not None:
-        cost = dict((data.get("context") or {}).get("fields") or []).get("cost", "")
+        cost = dict(context_parts(data)[0]).get("cost", "")
         note = " (from illustrative prices, not a provider's bill)" * ("illustrative" in cost)
         lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}{note}"]
     if data.get("estimated_cost_usd") is not None:
@@ -174,12 +183,13 @@ def markdown(data: dict[str, Any]) -> str:
             f"~{f['prompt_tokens']:,.0f} input ({f['cached_prompt_tokens']:,.0f} cached) + "
             f"~{f['completion_tokens']:,.0f} output ({f['reasoning_tokens']:,.0f} reasoning) "
             f"tokens, {_usd(f['cost_usd'])}"
-            for role, f in data["estimated_usage"].items()
+            for role, f in _estimates(data).items()
         ]
     if data.get("not_compared"):
         lines += ["", "## Not compared pairwise", ""]
         lines += [
-            f"- `{p['a_label']}` vs `{p['b_label']}`: {p['reason']}" for p in data["not_compared"]
+            f"- `{p['a_label']}` vs `{p['b_label']}`: {p['reason']}"
+            for p in records(data["not_compared"])
         ]
     if data["pairs"]:
         rows = [
@@ -188,15 +198,15 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{p['ci_low']:+.4f} – {p['ci_high']:+.4f}",
                 f"{p['sign_flip_fraction']:.3f}",
             ]
-            for p in data["pairs"]
+            for p in records(data["pairs"])
         ]
         header = ["A", "B", "n", "mean diff", "95% CI", "sign flips"]
         lines += ["", "## Paired differences (A − B)", "", *_table(header, rows)]
-    lines += regrade_markdown(data.get("regrades") or [])
+    lines += regrade_markdown(records(data.get("regrades")))
     return "\n".join(lines) + "\n"
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_csv(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns and k != "files"]

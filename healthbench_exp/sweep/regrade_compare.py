@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -159,9 +160,9 @@ def compare_regrade(source: Path, regrade: Path) -> dict[str, object]:
     }
 
 
-def _judge(job: Job) -> object:
-    config = job.summary.config if job.summary is not None else {}
-    return (config.get("judge") or {}).get("name")
+def _judge(job: Job) -> str | None:
+    judge = job.settings.judge
+    return judge.name if judge is not None else None
 
 
 def regrade_comparisons(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, object]]:
@@ -210,7 +211,7 @@ def _shift_row(name: str, shift: object) -> str:
     return f"| {name} | {shift['n']} | {_num(shift['mean_difference'], True)} | {interval} |"
 
 
-def regrade_markdown(entries: list[dict[str, object]]) -> list[str]:
+def regrade_markdown(entries: Sequence[Mapping[str, object]]) -> list[str]:
     """The comparison's markdown section of every regrade (none: no lines)."""
     if not entries:
         return []

@@ -113,7 +113,8 @@ def load_source(directory: str, judge: JudgeConfig) -> CalibrationSource:
         raise ConfigError(
             f"{where}: the meta-eval run did not finish ({status or 'partial'}); resume it first"
         )
-    differences = judge_differences(summary.config.get("judge") or {}, judge)
+    recorded = summary.config.get("judge")
+    differences = judge_differences(recorded if isinstance(recorded, dict) else {}, judge)
     if differences:
         raise ConfigError(
             f"{where} was graded by another judge ({'; '.join(differences)}); calibrate with a "

@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesParser
-from typing import Any
 
 from healthbench_exp.testing.replies import Faults, completion_response
+
+
+@dataclass
+class StoredFile:
+    filename: str
+    purpose: str
+    content: bytes
+
+
+@dataclass
+class StoredBatch:
+    endpoint: str
+    input_file_id: str
+    completion_window: str
+    output_file_id: str
+    total: int
+    created_at: float
 
 
 class BatchStore:
@@ -18,18 +36,18 @@ class BatchStore:
 
     def __init__(self, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
-        self.files: dict[str, dict[str, Any]] = {}
-        self.batches: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, StoredFile] = {}
+        self.batches: dict[str, StoredBatch] = {}
 
-    def _add_file(self, name: str, purpose: str, content: bytes) -> dict[str, Any]:
+    def _add_file(self, name: str, purpose: str, content: bytes) -> dict[str, object]:
         file_id = f"file-offline-{len(self.files) + 1}"
-        self.files[file_id] = {"filename": name, "purpose": purpose, "content": content}
+        self.files[file_id] = StoredFile(name, purpose, content)
         return {
             "id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
             "filename": name, "purpose": purpose, "status": "processed",
         }  # fmt: skip
 
-    def upload(self, content_type: str, raw: bytes) -> dict[str, Any]:
+    def upload(self, content_type: str, raw: bytes) -> dict[str, object]:
         """A multipart/form-data upload with fields `purpose` and `file`."""
         message = BytesParser().parsebytes(
             b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
@@ -44,10 +62,11 @@ class BatchStore:
         filename, content = fields["file"]
         return self._add_file(filename or "upload.jsonl", fields["purpose"][1].decode(), content)
 
-    def create(self, request: dict[str, Any], faults: Faults) -> dict[str, Any]:
+    def create(self, request: Mapping[str, object], faults: Faults) -> dict[str, object]:
         """Answer every request of the input file now; report the batch done after delay_s."""
-        lines = self.files[request["input_file_id"]]["content"].decode().splitlines()
-        output: list[dict[str, Any]] = []
+        input_file_id = str(request["input_file_id"])
+        lines = self.files[input_file_id].content.decode().splitlines()
+        output: list[dict[str, object]] = []
         for line in filter(str.strip, lines):
             item = json.loads(line)
             body = item["body"]
@@ -69,30 +88,32 @@ class BatchStore:
         )
         faults.count("batches_created")
         batch_id = f"batch_offline_{len(self.batches) + 1}"
-        self.batches[batch_id] = {
-            "request": request,
-            "output_file_id": out["id"],
-            "total": len(output),
-            "created_at": time.time(),
-        }
+        self.batches[batch_id] = StoredBatch(
+            endpoint=str(request["endpoint"]),
+            input_file_id=input_file_id,
+            completion_window=str(request["completion_window"]),
+            output_file_id=str(out["id"]),
+            total=len(output),
+            created_at=time.time(),
+        )
         return self.describe(batch_id)
 
-    def describe(self, batch_id: str) -> dict[str, Any]:
+    def describe(self, batch_id: str) -> dict[str, object]:
         batch = self.batches[batch_id]
-        done = time.time() >= batch["created_at"] + self.delay_s
+        done = time.time() >= batch.created_at + self.delay_s
         return {
             "id": batch_id,
             "object": "batch",
-            "endpoint": batch["request"]["endpoint"],
-            "input_file_id": batch["request"]["input_file_id"],
-            "completion_window": batch["request"]["completion_window"],
+            "endpoint": batch.endpoint,
+            "input_file_id": batch.input_file_id,
+            "completion_window": batch.completion_window,
             "status": "completed" if done else "in_progress",
-            "created_at": int(batch["created_at"]),
-            "output_file_id": batch["output_file_id"] if done else None,
+            "created_at": int(batch.created_at),
+            "output_file_id": batch.output_file_id if done else None,
             "error_file_id": None,
             "request_counts": {
-                "total": batch["total"],
-                "completed": batch["total"] if done else 0,
+                "total": batch.total,
+                "completed": batch.total if done else 0,
                 "failed": 0,
             },
         }

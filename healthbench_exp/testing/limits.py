@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from healthbench_exp.config.schema import OfflineServerConfig
 
@@ -84,13 +84,13 @@ class AccountLimits:
     def applies(self, is_judge: bool) -> bool:
         return self.limited_role == "all" or self.limited_role == ("judge" if is_judge else "model")
 
-    def quota_error(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def quota_error(self) -> tuple[int, dict[str, object], dict[str, str]]:
         error = {"message": QUOTA_MESSAGE, "type": "insufficient_quota"}
         return 429, {"error": {**error, "param": None, "code": "insufficient_quota"}}, {}
 
     def admit(
         self, model: str, tokens: int
-    ) -> tuple[dict[str, str], tuple[int, dict[str, Any], dict[str, str]] | None]:
+    ) -> tuple[dict[str, str], tuple[int, dict[str, object], dict[str, str]] | None]:
         """(rate-limit headers for the reply, None to admit it or the 429 to send instead).
 
         An admitted request takes its request and tokens from the buckets; a refused one takes
@@ -147,8 +147,9 @@ class AccountLimits:
         return headers
 
 
-def request_tokens(body: dict[str, Any], messages: list[dict[str, Any]]) -> int:
+def request_tokens(body: Mapping[str, object], messages: Sequence[Mapping[str, object]]) -> int:
     """What a request counts against a tokens limit: its prompt (4 characters per token) plus the
     completion it may ask for (`max_tokens` / `max_completion_tokens`)."""
     prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4
-    return prompt + int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
+    asked = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    return prompt + (int(asked) if isinstance(asked, int | float | str) else 0)

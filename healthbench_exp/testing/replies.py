@@ -21,7 +21,7 @@ import json
 import os
 import random
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from healthbench_exp.config.schema import OfflineServerConfig
 
@@ -50,14 +50,14 @@ def _digest(*parts: str) -> bytes:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
 
 
-def model_reply(model: str, temperature: Any, messages: list[dict[str, Any]]) -> str:
+def model_reply(model: str, temperature: object, messages: Sequence[Mapping[str, object]]) -> str:
     """A deterministic, health-flavoured reply of 1 to 5 sentences."""
     digest = _digest(model, repr(temperature), json.dumps(messages, sort_keys=True))
     count = 1 + digest[0] % 5
     return " ".join(_SENTENCES[digest[1 + i] % len(_SENTENCES)] for i in range(count))
 
 
-def sized_reply(reply: str, tokens: int, messages: list[dict[str, Any]]) -> str:
+def sized_reply(reply: str, tokens: int, messages: Sequence[Mapping[str, object]]) -> str:
     """`reply` repeated or cut to about `tokens` tokens (4 characters each), varied per reply
     between half and one and a half times that (seeded by the messages); `tokens` 0: `reply`."""
     if tokens <= 0:
@@ -105,7 +105,7 @@ class Faults:
         self.reset()
 
     def reset(self) -> None:
-        self.counts: dict[str, Any] = {
+        self.counts: dict[str, float] = {
             "requests": 0,
             "model_requests": 0,
             "judge_requests": 0,
@@ -128,10 +128,10 @@ class Faults:
             "silent_held": 0,  # requests accepted and never answered
         }
 
-    def prefix_cache_hit(self, key: str | None, messages: list[dict[str, Any]]) -> int:
+    def prefix_cache_hit(self, key: object, messages: Sequence[Mapping[str, object]]) -> int:
         """Characters of the prompt shared with the previous one under the same
         `prompt_cache_key`: what a provider's prefix cache could have served."""
-        if not key:
+        if not isinstance(key, str) or not key:
             return 0
         text = "".join(str(m.get("content", "")) for m in messages)
         previous = self.prefixes.get(key, "")
@@ -158,8 +158,12 @@ class Faults:
 
 
 def completion_response(
-    faults: Faults, draw: float, model: str, body: dict[str, Any], messages: list[dict[str, Any]]
-) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    faults: Faults,
+    draw: float,
+    model: str,
+    body: Mapping[str, object],
+    messages: Sequence[Mapping[str, object]],
+) -> tuple[int, dict[str, object], dict[str, str] | None]:
     """(status, body, headers) of one chat completion; `draw` picks an injected fault.
 
     Every request may get an injected 429/500/503 (`error_rate`); the rest of the draw picks,

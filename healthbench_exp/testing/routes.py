@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Mapping
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.testing.batches import BatchStore
@@ -26,7 +27,9 @@ if TYPE_CHECKING:  # imported where the server runs: the harness only needs serv
     from aiohttp import web
 
 
-def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
+def _json(
+    status: int, body: Mapping[str, object], headers: dict[str, str] | None = None
+) -> web.Response:
     from aiohttp import web
 
     return web.Response(
@@ -74,9 +77,14 @@ class OfflineServer:
         day = self.shutdown_dates.get(model)
         return day is not None and date.fromisoformat(day) <= date.today()
 
-    def describe(self, model: str) -> dict[str, Any]:
+    def describe(self, model: str) -> dict[str, object]:
         """A model object as `GET /v1/models/{id}` returns it (`shutdown_date` where given)."""
-        found: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": "system"}
+        found: dict[str, object] = {
+            "id": model,
+            "object": "model",
+            "created": 0,
+            "owned_by": "system",
+        }
         if model in self.shutdown_dates:
             found["shutdown_date"] = self.shutdown_dates[model]
         return found
@@ -99,7 +107,7 @@ class OfflineServer:
             from aiohttp import web
 
             return web.Response(
-                body=store.files[parts[2]]["content"], content_type="application/octet-stream"
+                body=store.files[parts[2]].content, content_type="application/octet-stream"
             )
         if path.rstrip("/") == "/stats":
             return _json(200, {**self.faults.counts, **self.limits.limit_stats()})

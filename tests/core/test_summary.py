@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.strict_json import dumps
 from healthbench_exp.core.summary import (
     USAGE_FIELDS,
@@ -97,6 +98,23 @@ def test_a_real_summary_reads_as_typed_parts(written: Path) -> None:
         assert [f.prompt_id for f in summary.failures] == [f["prompt_id"] for f in data["failures"]]
     if data["wandb"] is not None:
         assert summary.wandb is not None and summary.wandb.run_id == data["wandb"]["run_id"]
+    # the config's typed record: what sweeps, comparisons and the run-directory check read
+    settings, config = summary.settings, data["config"]
+    assert settings.task is not None and settings.task.kind == config["task"]["kind"]
+    assert settings.judge is not None and settings.judge.name == config["judge"]["name"]
+    assert settings.judge.builtin is True and settings.judge.price is not None
+    assert settings.judge.price.as_of == config["judge"]["price"]["as_of"]
+    assert settings.dataset is not None
+    assert settings.dataset.difficulty == config["dataset"]["difficulty"]
+    assert settings.sampling is not None and settings.sampling.seed == config["sampling"]["seed"]
+
+
+def test_the_config_record_reads_missing_parts_as_none_and_ignores_unknown_keys() -> None:
+    settings = RunConfig.of({"judge": {"name": "j", "new_option": 1}, "unknown": {"a": 1}})
+    assert settings.judge is not None and settings.judge.name == "j"
+    assert settings.judge.temperature is None and settings.judge.price is None
+    assert settings.model is None and settings.sampling is None and settings.completions is None
+    assert RunConfig.of(None) == RunConfig.of({}) == RunConfig(None, None, None, None, None, None)
 
 
 def test_the_runs_cover_every_part() -> None:

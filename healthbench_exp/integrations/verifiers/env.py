@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import verifiers.v1 as vf
 from verifiers.v1.clients import EvalClientConfig
@@ -112,7 +112,7 @@ class HealthBenchEnv(vf.Env[HealthBenchEnvConfig]):
         api_key_var: str = "OPENAI_API_KEY",
         num_examples: int | None = None,
         rollouts_per_example: int = 1,
-        sampling: dict[str, Any] | None = None,
+        sampling: Mapping[str, object] | None = None,
         max_concurrent: int = 32,
     ) -> list[vf.Episode]:
         """Run `rollouts_per_example` episodes of the first `num_examples` tasks (None: all)
@@ -170,7 +170,7 @@ def make_dataset(results: Results, path: str | Path | None = None) -> datasets.D
         return datasets.load_from_disk(str(Path(folder) / "results"), keep_in_memory=True)
 
 
-def records(results: Results) -> list[dict[str, Any]]:
+def records(results: Results) -> list[dict[str, object]]:
     """The dataset's rows as plain dicts (`output.files.results_record`)."""
     return [results_record(r) for r in example_results(results)]
 
@@ -182,7 +182,7 @@ def load_environment(
     judge_api_key: str | None = None,
     make_dataset: bool = False,
     max_parallel_judges: int = HealthBenchTaskConfig.model_fields["max_parallel_judges"].default,
-    **options: Any,
+    **options: object,
 ) -> HealthBenchEnv:
     """The seed's `load_environment`, on the harness's data, grading and scoring.
 

@@ -3,8 +3,8 @@ legends, and the context header every report opens with. Everything inline: no f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
-from typing import Any
 
 from healthbench_exp.grading.scoring import ci95
 from healthbench_exp.output.run_context import Banner, RunContext
@@ -45,7 +45,45 @@ def page(title: str, body: str) -> str:
     return before + body + after
 
 
-def fmt(value: Any, digits: int = 4) -> str:
+def text(row: Mapping[str, object], key: str) -> str:
+    """`row[key]` of decoded JSON as text ("" when missing or null)."""
+    value = row.get(key)
+    return "" if value is None else str(value)
+
+
+def number(row: Mapping[str, object], key: str) -> float | None:
+    """`row[key]` of decoded JSON as a number (None when missing, null or not a number)."""
+    value = row.get(key)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def records(value: object) -> list[Mapping[str, object]]:
+    """The objects of a decoded JSON list (nothing when `value` is not a list)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def listed(row: Mapping[str, object], key: str) -> list[object]:
+    """`row[key]` of decoded JSON as a list (empty when missing or not a list)."""
+    value = row.get(key)
+    return value if isinstance(value, list) else []
+
+
+def context_parts(
+    data: Mapping[str, object],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(fields, banners) of a comparison's `context` (`sweep.jobs.sweep_context`): (name, value)
+    and (label, reason) pairs."""
+    context = data.get("context")
+    if not isinstance(context, dict):
+        return [], []
+    fields, banners = context.get("fields"), context.get("banners")
+    return (
+        [(str(k), str(v)) for k, v in fields] if isinstance(fields, list) else [],
+        [(str(k), str(v)) for k, v in banners] if isinstance(banners, list) else [],
+    )
+
+
+def fmt(value: object, digits: int = 4) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -60,12 +98,12 @@ def table(header: list[str], rows: list[str], css: str = "") -> str:
     return f"<div class='wide'><table{attribute}><tr>{head}</tr>{''.join(rows)}</table></div>"
 
 
-def cells(*values: Any, numeric: bool = True) -> str:
+def cells(*values: object, numeric: bool = True) -> str:
     """`<td>` cells: numbers right-aligned and formatted, anything else escaped."""
     out = []
     for v in values:
-        number = numeric and isinstance(v, int | float) and not isinstance(v, bool)
-        out.append(f"<td class='num'>{fmt(v)}</td>" if number else f"<td>{fmt(v)}</td>")
+        right = numeric and isinstance(v, int | float) and not isinstance(v, bool)
+        out.append(f"<td class='num'>{fmt(v)}</td>" if right else f"<td>{fmt(v)}</td>")
     return "".join(out)
 
 

@@ -15,10 +15,11 @@ offset. Memory stays flat.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from html import escape
 from pathlib import Path
-from typing import Any
 
+from healthbench_exp.output.html.charts import number, records
 from healthbench_exp.output.html.jury import JUDGES_SCRIPT, judge_verdicts
 
 COMPANION = "report_examples.js"
@@ -26,16 +27,18 @@ PAGE_SIZE = 50
 VARIABLE = "HEALTHBENCH_EXAMPLES"
 
 
-def outcome(row: dict[str, Any]) -> tuple[int, str, str]:
+def outcome(row: Mapping[str, object]) -> tuple[int, str, str]:
     """(sort key, label, css class): criteria that cost the reply points come first."""
-    met, points = row["criteria_met"], row["points"]
+    met, points = row["criteria_met"], number(row, "points") or 0
     if met is None:
         return 1, "ungraded", "muted"
     label = "met" if met else "not met"
     return (0, label, "bad") if (points > 0) != met else (2, label, "good")
 
 
-def example_record(example: dict[str, Any], criteria: list[dict[str, Any]]) -> dict[str, Any]:
+def example_record(
+    example: Mapping[str, object], criteria: list[Mapping[str, object]]
+) -> dict[str, object]:
     """One example as the pager reads it; criteria that cost points first."""
     graded = []
     for c in sorted(criteria, key=lambda c: outcome(c)[0]):
@@ -49,7 +52,7 @@ def example_record(example: dict[str, Any], criteria: list[dict[str, Any]]) -> d
         "rollout": example["rollout"],
         "score": example["score"],
         "error": example["error"],
-        "messages": [[m["role"], m["content"]] for m in example["messages"]],
+        "messages": [[m["role"], m["content"]] for m in records(example["messages"])],
         "reply": example["completion"],
         "criteria": graded,
     }
@@ -93,7 +96,9 @@ def write_companion(output_dir: Path) -> tuple[int, list[str]]:
             criteria.seek(criteria_start)
             rows = [json.loads(criteria.readline()) for _ in range(count)]
             record = example_record(json.loads(examples.readline()), rows)
-            themes.add(record["theme"])
+            theme = record["theme"]
+            if isinstance(theme, str):
+                themes.add(theme)
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + ",\n")
         out.write("];\n")
     partial.replace(output_dir / COMPANION)

@@ -3,7 +3,7 @@ the entries: plain data in sweep_summary.json's `judge_table`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from healthbench_exp.output.html.charts import cells, fmt, table
 
@@ -15,13 +15,25 @@ COLUMNS = {
 }
 
 
-def _figure(entry: dict[str, Any], column: str) -> str:
-    low, high = entry[f"{column}_ci"]
+def bounds(entry: Mapping[str, object], column: str) -> tuple[object, object]:
+    """(low, high) of a figure's 95% interval (None: undefined)."""
+    pair = entry.get(f"{column}_ci")
+    return (pair[0], pair[1]) if isinstance(pair, list | tuple) else (None, None)
+
+
+def category_figures(entry: Mapping[str, object]) -> Mapping[str, object]:
+    """A judge's balanced F1 per category."""
+    values = entry.get("by_category")
+    return values if isinstance(values, dict) else {}
+
+
+def _figure(entry: Mapping[str, object], column: str) -> str:
+    low, high = bounds(entry, column)
     interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
     return f"<td class='num'>{fmt(entry[column])}{interval}</td>"
 
 
-def judge_table_html(entries: list[dict[str, Any]]) -> str:
+def judge_table_html(entries: Sequence[Mapping[str, object]]) -> str:
     """The table (each figure with its 95% interval) and the judges' F1 by category."""
     if not entries:
         return ""
@@ -38,12 +50,12 @@ def judge_table_html(entries: list[dict[str, Any]]) -> str:
         "<h2 id='judge-table'>Judge table (agreement with physicians, balanced F1, "
         "95% intervals)</h2>" + table(header, rows)
     )
-    names = sorted({c for e in entries for c in e["by_category"]})
+    names = sorted({c for e in entries for c in category_figures(e)})
     if names:
         by_category = [
             "<tr>"
             + cells(name, numeric=False)
-            + cells(*(e["by_category"].get(name) for e in entries))
+            + cells(*(category_figures(e).get(name) for e in entries))
             + "</tr>"
             for name in names
         ]

@@ -22,10 +22,9 @@ from __future__ import annotations
 import json
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
-from healthbench_exp.core.summary import RunSummary, read_summary
+from healthbench_exp.core.summary import Metrics, RunSummary, read_summary
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names, tag_metric_names
 from healthbench_exp.output.html.calibrated import calibrated_section
 from healthbench_exp.output.html.charts import (
@@ -42,18 +41,21 @@ from healthbench_exp.output.html.sweep_page import sweep_report as sweep_report 
 from healthbench_exp.output.run_context import RunContext, run_context
 
 
-def _score_items(metrics: dict[str, Any], prefix: str) -> list[tuple[str, float, float | None]]:
+def _score_items(metrics: Metrics, prefix: str) -> list[tuple[str, float, float | None]]:
     names = slice_names(metrics, prefix)
-    return [(n[len(prefix) :], metrics[n], metrics.get(f"{n}:bootstrap_std")) for n in names]
+    items = [(n[len(prefix) :], metrics[n], metrics.get(f"{n}:bootstrap_std")) for n in names]
+    return [(name, mean, std) for name, mean, std in items if mean is not None]
 
 
-def _ci(metrics: dict[str, Any], name: str = "overall_score") -> str:
+def _ci(metrics: Metrics, name: str = "overall_score") -> str:
     mean, std = metrics[name], metrics[f"{name}:bootstrap_std"]
+    if mean is None or std is None:
+        return "undefined"
     low, high = ci95(mean, std)
     return f"{mean:.4f} (95% CI {low:.4f}–{high:.4f}, n={metrics[f'{name}:n_samples']})"
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read_json(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -145,7 +147,7 @@ def write_meta_eval_report(output_dir: Path, summary: RunSummary) -> Path:
     return path
 
 
-def score_sections(metrics: dict[str, Any], headline: str) -> list[str]:
+def score_sections(metrics: Metrics, headline: str) -> list[str]:
     """The headline metric first (with its name), then `overall_score` when it is another;
     bar charts of the headline metric by each example-tag kind, and of the rubric axes."""
     plain = headline == OVERALL_SCORE

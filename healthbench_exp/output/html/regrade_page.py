@@ -4,6 +4,7 @@ as `sweep.regrade_compare` computed them (plain data in `sweep_summary.json`'s `
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from healthbench_exp.output.html.charts import cells, table
@@ -24,7 +25,7 @@ def _shift_rows(shift: dict[str, object]) -> list[str]:
     return rows
 
 
-def regrades_html(entries: list[dict[str, object]]) -> str:
+def regrades_html(entries: Sequence[Mapping[str, object]]) -> str:
     """The section ('' without a regrade among the compared runs)."""
     if not entries:
         return ""

@@ -8,19 +8,24 @@ run's files."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.output.html.charts import (
     banner_html,
     bar_chart,
     cells,
+    context_parts,
     difference_chart,
     fmt,
     heat_map,
+    listed,
+    number,
     page,
+    records,
     table,
+    text,
 )
 from healthbench_exp.output.html.judge_table import judge_table_html
 from healthbench_exp.output.html.jury import sweep_jury_html
@@ -28,30 +33,36 @@ from healthbench_exp.output.html.regrade_page import regrades_html
 from healthbench_exp.output.run_context import Banner
 
 
-def _link_base(job: dict[str, Any], out_dir: Path) -> str:
+def _link_base(job: Mapping[str, object], out_dir: Path) -> str:
     """The path from the comparison's folder to a run's folder, for links."""
-    return Path(os.path.relpath(job["path"], out_dir.resolve())).as_posix()
+    return Path(os.path.relpath(text(job, "path"), out_dir.resolve())).as_posix()
 
 
-def _number(value: Any) -> Any:
+def _number(value: object) -> object:
     """A number in its shortest form (0.7, not 0.7000); anything else as it is."""
     return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _files(job: Mapping[str, object]) -> dict[str, object]:
+    """A run's files (name -> whether it is there)."""
+    files = job.get("files")
+    return files if isinstance(files, dict) else {}
 
 
 LINK_NAMES = {"report.html": "report", "summary.json": "summary", "per_criterion.jsonl": "criteria"}
 
 
-def _protocol(job: dict[str, Any]) -> str:
+def _protocol(job: Mapping[str, object]) -> str:
     """The protocol cell, one short line (the deviations are listed under the table and in its
     tooltip): the set, and `reference` or how many settings deviate."""
     if job.get("protocol") is None:
         return "<td></td>"
     if job.get("reference"):
-        return f"<td>{escape(job['protocol'])} reference</td>"
+        return f"<td>{escape(text(job, 'protocol'))} reference</td>"
     deviations = str(job.get("deviations") or "")
     count = len(deviations.split("; "))
     return (
-        f"<td title='{escape(deviations)}'>{escape(job['protocol'])}: NOT reference "
+        f"<td title='{escape(deviations)}'>{escape(text(job, 'protocol'))}: NOT reference "
         f"({count} deviation{'s' * (count != 1)})</td>"
     )
 
@@ -60,23 +71,23 @@ def _protocol(job: dict[str, Any]) -> str:
 VARYING = (("model", "replies"), ("judge", "judge"), ("data", "data"), ("T", "temperature"))
 
 
-def _varying(jobs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _varying(jobs: list[Mapping[str, object]]) -> list[tuple[str, str]]:
     return [(name, key) for name, key in VARYING if len({str(j.get(key)) for j in jobs}) > 1]
 
 
 def _job_row(
-    job: dict[str, Any], out_dir: Path, estimates: bool, varying: list[tuple[str, str]]
+    job: Mapping[str, object], out_dir: Path, estimates: bool, varying: list[tuple[str, str]]
 ) -> str:
     done = job.get("overall_score") is not None
-    ci = f"{job['ci_low']:.4f}–{job['ci_high']:.4f}" if done else escape(job.get("error") or "")
+    ci = f"{job['ci_low']:.4f}–{job['ci_high']:.4f}" if done else escape(text(job, "error"))
     base = _link_base(job, out_dir)
     links = " ".join(
         f"<a href='{escape(base)}/{name}' title='{name}'>{LINK_NAMES.get(name, name)}</a>"
-        for name, present in (job.get("files") or {}).items()
+        for name, present in _files(job).items()
         if present
     )
     css = "" if job["status"] in ("completed", "dry_run") else "failed"
-    headline = job.get("headline")
+    headline = text(job, "headline")
     metric = f"<br><span class='muted'>{escape(headline)}</span>" if headline else ""
     return (
         f"<tr class='{css}'>"
@@ -91,11 +102,11 @@ def _job_row(
     )
 
 
-def _deviations(jobs: list[dict[str, Any]]) -> str:
+def _deviations(jobs: list[Mapping[str, object]]) -> str:
     """Under the runs table: each non-reference run's deviations."""
     items = [
         f"<li>{escape(str(j['job']))} <code>{escape(str(j['label']))}</code> "
-        f"({escape(j['protocol'])}): {escape(str(j.get('deviations') or ''))}</li>"
+        f"({escape(text(j, 'protocol'))}): {escape(text(j, 'deviations'))}</li>"
         for j in jobs
         if j.get("protocol") is not None and not j.get("reference")
     ]
@@ -107,42 +118,46 @@ def _deviations(jobs: list[dict[str, Any]]) -> str:
     )
 
 
-def _headline_chart(done: list[dict[str, Any]]) -> str:
+def _headline_chart(done: list[Mapping[str, object]]) -> str:
     """Each run's headline score (its `headline` metric: `length_adjusted_score` for a
     Professional run, else `overall_score`) with its 95% whisker; the metric is named in the
     label when the runs' headlines differ, else under the title."""
-    metrics = {j.get("headline") or "overall_score" for j in done}
-    bars = []
+    metrics = {text(j, "headline") or "overall_score" for j in done}
+    bars: list[tuple[str, float, float | None]] = []
     for j in done:
-        metric = j.get("headline") or "overall_score"
-        score = j.get("headline_score")
+        metric = text(j, "headline") or "overall_score"
+        score = number(j, "headline_score")
         value, std = (
-            (score, j.get("headline_std")) if score is not None else (j["overall_score"], None)
+            (score, number(j, "headline_std"))
+            if score is not None
+            else (number(j, "overall_score") or 0.0, None)
         )
-        label = j["label"][:48] if len(metrics) == 1 else f"{j['label'][:30]} ({metric})"
+        label = (
+            text(j, "label")[:48] if len(metrics) == 1 else f"{text(j, 'label')[:30]} ({metric})"
+        )
         bars.append((label, value, std))
     named = ", ".join(f"<code>{escape(m)}</code>" for m in sorted(metrics))
     return f"<p class='muted'>the metric each run is quoted by: {named}</p>" + bar_chart(bars, 760)
 
 
-def sweep_header(data: dict[str, Any]) -> str:
+def sweep_header(data: Mapping[str, object]) -> str:
     """The comparison's opening: inputs, banners naming their runs, and the context table."""
-    context = data.get("context") or {"fields": [], "banners": []}
-    rows = [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in context["fields"]]
+    fields, banners = context_parts(data)
+    rows = [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in fields]
     return (
         "<h1>HealthBench comparison</h1>"
-        f"<p class='muted'>{escape(', '.join(data.get('inputs', [])))} · written "
-        f"{escape(data.get('written_at') or '')} · {len(data['jobs'])} runs, {data['failed']} "
+        f"<p class='muted'>{escape(', '.join(map(str, listed(data, 'inputs'))))} · written "
+        f"{escape(text(data, 'written_at'))} · {len(listed(data, 'jobs'))} runs, {data['failed']} "
         "failed or unfinished</p>"
-        + banner_html([Banner(label, reason) for label, reason in context["banners"]])
+        + banner_html([Banner(label, reason) for label, reason in banners])
         + f"<div class='wide'><table class='context' id='context'>{''.join(rows)}</table></div>"
     )
 
 
-def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
+def sweep_report(data: Mapping[str, object], out_dir: Path) -> str:
     """The comparison's report.html, written into `out_dir` (links are relative to it)."""
-    meta = [j for j in data["jobs"] if j.get("task") == "meta_eval"]
-    jobs = [j for j in data["jobs"] if j.get("task") != "meta_eval"]
+    meta = [j for j in records(data.get("jobs")) if j.get("task") == "meta_eval"]
+    jobs = [j for j in records(data.get("jobs")) if j.get("task") != "meta_eval"]
     body = [sweep_header(data)]
     if jobs:
         varying = _varying(jobs)
@@ -169,14 +184,14 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
             "<h2>Meta-eval: agreement with physicians (pairwise balanced F1)</h2>"
             + table([*header, "ungraded"], rows)
         )
-        body.append(judge_table_html(data.get("judge_table") or []))
+        body.append(judge_table_html(records(data.get("judge_table"))))
     if data.get("judge_agreement"):
         rows = [
             "<tr>"
             + cells(p["a_label"], p["b_label"], f"{p['a_judge']} vs {p['b_judge']}", numeric=False)
             + cells(p["n"], p["agreement"], p["kappa"])
             + "</tr>"
-            for p in data["judge_agreement"]
+            for p in records(data["judge_agreement"])
         ]
         body.append(
             "<h2>Judge agreement (items both judges graded)</h2>"
@@ -185,29 +200,32 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
     done = [j for j in jobs if j["status"] == "completed" and j.get("overall_score") is not None]
     if done:
         body.append("<h2>Headline score per run</h2>" + _headline_chart(done))
-        columns = [j["label"] for j in done]
+        columns = [text(j, "label") for j in done]
         for kind in ("theme", "axis"):
             names = sorted(
                 {k.split(":", 1)[1] for j in done for k in j if k.startswith(kind + ":")}
             )
             values = {
-                (n, j["label"]): j[f"{kind}:{n}"] for j in done for n in names if f"{kind}:{n}" in j
+                (n, text(j, "label")): value
+                for j in done
+                for n in names
+                if (value := number(j, f"{kind}:{n}")) is not None
             }
             body.append(f"<h2>{kind.title()} x run</h2>" + heat_map(names, columns, values))
     if data.get("not_compared"):
         rows = [
             "<tr>" + cells(p["a_label"], p["b_label"], p["reason"], numeric=False) + "</tr>"
-            for p in data["not_compared"]
+            for p in records(data["not_compared"])
         ]
         body.append(
             "<h2>Not compared pairwise (not the same examples)</h2>"
             + table(["A", "B", "why"], rows)
         )
-    pairs = data["pairs"]
+    pairs = records(data["pairs"])
     if pairs:
         items = [
-            (f"{p['a_label']} − {p['b_label']}"[:64], p["mean_difference"], p["ci_low"],
-             p["ci_high"])
+            (f"{p['a_label']} − {p['b_label']}"[:64], number(p, "mean_difference") or 0.0,
+             number(p, "ci_low") or 0.0, number(p, "ci_high") or 0.0)
             for p in pairs
         ]  # fmt: skip
         rows = [
@@ -225,5 +243,5 @@ def sweep_report(data: dict[str, Any], out_dir: Path) -> str:
             + difference_chart(items)
             + table(header, rows)
         )
-    body.append(regrades_html(data.get("regrades") or []))
+    body.append(regrades_html(records(data.get("regrades"))))
     return page("HealthBench comparison", "".join(body))

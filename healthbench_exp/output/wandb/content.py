@@ -16,7 +16,7 @@ import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
 from healthbench_exp.grading.scoring import tag_metric_names
@@ -27,19 +27,22 @@ from healthbench_exp.output.wandb.jury import (
     verdict_members,
 )
 
+if TYPE_CHECKING:  # imported when needed: loading wandb takes seconds
+    import wandb
+
 ARTIFACT_TYPE = "healthbench-results"
 TABLE_LOG_MAX_ROWS = 10_000  # what run.log keeps of a table
 ARTIFACT_TABLE_MAX_ROWS = 200_000  # what one artifact table holds; larger ones are split
 
 
-def log_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
+def log_eval(run: wandb.Run, summary: RunSummary, output_dir: Path) -> None:
     """An eval's summary metrics, tables with bar charts, and the results artifact."""
     import wandb
 
     update_summary(run, summary)
     per_example = example_table(output_dir / "examples.jsonl")
     breakdowns = breakdown_tables(summary)
-    logged: dict[str, Any] = dict(breakdowns)
+    logged: dict[str, object] = dict(breakdowns)
     if len(per_example.data) <= TABLE_LOG_MAX_ROWS:
         logged["per_example"] = per_example
     for name, table in breakdowns.items():
@@ -64,14 +67,14 @@ def log_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
         run.log_artifact(artifact)
 
 
-def log_meta_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
+def log_meta_eval(run: wandb.Run, summary: RunSummary, output_dir: Path) -> None:
     """Tables by category and per physician, per-row verdicts, the results artifact."""
     import wandb
 
     update_summary(run, summary)
     by_category = meta_category_table(summary)
     per_row = meta_row_table(output_dir / "meta_eval.jsonl")
-    logged: dict[str, Any] = {
+    logged: dict[str, object] = {
         "by_category": by_category,
         "by_category_chart": wandb.plot.bar(
             by_category, "category", "model_f1_balanced", title="Judge balanced F1 by category"
@@ -90,7 +93,7 @@ def log_meta_eval(run: Any, summary: RunSummary, output_dir: Path) -> None:
         run.log_artifact(artifact)
 
 
-def update_summary(run: Any, summary: RunSummary) -> None:
+def update_summary(run: wandb.Run, summary: RunSummary) -> None:
     """The headline first (`headline`: its metric's name, `headline/score` and its stats), the
     protocol (`protocol/*`, also in the run's config as `protocol`), then every defined metric
     under its reference name, `counts/*`, cost and usage."""
@@ -116,7 +119,7 @@ def update_summary(run: Any, summary: RunSummary) -> None:
 CALIBRATED_FIELDS = ("observed", "sensitivity", "specificity", "corrected", "ci_low", "ci_high")
 
 
-def calibrated_metrics(summary: RunSummary) -> dict[str, Any]:
+def calibrated_metrics(summary: RunSummary) -> dict[str, object]:
     """`calibrated/<category>/<field>` of summary.json's `calibrated` (SPEC 7.3), defined ones."""
     rows = summary.calibrated.criteria if summary.calibrated is not None else []
     return {
@@ -127,23 +130,23 @@ def calibrated_metrics(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-def headline_metrics(summary: RunSummary) -> dict[str, Any]:
+def headline_metrics(summary: RunSummary) -> dict[str, object]:
     """`headline` (the metric's name) and `headline/score`, `headline/bootstrap_std`,
     `headline/n_samples` when the run has that metric; {} for a summary without a headline."""
     name = summary.headline
     if name is None or summary.metrics.get(name) is None:
         return {}
-    out: dict[str, Any] = {"headline": name, "headline/score": summary.metrics[name]}
+    out: dict[str, object] = {"headline": name, "headline/score": summary.metrics[name]}
     for stat in ("bootstrap_std", "n_samples"):
         if f"{name}:{stat}" in summary.metrics:
             out[f"headline/{stat}"] = summary.metrics[f"{name}:{stat}"]
     return out
 
 
-def usage_metrics(summary: RunSummary) -> dict[str, Any]:
+def usage_metrics(summary: RunSummary) -> dict[str, object]:
     """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary."""
     usage = summary.usage
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, object] = {}
     if usage is None:
         return metrics
     if usage.total_cost_usd is not None:
@@ -159,7 +162,7 @@ def usage_metrics(summary: RunSummary) -> dict[str, Any]:
     return metrics
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def _jsonl(path: Path) -> Iterator[dict[str, object]]:
     with open(path, encoding="utf-8") as f:
         for line in f:
             yield json.loads(line)
@@ -175,7 +178,7 @@ PER_EXAMPLE_COLUMNS = [
 ]  # fmt: skip
 
 
-def plain_table(columns: list[str], rows: list[list[Any]]) -> Any:
+def plain_table(columns: list[str], rows: list[list[object]]) -> wandb.Table:
     """A W&B table of JSON values (str, number, bool, None), every column of any type.
 
     `wandb.Table(data=...)` infers a type union cell by cell (50 s of CPU for the 23,000
@@ -190,7 +193,7 @@ def plain_table(columns: list[str], rows: list[list[Any]]) -> Any:
 
 
 def add_table(
-    artifact: Any, name: str, columns: list[str], rows: list[list[Any]], staging: Path
+    artifact: wandb.Artifact, name: str, columns: list[str], rows: list[list[object]], staging: Path
 ) -> None:
     """Add `<name>.table.json` to `artifact`: what `artifact.add(table, name)` writes, without
     its cell-by-cell conversion (another 15 s of CPU for 23,000 criteria), since the rows are
@@ -203,12 +206,13 @@ def add_table(
     artifact.add_file(str(path), name=f"{name}.table.json")
 
 
-def criterion_rows(path: Path, members: list[str] | None = None) -> Iterator[list[list[Any]]]:
+def criterion_rows(path: Path, members: list[str] | None = None) -> Iterator[list[list[object]]]:
     """per_criterion.jsonl as table rows, in parts of at most ARTIFACT_TABLE_MAX_ROWS rows;
     with a jury's `members`, each judge's verdict after the columns."""
-    rows: list[list[Any]] = []
+    rows: list[list[object]] = []
     for row in _jsonl(path):
-        row["tags"] = ",".join(row["tags"])
+        tags = row["tags"]
+        row["tags"] = ",".join(map(str, tags)) if isinstance(tags, list) else tags
         rows.append([row[c] for c in PER_CRITERION_COLUMNS] + verdict_cells(row, members or []))
         if len(rows) == ARTIFACT_TABLE_MAX_ROWS:
             yield rows
@@ -217,13 +221,13 @@ def criterion_rows(path: Path, members: list[str] | None = None) -> Iterator[lis
         yield rows
 
 
-def example_table(path: Path) -> Any:
+def example_table(path: Path) -> wandb.Table:
     return plain_table(
         PER_EXAMPLE_COLUMNS, [[row[c] for c in PER_EXAMPLE_COLUMNS] for row in _jsonl(path)]
     )
 
 
-def breakdown_tables(summary: RunSummary) -> dict[str, Any]:
+def breakdown_tables(summary: RunSummary) -> dict[str, wandb.Table]:
     """by_theme, by_axis, by_consensus_criterion: name, score, bootstrap_std, n_samples."""
     import wandb
 
@@ -260,7 +264,7 @@ META_ROW_COLUMNS = [
 ]  # fmt: skip
 
 
-def meta_category_table(summary: RunSummary) -> Any:
+def meta_category_table(summary: RunSummary) -> wandb.Table:
     """The judge's and the physicians' balanced F1 per category (undefined: empty cell)."""
     import wandb
 
@@ -269,7 +273,7 @@ def meta_category_table(summary: RunSummary) -> Any:
     return wandb.Table(columns=[*META_CATEGORY_COLUMNS], data=data, allow_mixed_types=True)
 
 
-def physician_table(summary: RunSummary) -> Any:
+def physician_table(summary: RunSummary) -> wandb.Table:
     """Each physician's leave-one-out precision, recall and F1 (pos, neg, balanced), overall."""
     import wandb
 
@@ -283,9 +287,11 @@ def physician_table(summary: RunSummary) -> Any:
     return wandb.Table(columns=[*columns], data=data, allow_mixed_types=True)
 
 
-def meta_row_table(path: Path) -> Any:
-    data = []
+def meta_row_table(path: Path) -> wandb.Table:
+    data: list[list[object]] = []
     for row in _jsonl(path):
-        row["binary_labels"] = ",".join("1" if x else "0" for x in row["binary_labels"])
+        labels = row["binary_labels"]
+        if isinstance(labels, list):
+            row["binary_labels"] = ",".join("1" if x else "0" for x in labels)
         data.append([row[c] for c in META_ROW_COLUMNS])
     return plain_table(META_ROW_COLUMNS, data)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from healthbench_exp.core.summary import RunSummary, WandbInfo
+from healthbench_exp.core.sink import SinkFields
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import ExampleResult, MetaEvalResult
 from healthbench_exp.output.wandb.tracker import Tracker
 
@@ -29,12 +29,13 @@ class WandbSink:
         else:
             self.tracker.on_result(result)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> SinkFields:
         """`wandb` in summary.json: where the run is (None when W&B is disabled)."""
-        where = self.tracker.describe()
-        return {"wandb": None if where is None else WandbInfo.from_dict(where)}
+        return {"wandb": self.tracker.describe()}
 
-    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
+    def finish(
+        self, summary: RunSummary, results: Sequence[ExampleResult | MetaEvalResult]
+    ) -> None:
         self.tracker.finish(summary, self.output_dir)
 
     def fail(self, error: BaseException) -> None:

@@ -13,10 +13,13 @@ W&B login; offline runs must be uploaded first with `wandb sync <run dir>/wandb/
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.core.types import AXES, THEMES
 from healthbench_exp.output.wandb.mode import api_key
+
+if TYPE_CHECKING:  # imported when needed: loading it takes seconds
+    import wandb_workspaces.reports.v2 as wr
 
 SUMMARY_COLUMNS = [
     "run:displayName",
@@ -46,7 +49,7 @@ def group_filter(group: str) -> str:
     return "Metric('Group') == " + repr(group)
 
 
-def build_report(entity: str, project: str, group: str, title: str | None = None) -> Any:
+def build_report(entity: str, project: str, group: str, title: str | None = None) -> wr.Report:
     """The report object for one sweep (built offline; saving it needs a login)."""
     import wandb_workspaces.reports.v2 as wr
 

@@ -32,14 +32,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import WandbConfig
 from healthbench_exp.core.counts import RunCounts
-from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.version import __version__
 from healthbench_exp.output.wandb.mode import Readiness, resolve_mode
 
@@ -126,7 +127,7 @@ class RunPlan:
     entity: str | None
     group: str | None
     output_dir: Path
-    init: dict[str, Any]  # the arguments of `wandb.init`, as JSON
+    init: dict[str, object]  # the arguments of `wandb.init`, as JSON
 
 
 class Tracker:
@@ -195,7 +196,7 @@ class Tracker:
                     if "writing it offline" in event["message"]:
                         self.mode = "offline"
 
-    def _send(self, command: dict[str, Any]) -> None:
+    def _send(self, command: dict[str, object]) -> None:
         if self.worker is None or self.worker.stdin is None or self.worker.poll() is not None:
             return
         try:
@@ -275,18 +276,18 @@ class Tracker:
             folder = folder.parent / pattern
         return f"upload this run's data with: wandb sync {folder}"
 
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> WandbInfo | None:
         """Where the run is, for summary.json; never waits for W&B."""
         if self.plan is None:
             return None
-        return {
-            "run_id": self.plan.run_id,
-            "group": self.plan.group,
-            "project": self.plan.project,
-            "entity": self.plan.entity,
-            "mode": self.mode,
-            "warnings": list(self.warnings),
-        }
+        return WandbInfo(
+            run_id=self.plan.run_id,
+            group=self.plan.group,
+            project=self.plan.project,
+            entity=self.plan.entity,
+            mode=self.mode,
+            warnings=list(self.warnings),
+        )
 
     def fail(self, error: BaseException | None = None) -> None:
         """Finish a run whose job raised, marked failed: exit code 1, or the error's own
@@ -302,7 +303,7 @@ def start(
     wandb: WandbConfig,
     run_label: str,
     job_type: str,
-    config_dict: dict[str, Any],
+    config_dict: Mapping[str, object],
     output_dir: Path,
     job: JobContext,
     readiness: Readiness,
@@ -317,7 +318,7 @@ def start(
     group = wandb.group or (sweep_group(job.sweep_dir, job.job_name) if job.sweep_dir else None)
     run_id = saved_run_id(output_dir) or new_run_id()
     run_dir = Path(os.environ.get("WANDB_DIR") or output_dir)  # W&B adds its own wandb/ below
-    init = {
+    init: dict[str, object] = {
         "project": wandb.project,
         "entity": wandb.entity,
         "group": group,

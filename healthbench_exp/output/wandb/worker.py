@@ -20,19 +20,23 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.output.wandb.content import log_eval, log_meta_eval
 
+if TYPE_CHECKING:  # imported when needed: loading wandb takes seconds
+    import wandb
 
-def emit(channel: IO[str], event: str, **fields: Any) -> None:
+
+def emit(channel: IO[str], event: str, **fields: object) -> None:
     channel.write(json.dumps({"event": event, **fields}) + "\n")
     channel.flush()
 
 
-def open_run(init: dict[str, Any], channel: IO[str]) -> Any | None:
+def open_run(init: dict[str, Any], channel: IO[str]) -> wandb.Run | None:
     """`wandb.init(**init)`; an online run that fails opens offline; None if neither opens.
+    (`init`: decoded JSON, which `wandb.init` checks itself.)
 
     An offline run sets WANDB_MODE=offline for this process first: `wandb` reads its
     process-wide settings from the environment, and with them online it posts its own usage
