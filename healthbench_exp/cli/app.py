@@ -28,6 +28,7 @@ from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.engine.estimate import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
+from healthbench_exp.model.cache import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output import files as reporting
 
@@ -132,6 +133,8 @@ def end(
     if ending.status == "completed":
         if unwritten:
             print(f"error: {unwritten}", file=sys.stderr)
+        else:
+            discard_call_journal(output_dir)
         return score
     line = f"{'error: ' if ending.error_prefix else ''}{ending.message}"
     if unwritten:

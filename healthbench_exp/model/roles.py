@@ -33,7 +33,7 @@ from healthbench_exp.config.schema import (
 )
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.model.batch import BatchJudge
-from healthbench_exp.model.cache import ResponseCache, cache_dir
+from healthbench_exp.model.cache import CALL_JOURNAL, ResponseCache, cache_dir
 from healthbench_exp.model.costs import Budget, usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.limits import EndpointStats
@@ -222,10 +222,19 @@ async def open_roles(
     the in-flight cap and the budget; a batched judge's batches are recorded in `output_dir`.
     Closed on exit.
 
+    With `cache.enabled=false` the roles share the run's own call journal instead
+    (`<output_dir>/.calls`, a response cache no other run reads): a resume after a kill then
+    pays again only the calls in flight at the kill, not those finished inside rows the kill
+    cut short, which the run's records lack. A completed run removes it (`discard_call_journal`).
+
     Call inside the running event loop: clients made outside it break the second job of a
     multirun ("Event loop is closed").
     """
-    cache = ResponseCache(cache_dir(cache_config.dir)) if cache_config.enabled else None
+    cache = (
+        ResponseCache(cache_dir(cache_config.dir))
+        if cache_config.enabled
+        else ResponseCache(output_dir / CALL_JOURNAL, record_run=False)
+    )
     shared = Shared(
         cache=cache,
         limit=asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None,
@@ -266,8 +275,7 @@ async def open_roles(
     finally:
         for endpoint in endpoints.values():
             await endpoint.close()
-        if cache is not None:
-            cache.close()
+        cache.close()
 
 
 @contextlib.asynccontextmanager

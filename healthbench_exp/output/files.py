@@ -163,6 +163,7 @@ OWN_FILES = {
     "examples.jsonl", "results", "report.html", "wandb", "meta_eval.jsonl",
     "estimate.json", "batches.json", "invocations.jsonl", ".lock", "report_examples.js",
     "vllm.log", "vllm-judge.log", "llamacpp.log", "llamacpp-judge.log",  # engine.serve logs
+    ".calls",  # the run's own call journal when the shared cache is off (model.cache)
 }  # fmt: skip
 
 

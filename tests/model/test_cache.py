@@ -198,10 +198,15 @@ def endpoint_args(url: str) -> list[str]:
     return ["experiment=demo", "wandb=disabled", *endpoints[0], *endpoints[1], *limits]
 
 
-def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", ["shared", "off"])
+def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path, cache: str) -> None:
+    """With the shared cache, or with `cache.enabled=false` (the run's own call journal answers
+    the calls finished inside rows the kill cut short, which the run's records lack)."""
+    off = ("cache.enabled=false",) if cache == "off" else ()
     with ServerProcess(server_args(latency_ms=20)) as server:
         clean = run_cli(
             *endpoint_args(server.base_url),
+            *off,
             f"hydra.run.dir={tmp_path / 'clean'}",
             env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "clean-cache")},
         )
@@ -213,6 +218,7 @@ def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path) -> None:
         "-m",
         "healthbench_exp",
         *endpoint_args("URL"),
+        *off,
         f"hydra.run.dir={run_dir}",
     ]
     with ServerProcess(server_args(latency_ms=20)) as server:
@@ -240,6 +246,7 @@ def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path) -> None:
     # (which of the two depends on where the kill landed); the request count above is what
     # proves nothing finished was paid twice
     assert json.loads((run_dir / "status.json").read_text())["status"] == "completed"
+    assert not (run_dir / ".calls").exists()  # a completed run's records hold every reply
 
 
 def test_resume_needs_a_run_directory(tmp_path: Path) -> None:
