@@ -133,7 +133,8 @@ class _Zygote:
             with self.changed:
                 if "status" in message:
                     self.statuses[message["pid"]] = message["status"]
-                else:
+                else:  # a new child: a status kept for an earlier process of its pid is stale
+                    self.statuses.pop(message["pid"], None)
                     self.pids[message["id"]] = message["pid"]
                 self.changed.notify_all()
 
