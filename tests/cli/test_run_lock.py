@@ -13,21 +13,18 @@ import sys
 import time
 from pathlib import Path
 
+from tests import zygote
 from tests.e2e.test_e2e import REPO, run_cli
 
 
-def start_run(*args: str, cwd: Path = REPO) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "healthbench_exp", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
+def start_run(*args: str, cwd: Path = REPO) -> zygote.ForkedRun | subprocess.Popen:
+    """`python -m healthbench_exp <args>` started in its own process (see tests/zygote.py)."""
+    return zygote.spawn(*args, env=os.environ.copy(), cwd=cwd)
 
 
-def wait_for(condition, process: subprocess.Popen, timeout_s: float = 240.0) -> None:
+def wait_for(
+    condition, process: zygote.ForkedRun | subprocess.Popen, timeout_s: float = 240.0
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert process.poll() is None, process.communicate()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_run_lock import lines, start_run, wait_for
+from tests.conftest import DemoRun
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.output.test_tracking import wandb_env
 from tests.wandb_log import read_run
@@ -34,6 +35,11 @@ def no_leftovers(run_dir: Path) -> None:
 
 def status(run_dir: Path) -> dict:
     return json.loads((run_dir / "status.json").read_text())
+
+
+def demo_metrics(demo: DemoRun) -> dict:
+    """The metrics of the session's demo run: what a clean run of DEMO scores."""
+    return json.loads((demo.directory / "summary.json").read_text())["metrics"]
 
 
 @pytest.fixture
@@ -60,15 +66,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path | None]]:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(tmp_path, monkeypatch, signum) -> None:
+def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(
+    tmp_path, monkeypatch, signum, demo_run: DemoRun
+) -> None:
     env = wandb_env(tmp_path)
     for key, value in env.items():  # start_run passes os.environ
         monkeypatch.setenv(key, value)
-    clean = run_cli(
-        *DEMO, f"hydra.run.dir={tmp_path / 'clean'}",
-        env={**env, "HEALTHBENCH_CACHE_DIR": str(tmp_path / "clean-cache")},
-    )  # fmt: skip
-    assert clean.returncode == 0, clean.stderr
+    assert demo_run.returncode == 0, demo_run.stderr  # the clean run of the same experiment
     run_dir = tmp_path / "run"
     process = start_run(
         *DEMO, "runner.max_concurrent=1", "offline_server.latency_ms=300",
@@ -91,15 +95,12 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(tmp_path, monkeypat
     assert 3 <= len(finished) < 24
     # the W&B run is marked as stopped by the signal, not finished
     wandb_runs = sorted((tmp_path / "wandb_dir" / "wandb").glob("offline-run-*"))
-    assert [read_run(r).exit_code for r in wandb_runs] == [0, 128 + signum]
+    assert [read_run(r).exit_code for r in wandb_runs] == [128 + signum]
 
     resumed = run_cli(f"resume={run_dir}")
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert (
-        summary["metrics"]
-        == json.loads((tmp_path / "clean" / "summary.json").read_text())["metrics"]
-    )
+    assert summary["metrics"] == demo_metrics(demo_run)
     # nothing paid twice: the finished rows' replies are the run's records (or in the cache)
     assert summary["counts"]["model_requests"] <= 24 - len(finished)
     assert status(run_dir)["status"] == "completed"
@@ -217,12 +218,11 @@ def test_a_damaged_cache_is_set_aside_with_one_warning(tmp_path, isolated_cache)
     assert status(run_dir)["status"] == "completed"
 
 
-def test_a_full_cache_disk_keeps_every_paid_reply(tmp_path, tmpfs) -> None:
+def test_a_full_cache_disk_keeps_every_paid_reply(tmp_path, tmpfs, demo_run: DemoRun) -> None:
     disk = tmpfs("96k")
     if disk is None:
         pytest.skip("needs a small tmpfs (mount rights) to fill the cache's disk")
-    clean = run_cli(*DEMO, "wandb.mode=disabled", f"hydra.run.dir={tmp_path / 'clean'}")
-    assert clean.returncode == 0, clean.stderr
+    assert demo_run.returncode == 0, demo_run.stderr  # the clean run of the same experiment
     run_dir = tmp_path / "run"
     result = run_cli(
         *DEMO, "wandb.mode=disabled", f"hydra.run.dir={run_dir}",
@@ -239,10 +239,7 @@ def test_a_full_cache_disk_keeps_every_paid_reply(tmp_path, tmpfs) -> None:
     # every paid reply was used: each call paid once, every row scored, the same score
     assert counts["model_requests"] == 24 and counts["rows_scored"] == 24
     assert counts["ungraded_criteria"] == 0
-    assert (
-        summary["metrics"]
-        == json.loads((tmp_path / "clean" / "summary.json").read_text())["metrics"]
-    )
+    assert summary["metrics"] == demo_metrics(demo_run)
 
 
 def test_a_resume_that_fails_to_start_keeps_the_resume_command(tmp_path, isolated_cache) -> None:

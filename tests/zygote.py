@@ -1,0 +1,271 @@
+"""`python -m healthbench_exp` in a subprocess without paying its imports every time.
+
+A run of the CLI costs a loaded 2-core machine about 3 CPU-seconds of imports (Hydra, openai,
+aiohttp, `datasets`, W&B) before it does anything, and the suite starts a few hundred runs. This
+module, run as `python -m tests.zygote`, imports those once and then forks one child per request:
+each child is a separate process that sets its argv, environment, working directory and standard
+streams, and runs `healthbench_exp` as `python -m` does (`runpy`), so exit codes, signals, atexit
+handlers and the files it writes are those of a fresh `python -m healthbench_exp`.
+
+`spawn` (used by `run_cli` and `start_run`) falls back to a plain `python -m` whenever the
+environment differs from the zygote's in a variable that the imported libraries read at import
+time (HOME, XDG_*, HF_*, PYTHON*), so such a test sees exactly what a user sees; and always with
+HEALTHBENCH_TESTS_FORK=0 in pytest's environment (to compare, or to rule the zygote out).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# what the zygote's libraries read while importing: a request that changes them runs plainly
+IMPORT_TIME_PREFIXES = ("HOME", "XDG_", "HF_", "HUGGINGFACE", "PYTHON", "NETRC", "WANDB_DIR")
+ENVIRONMENT = dict(os.environ)  # this process's, as pytest started it (before any monkeypatch)
+
+
+# ---- the zygote (its own process) ----------------------------------------------------------
+
+
+def _serve() -> dict | None:
+    """Answer requests until stdin closes (returns None); in a forked child, return its request."""
+    wake_read, wake_write = os.pipe()
+    for fd in (wake_read, wake_write):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(0, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    pending = b""
+
+    def send(message: dict) -> None:
+        os.write(1, (json.dumps(message) + "\n").encode())
+
+    os.write(1, b'{"ready": true}\n')
+    while True:
+        for key, _ in selector.select(timeout=1.0):
+            if key.fd == wake_read:
+                while True:
+                    try:
+                        if not os.read(wake_read, 4096):
+                            break
+                    except BlockingIOError:
+                        break
+                continue
+            data = os.read(0, 1 << 16)
+            if not data:
+                return None
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = json.loads(line)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    selector.close()
+                    os.close(wake_read)
+                    os.close(wake_write)
+                    return request
+                send({"id": request["id"], "pid": pid})
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            send({"pid": pid, "status": status})
+
+
+def _become(request: dict) -> None:
+    """In the forked child: take the request's streams, directory and environment."""
+    for fd, path, flags in (
+        (0, os.devnull, os.O_RDONLY),
+        (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+        (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+    ):
+        opened = os.open(path, flags, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = ["-m", *request["argv"][1:]]  # runpy puts the module's path first, as `-m` does
+
+
+# ---- the client (in the test process) ------------------------------------------------------
+
+
+class _Zygote:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.zygote"],
+            cwd=REPO, env=ENVIRONMENT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        assert self.process.stdout is not None and self.process.stdin is not None
+        ready = self.process.stdout.readline()
+        if json.loads(ready or b"{}").get("ready") is not True:
+            raise RuntimeError("the zygote did not start")
+        self.lock = threading.Lock()
+        self.changed = threading.Condition()
+        self.pids: dict[int, int] = {}  # request id -> pid
+        self.statuses: dict[int, int] = {}  # pid -> wait status
+        self.next_id = 0
+        self.folder = Path(tempfile.mkdtemp(prefix="zygote-"))
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            message = json.loads(line)
+            with self.changed:
+                if "status" in message:
+                    self.statuses[message["pid"]] = message["status"]
+                else:  # a new child: a status kept for an earlier process of its pid is stale
+                    self.statuses.pop(message["pid"], None)
+                    self.pids[message["id"]] = message["pid"]
+                self.changed.notify_all()
+
+    def start(self, argv: list[str], env: dict[str, str], cwd: Path) -> ForkedRun:
+        with self.lock:
+            self.next_id += 1
+            number = self.next_id
+            out, err = self.folder / f"{number}.out", self.folder / f"{number}.err"
+            request = {"id": number, "argv": argv, "env": env, "cwd": str(cwd),
+                       "out": str(out), "err": str(err)}  # fmt: skip
+            assert self.process.stdin is not None
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            self.process.stdin.flush()
+        with self.changed:
+            self.changed.wait_for(lambda: number in self.pids, timeout=60)
+            pid = self.pids.pop(number)
+        return ForkedRun(self, pid, [sys.executable, "-m", *argv], out, err)
+
+    def wait(self, pid: int, timeout: float | None) -> int | None:
+        """The wait status of `pid` once it ended (None if still running after `timeout`)."""
+        with self.changed:
+            self.changed.wait_for(lambda: pid in self.statuses, timeout=timeout)
+            return self.statuses.get(pid)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+class ForkedRun:
+    """What `subprocess.Popen` offers the tests, for a run forked by the zygote."""
+
+    def __init__(self, zygote: _Zygote, pid: int, args: list[str], out: Path, err: Path) -> None:
+        self.zygote, self.pid, self.args = zygote, pid, args
+        self.out, self.err = out, err
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.wait(timeout=0) if self.returncode is None else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self.returncode is None:
+            status = self.zygote.wait(self.pid, timeout)
+            if status is None:
+                if timeout == 0:
+                    return None
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        self.wait(timeout)
+        return self.out.read_text(errors="replace"), self.err.read_text(errors="replace")
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+_zygote: list[_Zygote] = []
+
+
+def _plain(env: dict[str, str]) -> bool:
+    """Whether `env` changes what the zygote's imports read (then run a plain `python -m`)."""
+    keys = {k for k in {*env, *ENVIRONMENT} if k.startswith(IMPORT_TIME_PREFIXES)}
+    return any(env.get(k) != ENVIRONMENT.get(k) for k in keys)
+
+
+def spawn(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+) -> ForkedRun | subprocess.Popen:
+    """Start `python -m healthbench_exp <args>` with `env` (default: this process's) in `cwd`."""
+    environment = dict(os.environ if env is None else env)
+    if _plain(environment) or ENVIRONMENT.get("HEALTHBENCH_TESTS_FORK") == "0":
+        return subprocess.Popen(
+            [sys.executable, "-m", "healthbench_exp", *args], cwd=cwd, env=environment,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    if not _zygote:
+        _zygote.append(_Zygote())
+        atexit.register(_zygote[0].close)
+    return _zygote[0].start(["healthbench_exp", *args], environment, cwd)
+
+
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`spawn`, waited for: a `subprocess.run(..., capture_output=True, text=True)` result."""
+    process = spawn(*args, env=env, cwd=cwd)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    assert process.returncode is not None
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+# what a run imports (a demo run with W&B offline, measured): once here, the children inherit it
+WARM = (
+    "healthbench_exp.cli.app", "healthbench_exp.cli.sweep_checks",
+    "healthbench_exp.sweep.aggregate",
+    "datasets", "wandb", "openai", "uvloop", "anyio", "antlr4", "encodings.idna",
+    "hydra._internal.core_plugins.basic_launcher", "hydra._internal.core_plugins.basic_sweeper",
+    "hydra._internal.core_plugins.file_config_source", "hydra._internal.logging_config",
+    "hydra._internal.core_plugins.importlib_resources_config_source",
+    "hydra._internal.core_plugins.structured_config_source",
+    "hydra_plugins.healthbench_exp_launcher._launcher",
+    "hydra_plugins.healthbench_exp_launcher.slurm_launcher",
+    "hydra_plugins.hydra_joblib_launcher.joblib_launcher",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher",
+    "multiprocessing.synchronize", "omegaconf._impl",
+)  # fmt: skip
+
+
+if __name__ == "__main__":
+    import importlib
+
+    for _name in WARM:
+        importlib.import_module(_name)
+    _request = _serve()
+    if _request is None:
+        raise SystemExit(0)
+    _become(_request)
+    import runpy
+
+    runpy._run_module_as_main(_request["argv"][0])  # type: ignore[attr-defined]  # as `-m` does
