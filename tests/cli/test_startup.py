@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -40,29 +41,37 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass
+class SilentHost:
+    """A loopback server that accepts connections and never answers: its URL and the
+    connections it was opened."""
+
+    url: str
+    held: list[socket.socket] = field(default_factory=list)
+
+
 @pytest.fixture
-def silent_host() -> Iterator[str]:
-    """A loopback server that accepts connections and never answers."""
+def silent_host() -> Iterator[SilentHost]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(64)
-    held: list[socket.socket] = []
+    host = SilentHost(f"http://127.0.0.1:{server.getsockname()[1]}")
     stop = threading.Event()
 
     def accept() -> None:
         server.settimeout(0.2)
         while not stop.is_set():
             try:
-                held.append(server.accept()[0])
+                host.held.append(server.accept()[0])
             except OSError:
                 continue
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    yield host
     stop.set()
     thread.join()
-    for conn in held:
+    for conn in host.held:
         conn.close()
     server.close()
 
@@ -123,7 +132,7 @@ def test_a_dry_run_checks_the_same_keys_aside(tmp_path, monkeypatch) -> None:
 
 @pytest.mark.parametrize("host", ["closed", "silent"])
 def test_an_unreachable_hub_fails_within_10_s(tmp_path, silent_host, host) -> None:
-    endpoint = silent_host if host == "silent" else f"http://127.0.0.1:{closed_port()}"
+    endpoint = silent_host.url if host == "silent" else f"http://127.0.0.1:{closed_port()}"
     out = tmp_path / "run"
     began = time.monotonic()
     result = run_cli(
@@ -144,8 +153,11 @@ def test_an_unreachable_hub_fails_within_10_s(tmp_path, silent_host, host) -> No
         assert alternative in errors[0], alternative
     assert "Retrying" not in result.stdout + result.stderr
     assert elapsed < WALL_LIMIT_S, elapsed
-    # the hub check itself: one bounded wait (SOURCE_TIMEOUT_S), no retries with backoff
-    assert logged_span_s(out / "healthbench.log") < SOURCE_TIMEOUT_S + 2
+    # the hub check itself: one bounded wait (SOURCE_TIMEOUT_S; the margin is the CPU of a
+    # loaded machine), and no retries with backoff (one connection to the silent hub)
+    assert logged_span_s(out / "healthbench.log") < SOURCE_TIMEOUT_S + 4
+    if host == "silent":
+        assert len(silent_host.held) == 1
     # nothing left behind but the log: no status, no config copy, no W&B run
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
@@ -156,13 +168,13 @@ def test_the_offline_cache_variables_skip_the_hub(tmp_path, silent_host) -> None
     result = run_cli(
         "model=offline", "judge=offline", "wandb=disabled", "dataset.source=hf",
         f"hydra.run.dir={tmp_path / 'run'}",
-        env={"HF_ENDPOINT": silent_host, "HF_DATASETS_OFFLINE": "1"},
+        env={"HF_ENDPOINT": silent_host.url, "HF_DATASETS_OFFLINE": "1"},
     )  # fmt: skip
     assert result.returncode == 2
     assert "unreachable" not in result.stderr
     assert "OfflineModeIsEnabled" in result.stderr  # no cached copy on this machine
     assert time.monotonic() - began < WALL_LIMIT_S
-    assert logged_span_s(tmp_path / "run" / "healthbench.log") < 2  # the silent hub never waited on
+    assert silent_host.held == []  # the hub was never asked
 
 
 def test_a_failed_start_in_a_run_directory_keeps_its_results(tmp_path) -> None:
