@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.protocol import ProtocolCheck, headline_metric, protocol_check
 from healthbench_exp.config.schema import (
@@ -44,7 +43,7 @@ from healthbench_exp.core.summary import (
     RunSummary,
     Usage,
 )
-from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
+from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.grading.comparison import (
@@ -81,10 +80,10 @@ class EvalTask:
     judge: JudgeConfig
     runner: RunnerConfig
     scoring: ScoringConfig
-    config_dict: dict[str, Any]
+    config_dict: dict[str, object]
     kind: str = "eval"
     unit: str = "ex"
-    completions_info: dict[str, Any] = field(default_factory=dict)  # set by `items`
+    completions_info: dict[str, object] = field(default_factory=dict)  # set by `items`
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
@@ -155,7 +154,7 @@ class EvalTask:
         )
         penalty = run_length_penalty(self.scoring, self.dataset)
         summary.length_penalty = None if penalty is None else penalty.to_dict()
-        summary.completions = Completions(**self.completions_info)
+        summary.completions = Completions.from_dict(self.completions_info)
         members = [self.judge.name, *self.jury] if self.jury else []
         if members and summary.protocol is not None:
             summary.protocol = replace(
@@ -259,7 +258,7 @@ async def run_example(
     conversation = render_conversation([*sent, {"role": "assistant", "content": text}])
     slots = asyncio.Semaphore(max_parallel_judges)
 
-    async def grade(index: int, criterion: Any) -> CriterionGrade:
+    async def grade(index: int, criterion: Criterion) -> CriterionGrade:
         known = recorded.grade(sent, text, index, criterion.text) if recorded else None
         if known is not None:
             return known
@@ -321,7 +320,7 @@ def build_summary(
     sampling: SamplingConfig,
     scoring: ScoringConfig,
     judge: JudgeConfig,
-    config_dict: dict[str, Any],
+    config_dict: dict[str, object],
     measured: Measured,
     check: ProtocolCheck,
 ) -> RunSummary:
@@ -364,9 +363,9 @@ def build_summary(
         metrics=metrics,
         counts=counts,
         headline=headline_metric(check.name, scoring),
-        repeats=None if repeats is None else Repeats(**repeats),
+        repeats=repeats,
         # consensus_breakdown's rows hold exactly ConsensusRow's fields
-        consensus=[ConsensusRow(**row) for row in consensus_breakdown(metrics)],  # type: ignore[arg-type]
+        consensus=[ConsensusRow.from_dict(row) for row in consensus_breakdown(metrics)],
         failures=[
             Failure(r.example.prompt_id, rollout=r.rollout, error=r.error)
             for r in results
@@ -379,7 +378,7 @@ def build_summary(
     )
 
 
-def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
+def repeats_statistics(results: list[ExampleResult]) -> Repeats:
     """Run-to-run std of the overall score and worst-at-k, over the scored rows."""
     by_example: dict[str, list[float]] = defaultdict(list)
     by_rollout: dict[int, list[float]] = defaultdict(list)
@@ -387,8 +386,8 @@ def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
         if r.score is not None:
             by_example[r.example.prompt_id].append(r.score)
             by_rollout[r.rollout].append(r.score)
-    return {
-        "rollouts": len(by_rollout),
-        "run_to_run_std": run_to_run_std(by_rollout),
-        "worst_at_k": {str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
-    }
+    return Repeats(
+        rollouts=len(by_rollout),
+        run_to_run_std=run_to_run_std(by_rollout),
+        worst_at_k={str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
+    )
