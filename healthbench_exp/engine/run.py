@@ -119,15 +119,19 @@ def account_invocation(
     `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
     of result it is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in
     endpoint answered: the scores mean nothing)."""
-    budget = measured.endpoints.get("budget")
+    budget = measured.budget
     invocations = record_invocation(
-        output_dir, measured.usage, budget, began, measured_fingerprint(summary.config)
+        output_dir,
+        measured.usage,
+        None if budget is None else budget.to_dict(),
+        began,
+        measured_fingerprint(summary.config),
     )
     rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
     return replace(
         summary,
         usage=Usage.from_dict(cumulative_usage(invocations)),
-        partial=bool(rows_not_run) or bool(budget and budget["stopped"]),
+        partial=bool(rows_not_run) or bool(budget and budget.stopped),
         demo=demo,
     )
 

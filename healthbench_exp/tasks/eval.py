@@ -34,7 +34,6 @@ from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
 from healthbench_exp.core.summary import (
     EVAL,
-    BudgetState,
     Completions,
     ConsensusRow,
     EvalCounts,
@@ -326,12 +325,12 @@ def build_summary(
 ) -> RunSummary:
     """summary.json: reference metrics (and the length-adjusted ones with a length penalty),
     the headline metric's name, counts, failures, labelled consensus scores, the protocol."""
-    endpoint_stats, wall_time_s = measured.endpoints, measured.wall_time_s
+    wall_time_s = measured.wall_time_s
     scored = [r.metrics for r in results if r.metrics is not None]
     metrics = aggregate_metrics(scored, runner.bootstrap_samples, sampling.seed) if scored else {}
     graded = [g for r in results for g in r.grades]
     row_counts = RunCounts.of(results)
-    model, judged = endpoint_stats["model"], endpoint_stats["judge"]
+    model, judged = measured.role("model"), measured.role("judge")
     per_role = {"model": model, "judge": judged}
     counts = EvalCounts(
         examples=len({r.example.prompt_id for r in results}),
@@ -339,25 +338,24 @@ def build_summary(
         **row_counts.summary_fields(),
         criteria=sum(len(r.example.rubrics) for r in results),
         judge_replies=sum(g.attempts for g in graded),
-        model_requests=model["requests"],
-        judge_requests=judged["requests"],
-        model_cache_hits=model["cache_hits"],
-        judge_cache_hits=judged["cache_hits"],
-        model_prompt_tokens=model["prompt_tokens"],
-        model_completion_tokens=model["completion_tokens"],
-        judge_prompt_tokens=judged["prompt_tokens"],
-        judge_cached_prompt_tokens=judged["cached_prompt_tokens"],
-        judge_completion_tokens=judged["completion_tokens"],
-        peak_requests_in_flight={role: s["peak_in_flight"] for role, s in per_role.items()},
-        request_errors={role: s["errors"] for role, s in per_role.items()},
-        rate_limited={role: s["rate_limited"] for role, s in per_role.items()},
-        lowest_in_flight_limit={role: s["lowest_limit"] for role, s in per_role.items()},
-        evaluation_s=round(endpoint_stats["evaluation_s"], 3),  # sampling and grading only
+        model_requests=model.requests,
+        judge_requests=judged.requests,
+        model_cache_hits=model.cache_hits,
+        judge_cache_hits=judged.cache_hits,
+        model_prompt_tokens=model.prompt_tokens,
+        model_completion_tokens=model.completion_tokens,
+        judge_prompt_tokens=judged.prompt_tokens,
+        judge_cached_prompt_tokens=judged.cached_prompt_tokens,
+        judge_completion_tokens=judged.completion_tokens,
+        peak_requests_in_flight={role: s.peak_in_flight for role, s in per_role.items()},
+        request_errors={role: s.errors for role, s in per_role.items()},
+        rate_limited={role: s.rate_limited for role, s in per_role.items()},
+        lowest_in_flight_limit={role: s.lowest_limit for role, s in per_role.items()},
+        evaluation_s=round(measured.evaluation_s, 3),  # sampling and grading only
         wall_time_s=round(wall_time_s, 3),
     )
     metrics.update(length_adjusted(results, scoring, runner, sampling))
     repeats = repeats_statistics(results) if sampling.rollouts_per_example > 1 else None
-    budget = endpoint_stats.get("budget")
     return RunSummary(
         task=EVAL,
         metrics=metrics,
@@ -372,7 +370,7 @@ def build_summary(
             if r.error is not None and not r.not_run
         ],
         usage=Usage.from_dict(measured.usage),
-        budget=None if budget is None else BudgetState(**budget),
+        budget=measured.budget,
         protocol=protocol(judge, "one judge call per criterion, simple-evals template", check),
         config=config_dict,
     )
