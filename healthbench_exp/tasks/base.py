@@ -77,8 +77,7 @@ class Measured:
     those counters; `wall_time_s`: the whole invocation.
     """
 
-    # Any until tasks/meta_eval.py reads it through `role` / `evaluation_s` / `budget` too
-    endpoints: dict[str, Any]
+    endpoints: dict[str, Any]  # loose until tasks/meta_eval.py reads it via `role`, `budget`
     usage: dict[str, object]
     wall_time_s: float
 
