@@ -26,7 +26,7 @@ from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.regrade import regrade_arguments
 from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.engine.estimate import format_estimate
+from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
 from healthbench_exp.model.cache import discard_call_journal
 from healthbench_exp.output import console

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
@@ -72,7 +71,7 @@ def with_jury(cfg: DictConfig, searchpath: Sequence[str] | None = None) -> DictC
     return cfg
 
 
-def to_config(cfg: DictConfig) -> tuple[Config, dict[str, Any]]:
+def to_config(cfg: DictConfig) -> tuple[Config, dict[str, object]]:
     """The typed Config and the resolved config as plain data (for summary.json and W&B); a
     jury's presets are composed into `jury_members` (`with_jury`)."""
     if len(cfg.get("jury") or []) == len(cfg.get("jury_members") or []):
@@ -92,10 +91,10 @@ def to_config(cfg: DictConfig) -> tuple[Config, dict[str, Any]]:
     assert isinstance(config, Config)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(plain, dict)
-    return config, plain  # type: ignore[return-value]
+    return config, {str(key): value for key, value in plain.items()}  # a config's keys: str
 
 
-def load_config(overrides: Sequence[str] = ()) -> tuple[Config, dict[str, Any]]:
+def load_config(overrides: Sequence[str] = ()) -> tuple[Config, dict[str, object]]:
     """`conf/` composed with command-line style `overrides` (`["experiment=demo",
     "sampling.num_examples=5"]`): the typed Config and the resolved config as plain data,
     exactly what `python -m healthbench_exp <overrides>` would run with. `hydra.*` overrides

@@ -10,7 +10,7 @@ OpenAI counts it, else its expected length). The run takes at least the longest 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from healthbench_exp.config.schema import RateLimitConfig
 from healthbench_exp.model.endpoint import request_body
@@ -25,9 +25,19 @@ class PaidCalls(Protocol):
     prompt_tokens: int
 
 
+class LimitedDuration(TypedDict):
+    """A role's least time under its limits (estimate.json's `rate_limited_duration.<role>`)."""
+
+    seconds: float
+    requests: int  # the paid calls
+    tokens: int  # their prompts plus the completions they reserve
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+
+
 def limited_duration(
     usage: PaidCalls, reserved_tokens: int, limits: RateLimitConfig
-) -> dict[str, Any] | None:
+) -> LimitedDuration | None:
     """The least seconds `usage`'s paid calls take under `limits`, and why (None: no limits);
     each call counts its prompt plus `reserved_tokens` against a tokens limit."""
     paid = usage.calls - usage.cached_calls
@@ -39,7 +49,7 @@ def limited_duration(
         bounds["tokens"] = 60.0 * tokens / limits.tokens_per_minute
     if not bounds:
         return None
-    return {
+    return {  # the fields in this order, as estimate.json writes them
         "seconds": max(bounds.values()),
         "requests": paid,
         "tokens": tokens,
@@ -50,9 +60,9 @@ def limited_duration(
 
 def expected_durations(
     needed: dict[str, Role], usage: Mapping[str, PaidCalls]
-) -> dict[str, Any] | None:
+) -> dict[str, LimitedDuration | float] | None:
     """Per needed role with configured limits, `limited_duration`; `seconds`: the longest."""
-    durations: dict[str, Any] = {}
+    durations: dict[str, LimitedDuration] = {}
     for name, role in needed.items():
         endpoint = role.endpoint
         sent_max = request_body(endpoint, role.temperature, role.max_tokens).get("max_tokens")

@@ -21,11 +21,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from healthbench_exp.config.schema import CacheConfig, JudgeConfig
 from healthbench_exp.engine.durations import expected_durations
+from healthbench_exp.engine.pilot import PilotRecord
 from healthbench_exp.engine.rates import (
     Rates,
     RoleWork,
@@ -50,6 +50,9 @@ from healthbench_exp.model.endpoint import messages_sent, request_body
 from healthbench_exp.model.roles import Role, Roles
 from healthbench_exp.tasks.base import Task
 
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REQUEST = 3
 TIKTOKEN_LOAD_TIMEOUT_S = 20.0
@@ -61,24 +64,22 @@ def token_counter() -> tuple[Callable[[str], int], str]:
     tiktoken downloads its encoding on first use; without network that can hang, so it is loaded
     in a background thread that is abandoned after TIKTOKEN_LOAD_TIMEOUT_S.
     """
-    loaded: dict[str, Any] = {}
+    loaded: list[Callable[[str], int]] = []  # the encoding's counter, once loaded
 
     def load() -> None:
         try:
             import tiktoken
 
-            loaded["encoding"] = tiktoken.get_encoding("o200k_base")
-        except Exception as exc:  # not installed, or no network for its first download
-            loaded["error"] = exc
+            encoding = tiktoken.get_encoding("o200k_base")
+        except Exception:  # not installed, or no network for its first download
+            return
+        loaded.append(lambda text: len(encoding.encode(text, disallowed_special=())))
 
     thread = threading.Thread(target=load, name="tiktoken-load", daemon=True)
     thread.start()
     thread.join(TIKTOKEN_LOAD_TIMEOUT_S)
-    encoding = loaded.get("encoding")
-    if encoding is not None:
-        return (lambda text: len(encoding.encode(text, disallowed_special=()))), (
-            "tiktoken o200k_base"
-        )
+    if loaded:
+        return loaded[0], "tiktoken o200k_base"
     return (lambda text: len(text) // 4), (
         "approximation: 4 characters per token (tiktoken's encoding could not be loaded)"
     )
@@ -218,12 +219,12 @@ class Estimator:
 
 
 def estimate_run(
-    task: Task[Any, Any],
+    task: Task[Item, Result],
     run_roles: Roles,
     judge: JudgeConfig,
     cache: CacheConfig,
-    pilot: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    pilot: PilotRecord | None = None,
+) -> dict[str, object]:
     """The estimate of one job: calls, cached calls, tokens and dollars per endpoint, the rates
     used and where they come from, and (after a pilot, whose `pilot` record is kept) the cost's
     interval, for the roles the run talks to (the model's rates also price unknown replies)."""
@@ -284,106 +285,3 @@ def estimate_run(
             "judge_attempts_per_criterion": 1,
         },
     }
-
-
-def minutes(seconds: float) -> str:
-    """ "42 s", "5.3 min" or "2.1 h"."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def dollars(value: float | None) -> str:
-    return "unknown (no price configured)" if value is None else f"${value:.4f}"
-
-
-def rates_line(role: str, rates: dict[str, Any], min_replies: int) -> str:
-    """Where `role`'s figures come from, in words."""
-    reply = f"{rates['completion_tokens']:.0f} output tokens per call"
-    if rates["reasoning_tokens"]:
-        reply += f" ({rates['reasoning_tokens']:.0f} of them reasoning)"
-    if rates["source"] == "assumed":
-        have = (
-            f"history has {rates['replies']} of the {min_replies} needed"
-            if rates["replies"]
-            else "no history"
-        )
-        return (
-            f"  {role:<5} assumed: {reply} (expected_completion_tokens), prompts counted by the "
-            f"tokenizer, no provider prompt caching ({have})"
-        )
-    measured = "this pilot's" if rates["source"] == "pilot" else "the cache's history of"
-    per_char = rates["tokens_per_char"]
-    prompt = (
-        f"{1 / per_char:.2f} prompt characters per token" if per_char else "prompt tokens counted"
-    )
-    return (
-        f"  {role:<5} measured on {measured} {rates['replies']} replies of this {role} and its "
-        f"settings: {reply}, {prompt}, {rates['cached_share']:.0%} of prompt tokens cached"
-    )
-
-
-def format_estimate(estimate: dict[str, Any], output_dir: Path) -> str:
-    """The estimate as the CLI prints it: per role the calls, tokens and dollars, the total
-    (with the pilot's interval), and where each figure comes from."""
-    probed = estimate.get("rate_limits_probed")
-    pilot = estimate.get("pilot")
-    if pilot:
-        sent = (
-            f"the pilot's {pilot['rows']} rows were sent ({pilot['requests']} paid calls, "
-            f"{dollars(pilot['cost_usd'])}; the run reuses them from the response cache)"
-        )
-    elif probed:
-        sent = (
-            f"one request to the {' and '.join(probed)} endpoint to read its rate limits was sent"
-        )
-    else:
-        sent = "nothing was sent"
-    lines = ["", f"Dry run: {sent} ({estimate['rows']} rows)"]
-    jury = estimate.get("jury") or {}
-    for role in ("model", "judge", *jury):
-        e = jury[role] if role in jury else estimate[role]
-        if not e["calls"]:
-            continue
-        lines.append(
-            f"  {role:<5} {e['calls']} calls ({e['cached_calls']} already in the response cache); "
-            f"to pay: ~{e['prompt_tokens']:,} input ({e['cached_prompt_tokens']:,} cached) + "
-            f"~{e['completion_tokens']:,} output ({e['reasoning_tokens']:,} reasoning) tokens, "
-            f"{dollars(e['cost_usd'])}"
-        )
-    total = f"  estimated cost {dollars(estimate['total_cost_usd'])}"
-    interval = estimate.get("interval")
-    if interval:
-        total += f" (95% interval ${interval['low']:.4f} to ${interval['high']:.4f})"
-    lines.append(total)
-    durations = estimate.get("rate_limited_duration")
-    if durations:
-        for role in durations:
-            if role != "seconds":
-                d = durations[role]
-                limits = [
-                    f"{d['requests']} requests at {d['requests_per_minute']:,.0f}/min"
-                    if d["requests_per_minute"]
-                    else "",
-                    f"~{d['tokens']:,} tokens at {d['tokens_per_minute']:,.0f}/min"
-                    if d["tokens_per_minute"]
-                    else "",
-                ]
-                lines.append(
-                    f"  {role:<5} rate limits: at least {minutes(d['seconds'])} "
-                    f"({'; '.join(filter(None, limits))})"
-                )
-        lines.append(
-            f"  expected duration at the known rate limits: at least "
-            f"{minutes(durations['seconds'])}"
-        )
-    assumptions = estimate["assumptions"]
-    lines.append(f"  where the figures come from ({assumptions['tokenizer']}):")
-    for role, rates in estimate["rates"].items():
-        lines.append(rates_line(role, rates, assumptions["history_min_replies"]))
-    if interval:
-        lines.append(f"  interval: {interval['method']}")
-    lines.append(f"  written to {output_dir / 'estimate.json'}")
-    return "\n".join(lines)

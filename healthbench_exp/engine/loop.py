@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from healthbench_exp.config.schema import BudgetConfig, CacheConfig, RunnerConfig
 from healthbench_exp.core.completer import Completer
@@ -30,6 +30,8 @@ from healthbench_exp.model.stall import watch_endpoints
 from healthbench_exp.tasks.base import Clients, Juror, Task
 
 T = TypeVar("T")
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,13 @@ class LoopSettings:
 
 
 async def evaluate(
-    task: Task[Any, Any],
-    items: Sequence[Any],
+    task: Task[Item, Result],
+    items: Sequence[Item],
     roles: OpenRoles,
     settings: LoopSettings,
-    on_result: Callable[[Any], None],
+    on_result: Callable[[Result], None],
     healths: dict[str, EndpointHealth],
-) -> list[Any]:
+) -> list[Result]:
     """Run every item; call `on_result` as each finishes; return the results in order.
 
     A FatalEndpointError in any row cancels the rest and propagates. An endpoint given up on
@@ -93,7 +95,7 @@ async def evaluate(
         for health in healths.values():
             health.check()
 
-    async def one(item: Any) -> Any:
+    async def one(item: Item) -> Result:
         async with slots:
             result = await task.run_item(item, clients)
         on_result(result)
@@ -114,15 +116,15 @@ async def evaluate(
 
 
 async def evaluate_with_roles(
-    task: Task[Any, Any],
-    items: Sequence[Any],
+    task: Task[Item, Result],
+    items: Sequence[Item],
     roles: Roles,
     urls: dict[str, str | None],
     keys: dict[str, str],
     settings: LoopSettings,
-    on_result: Callable[[Any], None],
+    on_result: Callable[[Result], None],
     healths: dict[str, EndpointHealth],
-) -> tuple[list[Any], dict[str, Any]]:
+) -> tuple[list[Result], dict[str, object]]:
     """Open the roles inside the running loop, evaluate, close them; return the results and
     the roles' counters (`model.roles.OpenRoles.stats`). `healths` gets each watched endpoint's
     `EndpointHealth`, by role (see `evaluate`)."""
@@ -162,7 +164,7 @@ def steady_collector(young_threshold: int = 20_000) -> Iterator[None]:
             gc.unfreeze()
 
 
-def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+def run_async(coroutine: Awaitable[T]) -> T:
     """Run on uvloop where it is installed (Linux, macOS), with a `steady_collector`: the event
     loop's own CPU per request roughly halves, which is what keeps hundreds of requests in
     flight on one core."""

@@ -11,18 +11,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypedDict, TypeVar
 
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.tasks.base import Clients, Measured, Task
+from healthbench_exp.tasks.base import CallCounter, Clients, Measured, Task
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+class PilotRecord(TypedDict):
+    """estimate.json's `pilot`: the rows the pilot sent, its paid calls and their cost."""
+
+    rows: int
+    requests: int  # paid calls, every role
+    paid_calls: dict[str, int]  # per role (the jury's members by name)
+    cost_usd: float | None  # None: a role without a price
 
 
 @dataclass
-class FirstRows:
+class FirstRows(Generic[Item, Result]):
     """`task` restricted to its first `rows` items; everything else is the task's own."""
 
-    task: Task[Any, Any]
+    task: Task[Item, Result]
     rows: int
     sent: int = 0  # the rows it ran (fewer than `rows` when the job has fewer)
 
@@ -34,7 +46,7 @@ class FirstRows:
     def unit(self) -> str:
         return self.task.unit
 
-    def items(self) -> list[Any]:
+    def items(self) -> list[Item]:
         items = self.task.items()[: self.rows]
         self.sent = len(items)
         return items
@@ -45,20 +57,20 @@ class FirstRows:
     def concurrency(self, rows: int) -> int:
         return self.task.concurrency(rows)
 
-    async def run_item(self, item: Any, clients: Clients) -> Any:
+    async def run_item(self, item: Item, clients: Clients) -> Result:
         return await self.task.run_item(item, clients)
 
-    def tally(self, counts: RunCounts, result: Any) -> None:
+    def tally(self, counts: RunCounts, result: Result) -> None:
         self.task.tally(counts, result)
 
-    def summarize(self, results: Sequence[Any], measured: Measured) -> RunSummary:
+    def summarize(self, results: Sequence[Result], measured: Measured) -> RunSummary:
         return self.task.summarize(results, measured)
 
-    def estimate(self, counter: Any) -> int:
+    def estimate(self, counter: CallCounter) -> int:
         raise NotImplementedError("a pilot is run, not estimated")
 
 
-def pilot_record(summary: RunSummary, rows: int) -> dict[str, Any]:
+def pilot_record(summary: RunSummary, rows: int) -> PilotRecord:
     """What the estimate keeps of the pilot: rows sent, paid calls per role and their cost."""
     usage = summary.usage
     assert usage is not None, "a finished run has its usage"

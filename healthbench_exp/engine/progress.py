@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Generic, TypeVar
 
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.model.endpoint import ChatEndpoint
 
+Result = TypeVar("Result")
 
-class Progress:
+
+class Progress(Generic[Result]):
     """A tqdm bar over a run's rows with the run's `RunCounts` as live counters (the same counts
     the end-of-run table and summary.json report); silent when disabled.
 
@@ -23,7 +25,7 @@ class Progress:
         total: int,
         enabled: bool,
         endpoints: list[ChatEndpoint],
-        tally: Callable[[RunCounts, Any], None],
+        tally: Callable[[RunCounts, Result], None],
         unit: str = "ex",
     ) -> None:
         self.endpoints = endpoints
@@ -43,7 +45,7 @@ class Progress:
                 mininterval=0.5 if self.interactive else 10.0,
             )
 
-    def update(self, result: Any) -> None:
+    def update(self, result: Result) -> None:
         """Count a finished row and advance the bar."""
         self.tally(self.counts, result)
         if self.bar is not None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
@@ -43,6 +43,9 @@ from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Roles
 from healthbench_exp.tasks.base import Measured, Task
 
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -58,7 +61,7 @@ def roles_of(config: Config) -> Roles:
     return Roles.of(config, lambda endpoint: endpoint_identity(endpoint, config.offline_server))
 
 
-def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> RunSummary:
+def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) -> RunSummary:
     """Run `task`, feeding `sinks`; return the summary (see the module docstring)."""
     config, output_dir = settings.config, settings.output_dir
     started = time.monotonic()
@@ -83,7 +86,7 @@ def run(task: Task[Any, Any], settings: RunSettings, sinks: Sequence[Sink]) -> R
             for sink in sinks:
                 sink.start()
 
-            def on_result(result: Any) -> None:
+            def on_result(result: Result) -> None:
                 for sink in sinks:
                     sink.on_result(result)
 
@@ -116,20 +119,24 @@ def account_invocation(
     `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
     of result it is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in
     endpoint answered: the scores mean nothing)."""
-    budget = measured.endpoints.get("budget")
+    budget = measured.budget
     invocations = record_invocation(
-        output_dir, measured.usage, budget, began, measured_fingerprint(summary.config)
+        output_dir,
+        measured.usage,
+        None if budget is None else budget.to_dict(),
+        began,
+        measured_fingerprint(summary.config),
     )
     rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
     return replace(
         summary,
         usage=Usage.from_dict(cumulative_usage(invocations)),
-        partial=bool(rows_not_run) or bool(budget and budget["stopped"]),
+        partial=bool(rows_not_run) or bool(budget and budget.stopped),
         demo=demo,
     )
 
 
-def estimate(task: Task[Any, Any], settings: RunSettings) -> dict[str, Any]:
+def estimate(task: Task[Item, Result], settings: RunSettings) -> dict[str, object]:
     """The dry run: the run's calls, tokens and cost, estimated; nothing is sent.
 
     No API key is needed and no endpoint is contacted (not even the built-in server), unless a

@@ -23,9 +23,10 @@ import contextlib
 import errno
 import signal
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from types import FrameType
+from typing import TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
@@ -58,7 +59,7 @@ class RunInterrupted(BaseException):
         return 128 + self.signum
 
 
-def _raise_interrupted(signum: int, frame: Any) -> None:
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     raise RunInterrupted(signum)
 
 
@@ -95,7 +96,7 @@ def signal_handlers_kept() -> Iterator[None]:
                 signal.signal(s, handler)
 
 
-async def interruptible(coroutine: Coroutine[Any, Any, T]) -> T:
+async def interruptible(coroutine: Awaitable[T]) -> T:
     """Await `coroutine` as the loop's main task; the STOPPING_SIGNALS cancel it, and once it has
     unwound (every `finally` and `async with` run) RunInterrupted is raised. Another signal
     while it unwinds cancels again."""

@@ -10,7 +10,7 @@ calls the rows would make. Adding a task means writing one such class, never a p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -20,7 +20,8 @@ from healthbench_exp.config.schema import JudgeConfig
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.protocol_record import Protocol as ProtocolRecord
-from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.core.record import Record
+from healthbench_exp.core.summary import BudgetState, RunSummary
 from healthbench_exp.core.version import __version__
 from healthbench_exp.grading.grader import template_sha256
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -50,18 +51,54 @@ class Clients:
     jury: tuple[Juror, ...] = ()  # the further judges (`jury=[...]`), in order
 
 
+@dataclass
+class RoleCounters(Record):
+    """One role's counters in `Measured.endpoints` (`model.limits.EndpointStats` as plain data),
+    the parts the summaries read."""
+
+    requests: int
+    cache_hits: int
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    completion_tokens: int
+    peak_in_flight: int
+    rate_limited: int
+    lowest_limit: int
+    errors: dict[str, int]
+
+
 @dataclass(frozen=True)
 class Measured:
     """What the engine measured of one invocation, for the summary.
 
     `endpoints`: per role (`model`, `judge`) the endpoint's counters as plain data, plus
-    `evaluation_s` (first request to last reply) and `budget` (None without `budget.max_usd`);
-    `usage`: `model.costs.usage_summary` of those counters; `wall_time_s`: the whole invocation.
+    `evaluation_s` (first request to last reply) and `budget` (None without `budget.max_usd`),
+    read through `role`, `evaluation_s` and `budget`; `usage`: `model.costs.usage_summary` of
+    those counters; `wall_time_s`: the whole invocation.
     """
 
-    endpoints: dict[str, Any]
-    usage: dict[str, Any]
+    endpoints: dict[str, Any]  # loose until tasks/meta_eval.py reads it via `role`, `budget`
+    usage: dict[str, object]
     wall_time_s: float
+
+    def role(self, name: str) -> RoleCounters:
+        """`name`'s counters (every role of the run has them; KeyError for another)."""
+        counters = self.endpoints[name]
+        assert isinstance(counters, Mapping), f"{name}'s counters are a dict"
+        return RoleCounters.from_dict(counters)
+
+    @property
+    def evaluation_s(self) -> float:
+        """Seconds from the first request to the last reply."""
+        seconds = self.endpoints["evaluation_s"]
+        assert isinstance(seconds, int | float), "evaluation_s is a number"
+        return float(seconds)
+
+    @property
+    def budget(self) -> BudgetState | None:
+        """The invocation's spend against `budget.max_usd` (None without one)."""
+        budget = self.endpoints.get("budget")
+        return BudgetState.from_dict(budget) if isinstance(budget, Mapping) else None
 
 
 class CallCounter(Protocol):

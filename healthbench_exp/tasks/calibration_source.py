@@ -14,10 +14,9 @@ from __future__ import annotations
 import enum
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig, TaskKind
 from healthbench_exp.core.summary import META_EVAL, Calibrated, CalibratedCategory, read_summary
@@ -43,7 +42,7 @@ JUDGE_SETTINGS = (
 )
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):
@@ -51,8 +50,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _setting(judge: dict[str, Any], dotted: str, default: Any) -> Any:
-    value: Any = judge
+def _setting(judge: object, dotted: str, default: object) -> object:
+    value = judge
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
             return default
@@ -60,7 +59,7 @@ def _setting(judge: dict[str, Any], dotted: str, default: Any) -> Any:
     return value
 
 
-def judge_differences(recorded: dict[str, Any], judge: JudgeConfig) -> list[str]:
+def judge_differences(recorded: Mapping[str, object], judge: JudgeConfig) -> list[str]:
     """`judge.<key>: <there> there, <here> here` for each verdict setting that differs (a key
     the recorded config lacks counts as its default)."""
     here = _plain(asdict(judge))

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.protocol import ProtocolCheck, headline_metric, protocol_check
 from healthbench_exp.config.schema import (
@@ -35,7 +34,6 @@ from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
 from healthbench_exp.core.summary import (
     EVAL,
-    BudgetState,
     Completions,
     ConsensusRow,
     EvalCounts,
@@ -44,7 +42,7 @@ from healthbench_exp.core.summary import (
     RunSummary,
     Usage,
 )
-from healthbench_exp.core.types import CriterionGrade, ExampleResult, WorkItem
+from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.grading.comparison import (
@@ -81,10 +79,10 @@ class EvalTask:
     judge: JudgeConfig
     runner: RunnerConfig
     scoring: ScoringConfig
-    config_dict: dict[str, Any]
+    config_dict: dict[str, object]
     kind: str = "eval"
     unit: str = "ex"
-    completions_info: dict[str, Any] = field(default_factory=dict)  # set by `items`
+    completions_info: dict[str, object] = field(default_factory=dict)  # set by `items`
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
@@ -155,7 +153,7 @@ class EvalTask:
         )
         penalty = run_length_penalty(self.scoring, self.dataset)
         summary.length_penalty = None if penalty is None else penalty.to_dict()
-        summary.completions = Completions(**self.completions_info)
+        summary.completions = Completions.from_dict(self.completions_info)
         members = [self.judge.name, *self.jury] if self.jury else []
         if members and summary.protocol is not None:
             summary.protocol = replace(
@@ -259,7 +257,7 @@ async def run_example(
     conversation = render_conversation([*sent, {"role": "assistant", "content": text}])
     slots = asyncio.Semaphore(max_parallel_judges)
 
-    async def grade(index: int, criterion: Any) -> CriterionGrade:
+    async def grade(index: int, criterion: Criterion) -> CriterionGrade:
         known = recorded.grade(sent, text, index, criterion.text) if recorded else None
         if known is not None:
             return known
@@ -321,18 +319,18 @@ def build_summary(
     sampling: SamplingConfig,
     scoring: ScoringConfig,
     judge: JudgeConfig,
-    config_dict: dict[str, Any],
+    config_dict: dict[str, object],
     measured: Measured,
     check: ProtocolCheck,
 ) -> RunSummary:
     """summary.json: reference metrics (and the length-adjusted ones with a length penalty),
     the headline metric's name, counts, failures, labelled consensus scores, the protocol."""
-    endpoint_stats, wall_time_s = measured.endpoints, measured.wall_time_s
+    wall_time_s = measured.wall_time_s
     scored = [r.metrics for r in results if r.metrics is not None]
     metrics = aggregate_metrics(scored, runner.bootstrap_samples, sampling.seed) if scored else {}
     graded = [g for r in results for g in r.grades]
     row_counts = RunCounts.of(results)
-    model, judged = endpoint_stats["model"], endpoint_stats["judge"]
+    model, judged = measured.role("model"), measured.role("judge")
     per_role = {"model": model, "judge": judged}
     counts = EvalCounts(
         examples=len({r.example.prompt_id for r in results}),
@@ -340,46 +338,45 @@ def build_summary(
         **row_counts.summary_fields(),
         criteria=sum(len(r.example.rubrics) for r in results),
         judge_replies=sum(g.attempts for g in graded),
-        model_requests=model["requests"],
-        judge_requests=judged["requests"],
-        model_cache_hits=model["cache_hits"],
-        judge_cache_hits=judged["cache_hits"],
-        model_prompt_tokens=model["prompt_tokens"],
-        model_completion_tokens=model["completion_tokens"],
-        judge_prompt_tokens=judged["prompt_tokens"],
-        judge_cached_prompt_tokens=judged["cached_prompt_tokens"],
-        judge_completion_tokens=judged["completion_tokens"],
-        peak_requests_in_flight={role: s["peak_in_flight"] for role, s in per_role.items()},
-        request_errors={role: s["errors"] for role, s in per_role.items()},
-        rate_limited={role: s["rate_limited"] for role, s in per_role.items()},
-        lowest_in_flight_limit={role: s["lowest_limit"] for role, s in per_role.items()},
-        evaluation_s=round(endpoint_stats["evaluation_s"], 3),  # sampling and grading only
+        model_requests=model.requests,
+        judge_requests=judged.requests,
+        model_cache_hits=model.cache_hits,
+        judge_cache_hits=judged.cache_hits,
+        model_prompt_tokens=model.prompt_tokens,
+        model_completion_tokens=model.completion_tokens,
+        judge_prompt_tokens=judged.prompt_tokens,
+        judge_cached_prompt_tokens=judged.cached_prompt_tokens,
+        judge_completion_tokens=judged.completion_tokens,
+        peak_requests_in_flight={role: s.peak_in_flight for role, s in per_role.items()},
+        request_errors={role: s.errors for role, s in per_role.items()},
+        rate_limited={role: s.rate_limited for role, s in per_role.items()},
+        lowest_in_flight_limit={role: s.lowest_limit for role, s in per_role.items()},
+        evaluation_s=round(measured.evaluation_s, 3),  # sampling and grading only
         wall_time_s=round(wall_time_s, 3),
     )
     metrics.update(length_adjusted(results, scoring, runner, sampling))
     repeats = repeats_statistics(results) if sampling.rollouts_per_example > 1 else None
-    budget = endpoint_stats.get("budget")
     return RunSummary(
         task=EVAL,
         metrics=metrics,
         counts=counts,
         headline=headline_metric(check.name, scoring),
-        repeats=None if repeats is None else Repeats(**repeats),
+        repeats=repeats,
         # consensus_breakdown's rows hold exactly ConsensusRow's fields
-        consensus=[ConsensusRow(**row) for row in consensus_breakdown(metrics)],  # type: ignore[arg-type]
+        consensus=[ConsensusRow.from_dict(row) for row in consensus_breakdown(metrics)],
         failures=[
             Failure(r.example.prompt_id, rollout=r.rollout, error=r.error)
             for r in results
             if r.error is not None and not r.not_run
         ],
         usage=Usage.from_dict(measured.usage),
-        budget=None if budget is None else BudgetState(**budget),
+        budget=measured.budget,
         protocol=protocol(judge, "one judge call per criterion, simple-evals template", check),
         config=config_dict,
     )
 
 
-def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
+def repeats_statistics(results: list[ExampleResult]) -> Repeats:
     """Run-to-run std of the overall score and worst-at-k, over the scored rows."""
     by_example: dict[str, list[float]] = defaultdict(list)
     by_rollout: dict[int, list[float]] = defaultdict(list)
@@ -387,8 +384,8 @@ def repeats_statistics(results: list[ExampleResult]) -> dict[str, Any]:
         if r.score is not None:
             by_example[r.example.prompt_id].append(r.score)
             by_rollout[r.rollout].append(r.score)
-    return {
-        "rollouts": len(by_rollout),
-        "run_to_run_std": run_to_run_std(by_rollout),
-        "worst_at_k": {str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
-    }
+    return Repeats(
+        rollouts=len(by_rollout),
+        run_to_run_std=run_to_run_std(by_rollout),
+        worst_at_k={str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
+    )

@@ -1,0 +1,201 @@
+"""The dry run's estimate as the CLI prints it, read through typed records of `estimate.json`.
+
+`engine.estimate.estimate_run` builds the estimate as plain data (what `estimate.json` holds and
+`healthbench_exp.dry_run` returns); `format_estimate` reads it back with `Estimate.from_dict`
+and attributes, never string keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from healthbench_exp.core.record import Record
+
+
+@dataclass
+class RoleCalls(Record):
+    """One role's calls (`engine.estimate.CallEstimate`)."""
+
+    calls: int
+    cached_calls: int
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    cost_usd: float | None
+
+
+@dataclass
+class RatesPart(Record):
+    """Where a role's figures come from (`engine.rates.Rates`)."""
+
+    replies: int
+    completion_tokens: float
+    reasoning_tokens: float
+    tokens_per_char: float | None
+    cached_share: float
+    source: str  # pilot | history | assumed
+
+
+@dataclass
+class IntervalPart(Record):
+    low: float
+    high: float
+    method: str
+
+
+@dataclass
+class PilotPart(Record):
+    """`pilot` (`engine.pilot.PilotRecord`)."""
+
+    rows: int
+    requests: int
+    cost_usd: float | None
+
+
+@dataclass
+class DurationPart(Record):
+    """A role's least time under its rate limits (`engine.durations.LimitedDuration`)."""
+
+    seconds: float
+    requests: int
+    tokens: int
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+
+
+@dataclass
+class Assumptions(Record):
+    tokenizer: str
+    history_min_replies: int
+
+
+@dataclass
+class Estimate(Record):
+    """The parts of an estimate its printout reads (None: not in the estimate)."""
+
+    rows: int
+    model: RoleCalls
+    judge: RoleCalls
+    jury: dict[str, RoleCalls] | None
+    total_cost_usd: float | None
+    interval: IntervalPart | None
+    pilot: PilotPart | None
+    rates: dict[str, RatesPart]
+    # per role a DurationPart, and `seconds`: the longest (read by `durations`)
+    rate_limited_duration: dict[str, object] | None
+    assumptions: Assumptions
+    rate_limits_probed: list[str] | None
+
+    def durations(self) -> tuple[dict[str, DurationPart], float] | None:
+        """Each limited role's least time, and the longest (None: no known limits)."""
+        durations = self.rate_limited_duration
+        if not durations:
+            return None
+        seconds = durations.get("seconds")
+        roles = {
+            role: DurationPart.from_dict(d)
+            for role, d in durations.items()
+            if role != "seconds" and isinstance(d, Mapping)
+        }
+        return roles, float(seconds) if isinstance(seconds, int | float) else 0.0
+
+
+def minutes(seconds: float) -> str:
+    """ "42 s", "5.3 min" or "2.1 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def dollars(value: float | None) -> str:
+    return "unknown (no price configured)" if value is None else f"${value:.4f}"
+
+
+def rates_line(role: str, rates: RatesPart, min_replies: int) -> str:
+    """Where `role`'s figures come from, in words."""
+    reply = f"{rates.completion_tokens:.0f} output tokens per call"
+    if rates.reasoning_tokens:
+        reply += f" ({rates.reasoning_tokens:.0f} of them reasoning)"
+    if rates.source == "assumed":
+        have = (
+            f"history has {rates.replies} of the {min_replies} needed"
+            if rates.replies
+            else "no history"
+        )
+        return (
+            f"  {role:<5} assumed: {reply} (expected_completion_tokens), prompts counted by the "
+            f"tokenizer, no provider prompt caching ({have})"
+        )
+    measured = "this pilot's" if rates.source == "pilot" else "the cache's history of"
+    per_char = rates.tokens_per_char
+    prompt = (
+        f"{1 / per_char:.2f} prompt characters per token" if per_char else "prompt tokens counted"
+    )
+    return (
+        f"  {role:<5} measured on {measured} {rates.replies} replies of this {role} and its "
+        f"settings: {reply}, {prompt}, {rates.cached_share:.0%} of prompt tokens cached"
+    )
+
+
+def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
+    """The estimate (`estimate.json`'s data) as the CLI prints it: per role the calls, tokens
+    and dollars, the total (with the pilot's interval), and where each figure comes from."""
+    estimate = Estimate.from_dict(plain)
+    probed, pilot = estimate.rate_limits_probed, estimate.pilot
+    if pilot:
+        sent = (
+            f"the pilot's {pilot.rows} rows were sent ({pilot.requests} paid calls, "
+            f"{dollars(pilot.cost_usd)}; the run reuses them from the response cache)"
+        )
+    elif probed:
+        sent = (
+            f"one request to the {' and '.join(probed)} endpoint to read its rate limits was sent"
+        )
+    else:
+        sent = "nothing was sent"
+    lines = ["", f"Dry run: {sent} ({estimate.rows} rows)"]
+    jury = estimate.jury or {}
+    for role, e in [("model", estimate.model), ("judge", estimate.judge), *jury.items()]:
+        if not e.calls:
+            continue
+        lines.append(
+            f"  {role:<5} {e.calls} calls ({e.cached_calls} already in the response cache); "
+            f"to pay: ~{e.prompt_tokens:,} input ({e.cached_prompt_tokens:,} cached) + "
+            f"~{e.completion_tokens:,} output ({e.reasoning_tokens:,} reasoning) tokens, "
+            f"{dollars(e.cost_usd)}"
+        )
+    total = f"  estimated cost {dollars(estimate.total_cost_usd)}"
+    interval = estimate.interval
+    if interval:
+        total += f" (95% interval ${interval.low:.4f} to ${interval.high:.4f})"
+    lines.append(total)
+    durations = estimate.durations()
+    if durations:
+        limited, longest = durations
+        for role, d in limited.items():
+            limits = [
+                f"{d.requests} requests at {d.requests_per_minute:,.0f}/min"
+                if d.requests_per_minute
+                else "",
+                f"~{d.tokens:,} tokens at {d.tokens_per_minute:,.0f}/min"
+                if d.tokens_per_minute
+                else "",
+            ]
+            lines.append(
+                f"  {role:<5} rate limits: at least {minutes(d.seconds)} "
+                f"({'; '.join(filter(None, limits))})"
+            )
+        lines.append(f"  expected duration at the known rate limits: at least {minutes(longest)}")
+    assumptions = estimate.assumptions
+    lines.append(f"  where the figures come from ({assumptions.tokenizer}):")
+    for role, rates in estimate.rates.items():
+        lines.append(rates_line(role, rates, assumptions.history_min_replies))
+    if interval:
+        lines.append(f"  interval: {interval.method}")
+    lines.append(f"  written to {output_dir / 'estimate.json'}")
+    return "\n".join(lines)
