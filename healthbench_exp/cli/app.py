@@ -28,7 +28,7 @@ from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
-from healthbench_exp.model.cache import discard_call_journal
+from healthbench_exp.model.cache_file import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output import files as reporting
 

@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -45,14 +44,6 @@ log = logging.getLogger(__name__)
 
 CACHE_FILE = "responses.sqlite"
 DEFAULT_DIR = "~/.cache/healthbench_exp/cache"
-
-
-CALL_JOURNAL = ".calls"  # a run's own response cache when `cache.enabled=false`
-
-
-def discard_call_journal(output_dir: Path) -> None:
-    """Remove a completed run's call journal: its replies are all in the run's records."""
-    shutil.rmtree(output_dir / CALL_JOURNAL, ignore_errors=True)
 
 
 def cache_dir(configured: str | None) -> Path:

@@ -10,9 +10,18 @@ read as it is, which is what a read-only copy is.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
+
+CALL_JOURNAL = ".calls"  # a run's own response cache when `cache.enabled=false` (model.roles)
+
+
+def discard_call_journal(output_dir: Path) -> None:
+    """Remove a completed run's call journal: its replies are all in the run's records."""
+    shutil.rmtree(output_dir / CALL_JOURNAL, ignore_errors=True)
+
 
 # `responses` keeps its first version's five columns, so that an older harness sharing the
 # file still writes to it; what later versions record of an entry is in `entry_details`
