@@ -166,3 +166,59 @@ def test_batch_applies_per_member(tmp_path: Path) -> None:
     assert (run_dir / "batches-offline-judge-batch.json").exists()
     assert not (run_dir / "batches.json").exists()
     assert summary_of(run_dir)["protocol"]["judge_transport"] == "chat.completions"
+
+
+def test_a_budget_stopped_jury_run_resumed_without_the_cache_pays_each_judge_once(
+    loopback_server, tmp_path: Path
+) -> None:
+    """Issue 27.2 for a jury: the resume continues from every judge's recorded verdicts (the
+    run's own per_criterion.jsonl), not only the primary judge's. Each judge has its own
+    loopback endpoint, whose `/stats` counts the requests it received."""
+    servers = {name: loopback_server() for name in MEMBERS}
+    for preset, name in (("offline_b", MEMBERS[1]), ("offline_c", MEMBERS[2])):
+        path = tmp_path / "conf" / "judge" / f"{preset}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        url = servers[name].base_url
+        path.write_text(
+            f"defaults:\n  - offline\nname: {name}\nbuiltin: false\nbase_url: {url}\n",
+            encoding="utf-8",
+        )
+    primary = servers[MEMBERS[0]].base_url
+    args = (
+        *DEMO,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "jury=[offline_b,offline_c]",
+        "cache.enabled=false",
+        "model.builtin=false",
+        f"model.base_url={primary}",
+        "judge.builtin=false",
+        f"judge.base_url={primary}",
+    )
+
+    def judge_requests() -> dict[str, int]:
+        return {name: server.stats()["judge_requests"] for name, server in servers.items()}
+
+    uncapped = run_cli(*args, f"hydra.run.dir={tmp_path / 'u'}")
+    assert uncapped.returncode == 0, uncapped.stderr[-3000:]
+    once = judge_requests()
+    model_once = servers[MEMBERS[0]].stats()["model_requests"]
+    assert once == dict.fromkeys(MEMBERS, 106)
+    for server in servers.values():
+        server.reset()
+
+    run_dir = tmp_path / "run"
+    stopped = run_cli(*args, "budget.max_usd=0.1", f"hydra.run.dir={run_dir}")
+    assert stopped.returncode == 4, stopped.stderr[-3000:]
+    first = judge_requests()
+    assert all(0 < first[name] < 106 for name in MEMBERS), first
+
+    resumed = run_cli(f"resume={run_dir}", "budget.max_usd=null")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert judge_requests() == once  # each judge's requests sent once over both invocations
+    assert servers[MEMBERS[0]].stats()["model_requests"] == model_once
+    summary, reference = summary_of(run_dir), summary_of(tmp_path / "u")
+    assert summary["metrics"] == reference["metrics"]
+    assert summary["jury"] == reference["jury"]
+    assert summary["usage"]["total_cost_usd"] == pytest.approx(reference["usage"]["total_cost_usd"])
+    for name in MEMBERS[1:]:
+        assert summary["usage"]["jury"][name]["requests"] == 106
