@@ -84,17 +84,9 @@ def jury_of(
         for r in results
         if r.error is None and not r.not_run and r.jury
     ]
-    for name, count in ungraded_by_judge(results).items():
-        log.info("jury: %s left %d criteria ungraded", name, count)
     penalty = scoring.length_penalty_per_500_chars
     length = None if penalty is None else LengthSetting(penalty, scoring.length_center_chars)
-    return jury_section(members, rows, bootstrap_samples, seed, length)
-
-
-def ungraded_by_judge(results: Sequence[ExampleResult]) -> dict[str, int]:
-    """Each judge's ungraded criteria (a jury run), over the rows with a reply."""
-    counts: dict[str, int] = {}
-    for result in results:
-        for name, grades in result.jury.items():
-            counts[name] = counts.get(name, 0) + sum(g.criteria_met is None for g in grades)
-    return counts
+    section = jury_section(members, rows, bootstrap_samples, seed, length)
+    for name, count in section.ungraded.items():
+        log.info("jury: %s left %d criteria ungraded", name, count)
+    return section

@@ -107,6 +107,7 @@ def test_by_judge_metrics_equal_one_judge_runs(runs: dict[str, Path]) -> None:
             summary["metrics"]["overall_score"]
         )
     assert len(jury["agreement"]) == 3
+    assert jury["ungraded"] == dict.fromkeys(MEMBERS, 0)  # the built-in always answers
 
 
 def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:
@@ -222,3 +223,30 @@ def test_a_budget_stopped_jury_run_resumed_without_the_cache_pays_each_judge_onc
     assert summary["usage"]["total_cost_usd"] == pytest.approx(reference["usage"]["total_cost_usd"])
     for name in MEMBERS[1:]:
         assert summary["usage"]["jury"][name]["requests"] == 106
+
+
+def test_each_members_ungraded_count_is_stored_and_shown(loopback_server, tmp_path: Path) -> None:
+    """A member whose endpoint answers some verdicts malformed (no parse retry) leaves those
+    criteria ungraded: its count is in summary.json's `jury.ungraded` and on the console, and
+    equals the nulls of its verdicts in per_criterion.jsonl; the primary judge's is 0."""
+    server = loopback_server(malformed_rate=0.3, seed=3)
+    searchpath = judge_presets(tmp_path)
+    preset = tmp_path / "conf" / "judge" / "offline_b.yaml"
+    preset.write_text(
+        f"defaults:\n  - offline\nname: {MEMBERS[1]}\nbuiltin: false\n"
+        f"base_url: {server.base_url}\nmax_parse_retries: 0\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        *DEMO, searchpath, "jury=[offline_b]", "cache.enabled=false", f"hydra.run.dir={run_dir}"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in (run_dir / "per_criterion.jsonl").open(encoding="utf-8")]
+    nulls = sum(row["verdicts"][MEMBERS[1]] is None for row in rows)
+    assert 0 < nulls < len(rows)
+    jury = summary_of(run_dir)["jury"]
+    assert jury["ungraded"] == {MEMBERS[0]: 0, MEMBERS[1]: nulls}
+    shown = result.stdout + result.stderr
+    assert f"jury {MEMBERS[1]} (106 requests, {nulls} ungraded)" in shown
+    assert f"{MEMBERS[1]} " in shown and f"({nulls} ungraded)" in shown  # the jury's line
