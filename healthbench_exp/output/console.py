@@ -69,13 +69,19 @@ def format_usage(usage: Usage, ungraded: Mapping[str, int] | None = None) -> str
     return "\n".join(lines)
 
 
+def _interval(metrics: Mapping[str, float | int | None], name: str) -> str:
+    """`name`'s value with its 95% interval (`:ci_low`, `:ci_high`) when it has one."""
+    low, high = metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")
+    interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+    value = metrics.get(name)
+    return f"{_value(None if value is None else float(value))}{interval}"
+
+
 def _figures_line(metrics: Metrics) -> str:
     """The paper's criterion-mean F1 and the pooled figures, each with its 95% interval."""
 
     def shown(name: str) -> str:
-        low, high = metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")
-        interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
-        return f"{_value(metrics.get(name))}{interval}"
+        return _interval(metrics, name)
 
     return (
         f"  criterion mean (the paper's figure): judge "
@@ -106,6 +112,15 @@ def format_meta_report(summary: RunSummary) -> str:
         f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
         _figures_line(metrics),
     ]
+    if summary.jury is not None:  # a jury: each member's figures, as the judge's are computed
+        for name in summary.jury.members:
+            mine = summary.jury.by_judge[name]
+            lines.append(
+                f"  jury member {name}: criterion mean "
+                f"{_interval(mine, 'criterion_mean:pairwise_model_f1_balanced')}, pooled "
+                f"{_interval(mine, 'pairwise_model_f1_balanced')}; "
+                f"{summary.jury.ungraded.get(name, 0)} ungraded"
+            )
     rows = summary.by_category or []
     names = [row.category.removeprefix("cluster:") for row in rows]
     width = max([len(name) for name in names] + [len("by category:") - 2])  # never cut
