@@ -46,3 +46,20 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
     shown = jury.stdout + jury.stderr
     value = f"{member['metrics'][FIGURES[1]]:.4f}"
     assert f"jury member offline-judge-b: criterion mean {value}" in shown
+
+
+def test_a_meta_eval_dry_run_estimates_every_member(tmp_path: Path) -> None:
+    preset = tmp_path / "conf" / "judge" / "offline_b.yaml"
+    preset.parent.mkdir(parents=True)
+    preset.write_text("defaults:\n  - offline\nname: offline-judge-b\n", encoding="utf-8")
+    result = run_cli(
+        *RUN,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "jury=[offline_b]",
+        "dry_run=true",
+        "cache.enabled=false",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    estimate = json.loads((tmp_path / "run" / "estimate.json").read_text(encoding="utf-8"))
+    assert estimate["jury"]["offline-judge-b"]["calls"] == estimate["judge"]["calls"] == 40
