@@ -50,8 +50,9 @@ def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]
     """The task `config.task.kind` names, built from the sections it reads."""
     if config.task.kind is TaskKind.meta_eval:
         return MetaEvalTask(
-            config.dataset, config.task, config.sampling, config.judge, config.runner, config_dict
-        )
+            config.dataset, config.task, config.sampling, config.judge, config.runner, config_dict,
+            jury=[member.name for member in config.jury_members],
+        )  # fmt: skip
     return EvalTask(
         config.dataset,
         config.completions,

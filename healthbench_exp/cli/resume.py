@@ -72,11 +72,21 @@ def resume_arguments(argv: list[str]) -> list[str]:
     run_dir = _run_dir(resume[0])
     replaced = {_key(a) for a in extra} | {"hydra.run.dir"}
     overrides = [str(o) for o in OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")]
+    overrides += _searchpath(run_dir)  # where a jury's presets were found
     return [
         *(o for o in overrides if _key(o) not in replaced),
         *extra,
         f"hydra.run.dir={run_dir}",
     ]
+
+
+def _searchpath(run_dir: Path) -> list[str]:
+    """The run's own `hydra.searchpath=[...]` override (in `.hydra/hydra.yaml`), if it had one."""
+    path = run_dir / ".hydra" / "hydra.yaml"
+    if not path.is_file():
+        return []
+    given = OmegaConf.select(OmegaConf.load(path), "hydra.overrides.hydra", default=None) or []
+    return [str(o) for o in given if _key(str(o)) == "hydra.searchpath"]
 
 
 def _key(override: str) -> str:

@@ -101,12 +101,10 @@ def validate(config: Config) -> None:
 
 
 def check_jury(config: Config) -> None:
-    """A jury (SPEC 7.1) grades an eval; its members are named by their model names, which must
-    differ from each other and from the primary judge's."""
+    """A jury (SPEC 7.1) grades an eval or a meta-eval (each member's figures); its members are
+    named by their model names, which must differ from each other and from the primary judge's."""
     if not config.jury_members:
         return
-    if config.task.kind is not TaskKind.eval:
-        raise ConfigError("jury=[...] grades an eval (task=eval); drop jury for task=meta_eval")
     names = [config.judge.name, *(m.name for m in config.jury_members)]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice or {"model", "judge"} & set(names):

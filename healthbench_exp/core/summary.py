@@ -288,6 +288,8 @@ class Jury(Record):
     metrics: dict[str, float | int | None]  # the jury's, under the names of `metrics`
     by_judge: dict[str, dict[str, float | int | None]]  # each member's, as a one-judge run's
     agreement: list[JuryPair]  # every pair of members, in member order
+    # each member's criteria left ungraded (no valid verdict) over the rows scored, by name
+    ungraded: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

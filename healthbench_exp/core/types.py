@@ -146,6 +146,8 @@ class MetaEvalResult:
     row: MetaEvalRow
     repeat: int
     grade: CriterionGrade
+    # a jury (SPEC 7.1): every further judge's grade of the row, by model name
+    jury: dict[str, CriterionGrade] = field(default_factory=dict)
 
     @property
     def record(self) -> dict[str, object]:
@@ -163,4 +165,4 @@ class MetaEvalResult:
             "error": self.grade.error,
             "binary_labels": list(row.binary_labels),
             "anonymized_physician_ids": list(row.physician_ids),
-        }
+        } | ({"verdicts": {n: g.criteria_met for n, g in self.jury.items()}} if self.jury else {})

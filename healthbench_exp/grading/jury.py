@@ -14,6 +14,7 @@ one `JuryRow(example_tags, criteria, verdicts, reply_chars)` per scored (example
   verdicts, Cohen's kappa, and the same `by` each `axis:` tag of the criteria and each `theme:`
   tag of the rows. Kappa is None where undefined: no criterion both graded, or both members
   gave one same verdict to every one (chance agreement 1).
+- `ungraded`: each member's criteria with no verdict over `rows` (beside SPEC 7.1's shape).
 """
 
 from __future__ import annotations
@@ -172,4 +173,7 @@ def jury_section(
             for name in members
         },
         agreement=[pair_agreement(a, b, rows) for a, b in combinations(members, 2)],
+        ungraded={
+            name: sum(v.get(name) is None for row in rows for v in row.verdicts) for name in members
+        },
     )

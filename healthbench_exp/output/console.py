@@ -3,6 +3,8 @@ usage and cost of every endpoint and the budget's verdict, all read from its `Ru
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import Metrics, RunSummary, Usage
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
@@ -35,9 +37,9 @@ def illustrative_note(roles: list[str]) -> str:
     )
 
 
-def format_usage(usage: Usage) -> str:
+def format_usage(usage: Usage, ungraded: Mapping[str, int] | None = None) -> str:
     """One line per role and the total, for the end-of-run table; a cost from an illustrative
-    price says so."""
+    price says so; a jury member's line says its ungraded criteria (`ungraded`, by name)."""
     lines = []
     illustrative = usage.illustrative_roles()
     jury = usage.jury or {}
@@ -46,7 +48,8 @@ def format_usage(usage: Usage) -> str:
         if not u.requests and not u.cache_hits:
             continue
         if role in jury:
-            role = f"jury {role} ({u.requests} requests)"  # a further judge's own line
+            left = "" if ungraded is None else f", {ungraded.get(role, 0)} ungraded"
+            role = f"jury {role} ({u.requests} requests{left})"  # a further judge's own line
         reasoning = f", {u.reasoning_tokens} reasoning" if u.reasoning_tokens else ""
         lines.append(
             f"  {role} tokens: {u.prompt_tokens} prompt ({u.cached_prompt_tokens} cached by "
@@ -66,13 +69,19 @@ def format_usage(usage: Usage) -> str:
     return "\n".join(lines)
 
 
+def _interval(metrics: Mapping[str, float | int | None], name: str) -> str:
+    """`name`'s value with its 95% interval (`:ci_low`, `:ci_high`) when it has one."""
+    low, high = metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")
+    interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+    value = metrics.get(name)
+    return f"{_value(None if value is None else float(value))}{interval}"
+
+
 def _figures_line(metrics: Metrics) -> str:
     """The paper's criterion-mean F1 and the pooled figures, each with its 95% interval."""
 
     def shown(name: str) -> str:
-        low, high = metrics.get(f"{name}:ci_low"), metrics.get(f"{name}:ci_high")
-        interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
-        return f"{_value(metrics.get(name))}{interval}"
+        return _interval(metrics, name)
 
     return (
         f"  criterion mean (the paper's figure): judge "
@@ -103,6 +112,15 @@ def format_meta_report(summary: RunSummary) -> str:
         f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
         _figures_line(metrics),
     ]
+    if summary.jury is not None:  # a jury: each member's figures, as the judge's are computed
+        for name in summary.jury.members:
+            mine = summary.jury.by_judge[name]
+            lines.append(
+                f"  jury member {name}: criterion mean "
+                f"{_interval(mine, 'criterion_mean:pairwise_model_f1_balanced')}, pooled "
+                f"{_interval(mine, 'pairwise_model_f1_balanced')}; "
+                f"{summary.jury.ungraded.get(name, 0)} ungraded"
+            )
     rows = summary.by_category or []
     names = [row.category.removeprefix("cluster:") for row in rows]
     width = max([len(name) for name in names] + [len("by category:") - 2])  # never cut
@@ -128,7 +146,7 @@ def _cost_lines(summary: RunSummary) -> list[str]:
     when there were several, and the budget's verdict if one was set."""
     usage = summary.usage
     assert usage is not None and summary.counts is not None, "a finished run's summary"
-    lines = [format_usage(usage)]
+    lines = [format_usage(usage, summary.jury.ungraded if summary.jury else None)]
     invocations = usage.invocations or []
     if len(invocations) > 1:
         costs = ", ".join(
@@ -213,6 +231,17 @@ def format_report(summary: RunSummary) -> str:
     if counts.ungraded_criteria:
         lines.append(
             "  ungraded criteria are left out of the scores (see per_criterion.jsonl, error column)"
+        )
+    if summary.jury is not None:  # SPEC 7.1: beside the judge's metrics
+        jury = summary.jury
+        judges = ", ".join(
+            f"{name} {_value(jury.by_judge[name].get(OVERALL_SCORE))} "
+            f"({jury.ungraded.get(name, 0)} ungraded)"
+            for name in jury.members
+        )
+        lines.append(
+            f"  jury ({jury.rule} of {len(jury.members)} judges): overall_score "
+            f"{_value(jury.metrics.get(OVERALL_SCORE))}; by judge: {judges}"
         )
     lines += _cost_lines(summary)
     return "\n".join(lines)

@@ -59,6 +59,7 @@ def criterion_rows(result: ExampleResult) -> list[dict[str, Any]]:
         if result.jury:  # a jury run (SPEC 7.1): every judge's verdict, the primary's first
             rows[-1]["verdicts"] = {n: g[index].criteria_met for n, g in result.jury.items()}
             rows[-1]["explanations"] = {n: g[index].explanation for n, g in result.jury.items()}
+            rows[-1]["errors"] = {n: g[index].error for n, g in result.jury.items()}  # for resume
     return rows
 
 

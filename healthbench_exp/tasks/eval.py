@@ -284,6 +284,7 @@ async def run_example(
                 max_parallel_judges,
                 prompt_order,
                 f"{example.prompt_id}:{rollout}",
+                None if recorded is None else (recorded, sent, text),
             )
             for juror in jury
         ),

@@ -18,6 +18,7 @@ from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult
 from healthbench_exp.grading.grader import grade_criterion, rubric_item_text
 from healthbench_exp.grading.jury import JuryRow, LengthSetting, jury_section
 from healthbench_exp.tasks.base import Juror
+from healthbench_exp.tasks.records import RecordedRow
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +31,20 @@ async def juror_grades(
     max_parallel: int,
     order: str,
     prefix_key: str,
+    recorded: tuple[RecordedRow, list[dict[str, str]], str] | None = None,
 ) -> list[CriterionGrade]:
-    """`juror`'s grade of every criterion of one conversation, at most `max_parallel` at once."""
+    """`juror`'s grade of every criterion of one conversation, at most `max_parallel` at once.
+
+    `recorded`: what an earlier invocation of the run recorded of this row, with the messages
+    sent and the reply (`tasks.records`): the juror's recorded verdicts are not asked again."""
     slots = asyncio.Semaphore(max_parallel)
 
-    async def one(criterion: Criterion) -> CriterionGrade:
+    async def one(index: int, criterion: Criterion) -> CriterionGrade:
+        if recorded is not None:
+            row, sent, reply = recorded
+            known = row.member_grade(juror.name, sent, reply, index, criterion.text)
+            if known is not None:
+                return known
         async with slots:
             return await grade_criterion(
                 juror.judge,
@@ -46,7 +56,7 @@ async def juror_grades(
                 order=order,
             )
 
-    return list(await asyncio.gather(*(one(c) for c in criteria)))
+    return list(await asyncio.gather(*(one(i, c) for i, c in enumerate(criteria))))
 
 
 def jury_of(
@@ -74,17 +84,9 @@ def jury_of(
         for r in results
         if r.error is None and not r.not_run and r.jury
     ]
-    for name, count in ungraded_by_judge(results).items():
-        log.info("jury: %s left %d criteria ungraded", name, count)
     penalty = scoring.length_penalty_per_500_chars
     length = None if penalty is None else LengthSetting(penalty, scoring.length_center_chars)
-    return jury_section(members, rows, bootstrap_samples, seed, length)
-
-
-def ungraded_by_judge(results: Sequence[ExampleResult]) -> dict[str, int]:
-    """Each judge's ungraded criteria (a jury run), over the rows with a reply."""
-    counts: dict[str, int] = {}
-    for result in results:
-        for name, grades in result.jury.items():
-            counts[name] = counts.get(name, 0) + sum(g.criteria_met is None for g in grades)
-    return counts
+    section = jury_section(members, rows, bootstrap_samples, seed, length)
+    for name, count in section.ungraded.items():
+        log.info("jury: %s left %d criteria ungraded", name, count)
+    return section

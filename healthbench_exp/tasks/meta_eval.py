@@ -14,10 +14,11 @@ is left out of the judge's metrics, counted and listed; the physicians' metrics 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,11 +38,12 @@ from healthbench_exp.core.summary import (
     BudgetState,
     CategoryRow,
     Failure,
+    Jury,
     MetaEvalCounts,
     RunSummary,
     Usage,
 )
-from healthbench_exp.core.types import MetaEvalResult, MetaEvalRow
+from healthbench_exp.core.types import CriterionGrade, MetaEvalResult, MetaEvalRow
 from healthbench_exp.data.healthbench import sample_examples
 from healthbench_exp.data.meta_eval import load_meta_rows
 from healthbench_exp.grading.agreement import (
@@ -77,6 +79,7 @@ class MetaEvalTask:
     config_dict: dict[str, Any]
     kind: str = "meta_eval"
     unit: str = "row"
+    jury: list[str] = field(default_factory=list)  # further judges' model names: each reported
 
     def rows(self) -> list[MetaEvalRow]:
         """The rows to grade: every row, or `sampling.num_examples` drawn with its seed."""
@@ -99,17 +102,29 @@ class MetaEvalTask:
 
     async def run_item(self, item: MetaItem, clients: Clients) -> MetaEvalResult:
         row, repeat = item
-        grade = await grade_criterion(
-            clients.judge,
-            row_conversation(row),
-            row.rubric,
-            self.judge.max_parse_retries,
-            repeat,
-            prefix_key=f"{row.prompt_id}:{row.completion_id}",
-            watch=clients.watch,
-            order=self.judge.prompt_order.value,
+        conversation, key = row_conversation(row), f"{row.prompt_id}:{row.completion_id}"
+        order = self.judge.prompt_order.value
+        grade, *members = await asyncio.gather(
+            grade_criterion(
+                clients.judge,
+                conversation,
+                row.rubric,
+                self.judge.max_parse_retries,
+                repeat,
+                prefix_key=key,
+                watch=clients.watch,
+                order=order,
+            ),
+            *(
+                grade_criterion(
+                    j.judge, conversation, row.rubric, j.max_parse_retries, repeat, key, order=order
+                )
+                for j in clients.jury
+            ),
         )
-        return MetaEvalResult(row, repeat, grade)
+        return MetaEvalResult(
+            row, repeat, grade, {j.name: g for j, g in zip(clients.jury, members, strict=True)}
+        )
 
     def tally(self, counts: RunCounts, result: MetaEvalResult) -> None:
         counts.add_grade(result.grade)
@@ -120,7 +135,7 @@ class MetaEvalTask:
         return protocol_check(self.task, self.dataset, self.sampling, self.judge, ScoringConfig())
 
     def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> RunSummary:
-        return build_meta_summary(
+        summary = build_meta_summary(
             list(results),
             self.runner,
             self.sampling,
@@ -129,6 +144,13 @@ class MetaEvalTask:
             measured,
             self.protocol(),
         )
+        if self.jury:
+            members = [self.judge.name, *self.jury]
+            summary.jury = meta_jury(list(results), members, self.runner.bootstrap_samples,
+                                     self.sampling.seed)  # fmt: skip
+            if summary.protocol is not None:
+                summary.protocol = replace(summary.protocol, jury=members)
+        return summary
 
     def estimate(self, counter: CallCounter) -> int:
         rows = self.rows()
@@ -244,6 +266,32 @@ def meta_eval_metrics(
         "physicians_average": {name: asdict(avg) for name, avg in average.items()},
     }
     return metrics, agreement, by_category
+
+
+MEMBER_FIGURES = (HEADLINE, f"criterion_mean:{HEADLINE}")  # each with :ci_low, :ci_high
+
+
+def meta_jury(
+    results: list[MetaEvalResult], members: list[str], bootstrap_samples: int, seed: int
+) -> Jury:
+    """A meta-eval's `jury`: each member's agreement with physicians as the judge's is computed
+    (`by_judge`: the pooled and the criterion-mean balanced F1, SPEC 7.2, with intervals) and
+    its ungraded rows; no jury score or pairwise agreement (`metrics` and `agreement` empty)."""
+    by_judge: dict[str, dict[str, float | int | None]] = {}
+    ungraded: dict[str, int] = {}
+    for index, name in enumerate(members):
+        own = [
+            r if index == 0 else replace(r, grade=r.jury.get(name, CriterionGrade(None, "", 0)))
+            for r in results
+        ]
+        metrics = meta_eval_metrics(own, bootstrap_samples, seed)[0]
+        by_judge[name] = {
+            key: metrics.get(key)
+            for figure in MEMBER_FIGURES
+            for key in (figure, f"{figure}:ci_low", f"{figure}:ci_high")
+        }
+        ungraded[name] = sum(r.grade.criteria_met is None for r in own)
+    return Jury(members, "mean", {}, by_judge, [], ungraded)
 
 
 def build_meta_summary(

@@ -14,7 +14,9 @@ criterion text). What counts as recorded:
 
 - a reply: a row's `completion` (a row whose model call failed has none and is asked again);
 - a verdict: a criterion judged met or not, or one with no valid verdict after its parse
-  retries (those replies were paid); a failed or unsent judge call is asked again.
+  retries (those replies were paid); a failed or unsent judge call is asked again. In a jury run
+  the same holds for each further judge's verdict (`verdicts`, `explanations`, `errors` of
+  `per_criterion.jsonl`, by the judge's model name).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class RecordedRow:
     messages: list[dict[str, str]]
     completion: str | None
     grades: dict[int, tuple[str, CriterionGrade]] = field(default_factory=dict)  # by index
+    # a jury run: each judge's verdicts by its model name, then by criterion index
+    jury: dict[str, dict[int, tuple[str, CriterionGrade]]] = field(default_factory=dict)
 
     def reply(self, sent: list[dict[str, str]]) -> str | None:
         """The recorded reply to `sent`, if this row recorded one for exactly these messages."""
@@ -54,9 +58,25 @@ class RecordedRow:
     ) -> CriterionGrade | None:
         """The recorded verdict on criterion `index` (`criterion` its text) of `reply` to
         `sent`, if there is one for exactly that conversation and criterion."""
+        return self._known(self.grades, sent, reply, index, criterion)
+
+    def member_grade(
+        self, name: str, sent: list[dict[str, str]], reply: str, index: int, criterion: str
+    ) -> CriterionGrade | None:
+        """Like `grade`, for the jury member whose model name is `name`."""
+        return self._known(self.jury.get(name, {}), sent, reply, index, criterion)
+
+    def _known(
+        self,
+        grades: dict[int, tuple[str, CriterionGrade]],
+        sent: list[dict[str, str]],
+        reply: str,
+        index: int,
+        criterion: str,
+    ) -> CriterionGrade | None:
         if self.messages != sent or self.completion != reply:
             return None
-        recorded = self.grades.get(index)
+        recorded = grades.get(index)
         return recorded[1] if recorded is not None and recorded[0] == criterion else None
 
 
@@ -76,14 +96,27 @@ def _rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
-def _usable(row: dict[str, Any]) -> CriterionGrade | None:
-    met, error = row.get("criteria_met"), row.get("error")
-    attempts = row.get("judge_attempts") or 0
+def _usable(
+    met: object, explanation: object, error: object, attempts: int
+) -> CriterionGrade | None:
     if isinstance(met, bool):
-        return CriterionGrade(met, str(row.get("explanation") or ""), attempts)
+        return CriterionGrade(met, str(explanation or ""), attempts)
     if isinstance(error, str) and error.startswith(UNPARSEABLE):
         return CriterionGrade(None, "", attempts, error=error)
     return None
+
+
+def _members(row: dict[str, Any]) -> Iterator[tuple[str, CriterionGrade]]:
+    """Each jury member's usable verdict recorded on a per_criterion row (a jury run's)."""
+    verdicts, explanations, errors = (row.get(k) for k in ("verdicts", "explanations", "errors"))
+    if not isinstance(verdicts, dict):
+        return
+    explanations = explanations if isinstance(explanations, dict) else {}
+    errors = errors if isinstance(errors, dict) else {}
+    for name, met in verdicts.items():
+        grade = _usable(met, explanations.get(name), errors.get(name), 1)
+        if grade is not None:
+            yield str(name), grade
 
 
 def read_records(output_dir: Path) -> Records:
@@ -96,10 +129,15 @@ def read_records(output_dir: Path) -> Records:
             records[key] = RecordedRow(row["messages"], completion)
     for row in _rows(output_dir / CRITERIA_FILE):
         recorded = records.get((str(row.get("prompt_id")), int(row.get("rollout") or 0)))
-        grade = _usable(row)
-        if recorded is not None and grade is not None:
-            index = int(row.get("criterion_index") or 0)
-            recorded.grades[index] = (str(row.get("criterion")), grade)
+        if recorded is None:
+            continue
+        index, text = int(row.get("criterion_index") or 0), str(row.get("criterion"))
+        attempts = row.get("judge_attempts") or 0
+        grade = _usable(row.get("criteria_met"), row.get("explanation"), row.get("error"), attempts)
+        if grade is not None:
+            recorded.grades[index] = (text, grade)
+        for name, member in _members(row):
+            recorded.jury.setdefault(name, {})[index] = (text, member)
     return records
 
 
@@ -113,7 +151,7 @@ def records_to_continue(output_dir: Path, config_dict: dict[str, Any]) -> Record
         return {}
     records = read_records(output_dir)
     if records:
-        verdicts = sum(len(r.grades) for r in records.values())
+        verdicts = sum(len(r.grades) + sum(map(len, r.jury.values())) for r in records.values())
         log.info(
             "this run continues from its own records in %s: %d replies and %d verdicts are "
             "not asked again",

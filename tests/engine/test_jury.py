@@ -107,6 +107,7 @@ def test_by_judge_metrics_equal_one_judge_runs(runs: dict[str, Path]) -> None:
             summary["metrics"]["overall_score"]
         )
     assert len(jury["agreement"]) == 3
+    assert jury["ungraded"] == dict.fromkeys(MEMBERS, 0)  # the built-in always answers
 
 
 def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:
@@ -166,3 +167,86 @@ def test_batch_applies_per_member(tmp_path: Path) -> None:
     assert (run_dir / "batches-offline-judge-batch.json").exists()
     assert not (run_dir / "batches.json").exists()
     assert summary_of(run_dir)["protocol"]["judge_transport"] == "chat.completions"
+
+
+def test_a_budget_stopped_jury_run_resumed_without_the_cache_pays_each_judge_once(
+    loopback_server, tmp_path: Path
+) -> None:
+    """Issue 27.2 for a jury: the resume continues from every judge's recorded verdicts (the
+    run's own per_criterion.jsonl), not only the primary judge's. Each judge has its own
+    loopback endpoint, whose `/stats` counts the requests it received."""
+    servers = {name: loopback_server() for name in MEMBERS}
+    for preset, name in (("offline_b", MEMBERS[1]), ("offline_c", MEMBERS[2])):
+        path = tmp_path / "conf" / "judge" / f"{preset}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        url = servers[name].base_url
+        path.write_text(
+            f"defaults:\n  - offline\nname: {name}\nbuiltin: false\nbase_url: {url}\n",
+            encoding="utf-8",
+        )
+    primary = servers[MEMBERS[0]].base_url
+    args = (
+        *DEMO,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "jury=[offline_b,offline_c]",
+        "cache.enabled=false",
+        "model.builtin=false",
+        f"model.base_url={primary}",
+        "judge.builtin=false",
+        f"judge.base_url={primary}",
+    )
+
+    def judge_requests() -> dict[str, int]:
+        return {name: server.stats()["judge_requests"] for name, server in servers.items()}
+
+    uncapped = run_cli(*args, f"hydra.run.dir={tmp_path / 'u'}")
+    assert uncapped.returncode == 0, uncapped.stderr[-3000:]
+    once = judge_requests()
+    model_once = servers[MEMBERS[0]].stats()["model_requests"]
+    assert once == dict.fromkeys(MEMBERS, 106)
+    for server in servers.values():
+        server.reset()
+
+    run_dir = tmp_path / "run"
+    stopped = run_cli(*args, "budget.max_usd=0.1", f"hydra.run.dir={run_dir}")
+    assert stopped.returncode == 4, stopped.stderr[-3000:]
+    first = judge_requests()
+    assert all(0 < first[name] < 106 for name in MEMBERS), first
+
+    resumed = run_cli(f"resume={run_dir}", "budget.max_usd=null")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert judge_requests() == once  # each judge's requests sent once over both invocations
+    assert servers[MEMBERS[0]].stats()["model_requests"] == model_once
+    summary, reference = summary_of(run_dir), summary_of(tmp_path / "u")
+    assert summary["metrics"] == reference["metrics"]
+    assert summary["jury"] == reference["jury"]
+    assert summary["usage"]["total_cost_usd"] == pytest.approx(reference["usage"]["total_cost_usd"])
+    for name in MEMBERS[1:]:
+        assert summary["usage"]["jury"][name]["requests"] == 106
+
+
+def test_each_members_ungraded_count_is_stored_and_shown(loopback_server, tmp_path: Path) -> None:
+    """A member whose endpoint answers some verdicts malformed (no parse retry) leaves those
+    criteria ungraded: its count is in summary.json's `jury.ungraded` and on the console, and
+    equals the nulls of its verdicts in per_criterion.jsonl; the primary judge's is 0."""
+    server = loopback_server(malformed_rate=0.3, seed=3)
+    searchpath = judge_presets(tmp_path)
+    preset = tmp_path / "conf" / "judge" / "offline_b.yaml"
+    preset.write_text(
+        f"defaults:\n  - offline\nname: {MEMBERS[1]}\nbuiltin: false\n"
+        f"base_url: {server.base_url}\nmax_parse_retries: 0\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        *DEMO, searchpath, "jury=[offline_b]", "cache.enabled=false", f"hydra.run.dir={run_dir}"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in (run_dir / "per_criterion.jsonl").open(encoding="utf-8")]
+    nulls = sum(row["verdicts"][MEMBERS[1]] is None for row in rows)
+    assert 0 < nulls < len(rows)
+    jury = summary_of(run_dir)["jury"]
+    assert jury["ungraded"] == {MEMBERS[0]: 0, MEMBERS[1]: nulls}
+    shown = result.stdout + result.stderr
+    assert f"jury {MEMBERS[1]} (106 requests, {nulls} ungraded)" in shown
+    assert f"{MEMBERS[1]} " in shown and f"({nulls} ungraded)" in shown  # the jury's line

@@ -179,7 +179,11 @@ def test_summary_json_jury_shape_and_round_trip() -> None:
     jury = jury_section(MEMBERS, ROWS, bootstrap_samples=10)
     summary = RunSummary(task=EVAL, metrics={}, counts=None, jury=jury)
     data = json.loads(json.dumps(summary.to_dict()))
-    assert list(data["jury"]) == ["members", "rule", "metrics", "by_judge", "agreement"]
+    assert list(data["jury"]) == [
+        *("members", "rule", "metrics", "by_judge", "agreement"),  # SPEC 7.1
+        "ungraded",  # beside it: each member's criteria with no verdict, counted by hand
+    ]
+    assert data["jury"]["ungraded"] == {"p": 1, "j1": 2, "j2": 2}
     assert data["jury"]["members"] == MEMBERS and data["jury"]["rule"] == "mean"
     pair = data["jury"]["agreement"][0]
     assert list(pair) == ["a", "b", "n", "agreement", "kappa", "by"]
