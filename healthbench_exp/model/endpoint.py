@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
 from healthbench_exp.core.completer import Reply
@@ -22,7 +22,7 @@ from healthbench_exp.core.endpoint_errors import (
     FatalEndpointError,
     RequestFailed,
 )
-from healthbench_exp.model.access import OPENAI_DEFAULT_URL, shared_tls_context
+from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
 from healthbench_exp.model.cache import (
     CachedReply,
     Profile,
@@ -88,14 +88,6 @@ class Shared:
     budget: Budget | None = None
 
 
-class ClientSettings(TypedDict):
-    """What every `openai.AsyncOpenAI` client of an endpoint is made with."""
-
-    api_key: str
-    base_url: str | None
-    max_retries: int
-
-
 class ChatEndpoint:
     """One endpoint's client, adaptive concurrency limit, fixed parameters, cache and counters."""
 
@@ -136,9 +128,8 @@ class ChatEndpoint:
             "max_retries": max_retries,
         }
         self.http_client = http_client
-        # made at the first request: a run answered from the response cache never imports
-        # openai (about half a second)
-        self._clients: list[openai.AsyncOpenAI] = []
+        self._clients: list[openai.AsyncOpenAI] = []  # made at the first request: a run
+        # answered from the response cache never imports openai (about half a second)
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster = (
             DirectPoster(
