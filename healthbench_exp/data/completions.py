@@ -31,7 +31,6 @@ import logging
 import random
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.checks import check_professional_physician
 from healthbench_exp.config.schema import (
@@ -59,7 +58,7 @@ def work_items(
     sampling: SamplingConfig,
     *,
     system_message: str | None,
-) -> tuple[list[WorkItem], dict[str, Any]]:
+) -> tuple[list[WorkItem], dict[str, object]]:
     """The items to grade, in grading order, and a description of the choice for summary.json.
 
     `system_message` is `model.system_message`: file replies without recorded `messages` were
@@ -68,7 +67,7 @@ def work_items(
     source = completions.source
     n, seed, repeats = sampling.num_examples, sampling.seed, sampling.rollouts_per_example
     physician_modes = (CompletionSource.physician, CompletionSource.physician_references)
-    info: dict[str, Any] = {"source": source.value}
+    info: dict[str, object] = {"source": source.value}
     if source is CompletionSource.model:
         chosen = sample_examples(examples, n, seed)
         items = [WorkItem(e, r) for r in range(repeats) for e in chosen]
@@ -196,18 +195,17 @@ def _references(example: Example) -> list[str]:
     return refs
 
 
-def _reply_text(value: Any, where: str) -> str | None:
+def _reply_text(value: object, where: str) -> str | None:
     """The reply of a file line: a string, null, or the verifiers list of assistant messages."""
     if value is None or isinstance(value, str):
         return value
+    last: object = value[-1] if isinstance(value, list) and value else None
     if (
-        isinstance(value, list)
-        and value
-        and isinstance(value[-1], dict)
-        and value[-1].get("role") == "assistant"
-        and isinstance(value[-1].get("content"), str)
+        isinstance(last, dict)
+        and last.get("role") == "assistant"
+        and isinstance(content := last.get("content"), str)
     ):
-        return value[-1]["content"]
+        return content
     raise DataError(
         f"{where}: 'completion' must be a string, null, or a list of messages ending with an "
         "assistant message"
@@ -215,7 +213,7 @@ def _reply_text(value: Any, where: str) -> str | None:
 
 
 def _messages(
-    value: Any, example: Example, system_message: str | None, where: str
+    value: object, example: Example, system_message: str | None, where: str
 ) -> tuple[dict[str, str], ...]:
     """The conversation a file's reply answered: its recorded `messages` (the dataset prompt,
     optionally after one system message the model was sent), else `system_message` and the
@@ -233,7 +231,7 @@ def _messages(
     )
 
 
-def results_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def results_rows(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
     """A run's `results/` dataset (`datasets.save_to_disk`) as completion-file rows."""
     import datasets
 

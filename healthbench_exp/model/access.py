@@ -6,6 +6,7 @@ import os
 import socket
 import ssl
 from functools import cache
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from healthbench_exp.config.schema import ConfigError, EndpointConfig, ServeKind
@@ -59,3 +60,11 @@ def endpoint_url(config: EndpointConfig, builtin_url: str | None) -> str | None:
             raise ConfigError("the built-in server was not started")
         return builtin_url
     return config.base_url
+
+
+class ClientSettings(TypedDict):
+    """What every `openai.AsyncOpenAI` client of an endpoint is made with."""
+
+    api_key: str
+    base_url: str | None
+    max_retries: int

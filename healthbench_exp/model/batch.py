@@ -20,15 +20,19 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.strict_json import dumps
 from healthbench_exp.model.cache import CachedReply, prompt_chars
 from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.reply_json import choice_text, first_choice, json_map
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +90,7 @@ class BatchJudge:
         for entry in self._recorded():
             if not entry.get("harvested"):
                 log.info("waiting for batch %s submitted by an earlier attempt", entry["id"])
-                await self._wait_and_harvest(entry["id"])
+                await self._wait_and_harvest(str(entry["id"]))
         self.worker = asyncio.create_task(self._submit_when_settled())
 
     async def close(self) -> None:
@@ -111,7 +115,7 @@ class BatchJudge:
     # -- the Batch API -----------------------------------------------------------------------
 
     @property
-    def client(self) -> Any:
+    def client(self) -> openai.AsyncOpenAI:
         return self.endpoint.clients[0]
 
     async def _submit(self, batch: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]]):
@@ -165,7 +169,7 @@ class BatchJudge:
             content = await self.client.files.content(batch.output_file_id)
             for line in content.text.splitlines():
                 if line.strip():
-                    key = self._harvest_line(json.loads(line), waiting)
+                    key = self._harvest_line(json_map(json.loads(line)), waiting)
                     if key is not None:
                         answered.add(key)
         for key, (_, future) in waiting.items():
@@ -180,23 +184,24 @@ class BatchJudge:
 
     def _harvest_line(
         self,
-        line: dict[str, Any],
+        line: Mapping[str, object],
         waiting: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]],
     ) -> str | None:
-        key = line.get("custom_id")
-        response = line.get("response") or {}
-        body = response.get("body") or {}
+        custom_id = line.get("custom_id")
+        key = custom_id if isinstance(custom_id, str) else None
+        response = json_map(line.get("response"))
+        body = json_map(response.get("body"))
         future = waiting[key][1] if key in waiting else None
         if response.get("status_code") != 200:
             self.endpoint._failed(f"Batch{response.get('status_code')}")
             if future is not None and not future.done():
                 future.set_exception(RequestFailed(f"batch item failed: {line.get('error')}"))
             return key
-        prompt, _, completion = self.stats.count_paid(body.get("usage") or {})
-        text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        usage = json_map(body.get("usage"))
+        prompt, _, completion = self.stats.count_paid(usage)
+        text = choice_text(first_choice(body))
         if self.endpoint.cache is not None and key is not None and text:
             chars = prompt_chars(waiting[key][0]) if key in waiting else None
-            usage = body.get("usage") or {}
             self.endpoint.cache.put(key, CachedReply.of(text, usage, chars), self.endpoint.profile)
         if future is not None and not future.done():
             if text:
@@ -205,13 +210,14 @@ class BatchJudge:
                 future.set_exception(EmptyReply("empty reply in batch output"))
         return key
 
-    def _recorded(self) -> list[dict[str, Any]]:
+    def _recorded(self) -> list[dict[str, object]]:
         try:
-            return json.loads(self.record.read_text(encoding="utf-8"))
+            entries: object = json.loads(self.record.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return []
+        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
-    def _write_record(self, entries: list[dict[str, Any]]) -> None:
+    def _write_record(self, entries: Sequence[Mapping[str, object]]) -> None:
         """Write `batches.json` atomically (as the run's other JSON files: a reader, or a resume
         after a crash, never sees half a record)."""
         self.record.parent.mkdir(parents=True, exist_ok=True)

@@ -28,9 +28,9 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.model.cache_file import (
@@ -39,6 +39,7 @@ from healthbench_exp.model.cache_file import (
     open_read_only,
     writable,
 )
+from healthbench_exp.model.reply_json import tokens
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def cache_dir(configured: str | None) -> Path:
 
 
 def request_key(
-    endpoint: str, params: dict[str, Any], messages: list[dict[str, str]], tag: str
+    endpoint: str, params: Mapping[str, object], messages: list[dict[str, str]], tag: str
 ) -> str:
     """sha256 of everything that determines a reply (the API key is not part of it).
 
@@ -66,10 +67,10 @@ class RequestKeys:
     """`request_key` for one endpoint's fixed identity and parameters: the JSON-encoded head
     (endpoint, parameters, tag) is hashed once per tag, then copied for every request."""
 
-    def __init__(self, endpoint: str, params: dict[str, Any]) -> None:
+    def __init__(self, endpoint: str, params: Mapping[str, object]) -> None:
         self.endpoint = endpoint
         self.params = params
-        self.heads: dict[str, Any] = {}
+        self.heads: dict[str, hashlib._Hash] = {}
 
     def __call__(self, messages: list[dict[str, str]], tag: str) -> str:
         head = self.heads.get(tag)
@@ -101,16 +102,14 @@ class CachedReply:
     prompt_chars: int | None = None
 
     @classmethod
-    def of(cls, text: str, usage: dict[str, Any], prompt_chars: int | None) -> CachedReply:
+    def of(cls, text: str, usage: Mapping[str, object], prompt_chars: int | None) -> CachedReply:
         """The reply `text` with an OpenAI `usage` object (missing fields count 0)."""
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
         return cls(
             text,
-            usage.get("prompt_tokens") or 0,
-            usage.get("completion_tokens") or 0,
-            reasoning,
-            cached,
+            tokens(usage, "prompt_tokens"),
+            tokens(usage, "completion_tokens"),
+            tokens(usage, "reasoning_tokens", "completion_tokens_details"),
+            tokens(usage, "cached_tokens", "prompt_tokens_details"),
             prompt_chars,
         )
 
@@ -130,11 +129,11 @@ class Profile:
     role: str
     name: str
     endpoint: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, role: str, endpoint: str, params: dict[str, Any], system_message: str | None
+        cls, role: str, endpoint: str, params: Mapping[str, object], system_message: str | None
     ) -> Profile:
         """The profile of `role`'s calls with request `params` (`model.endpoint.request_body`)."""
         settings = {k: v for k, v in params.items() if k != "model"}
@@ -153,7 +152,7 @@ class Profile:
         return f"{self.role} {self.name} at {self.endpoint} ({shown or 'no settings'})"
 
 
-def _short(value: Any, limit: int = 40) -> str:
+def _short(value: object, limit: int = 40) -> str:
     text = repr(value) if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

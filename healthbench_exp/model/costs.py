@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
 from healthbench_exp.core.summary import USAGE_FIELDS
+from healthbench_exp.model.reply_json import json_map, tokens
 
 CHARS_PER_TOKEN = 4  # rough English ratio, for requests whose usage is not known yet
 BATCH_PRICE_FACTOR = 0.5  # OpenAI bills Batch API tokens at half the listed price
@@ -83,8 +83,8 @@ def usage_summary(
     prices: Mapping[str, PriceConfig],
     used_roles: Collection[str],
     batched: Collection[str],
-    endpoint_stats: dict[str, Any],
-) -> dict[str, Any]:
+    endpoint_stats: Mapping[str, object],
+) -> dict[str, object]:
     """Per role of `prices` (`model`, `judge`, ...): the usage counters, the price used and
     `cost_usd`; plus `total_cost_usd`.
 
@@ -92,18 +92,18 @@ def usage_summary(
     of a role in `batched` were billed at the Batch API's discount. The total is None when a
     used role has no price.
     """
-    usage: dict[str, Any] = {}
+    usage: dict[str, object] = {}
     total: float | None = 0.0
     for role, price in prices.items():
-        stats = endpoint_stats[role]
-        entry = {name: stats[name] for name in USAGE_FIELDS}
+        stats = json_map(endpoint_stats[role])
+        entry: dict[str, object] = {name: stats[name] for name in USAGE_FIELDS}
         used = role in used_roles
         cost = (
             cost_usd(
                 price,
-                stats["prompt_tokens"],
-                stats["cached_prompt_tokens"],
-                stats["completion_tokens"],
+                tokens(stats, "prompt_tokens"),
+                tokens(stats, "cached_prompt_tokens"),
+                tokens(stats, "completion_tokens"),
             )
             if used
             else 0.0
@@ -126,7 +126,7 @@ def usage_summary(
 INVOCATIONS_FILE = "invocations.jsonl"
 
 
-def read_invocations(output_dir: Path) -> list[dict[str, Any]]:
+def read_invocations(output_dir: Path) -> list[dict[str, object]]:
     """The invocations of the run in `output_dir` recorded so far, oldest first."""
     path = output_dir / INVOCATIONS_FILE
     if not path.is_file():
@@ -134,25 +134,27 @@ def read_invocations(output_dir: Path) -> list[dict[str, Any]]:
     entries = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            entries.append(json.loads(line))
+            entry: object = json.loads(line)
         except json.JSONDecodeError:  # a line cut short by a kill: that invocation is lost
             continue
+        if isinstance(entry, dict):
+            entries.append(entry)
     return entries
 
 
 def record_invocation(
     output_dir: Path,
-    usage: dict[str, Any],
-    budget: dict[str, Any] | None,
+    usage: Mapping[str, object],
+    budget: object,
     started: datetime,
     measured: str,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Append this invocation's `usage` (and `budget`) to `invocations.jsonl`; return the
     invocations of this run, this one last: the latest ones that measured the same thing
     (`measured`: a fingerprint of the config), so a directory reused for another config starts
     its sum afresh (the older lines stay in the file)."""
     previous = read_invocations(output_dir)
-    entry = {
+    entry: dict[str, object] = {
         "invocation": len(previous) + 1,
         "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -170,56 +172,66 @@ def record_invocation(
     return same
 
 
-def cumulative_usage(invocations: list[dict[str, Any]]) -> dict[str, Any]:
+def _counters(entry: Mapping[str, object]) -> dict[str, object]:
+    """A role's usage entry without its price."""
+    return {k: v for k, v in entry.items() if k != "price"}
+
+
+def cumulative_usage(invocations: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """The usage of every invocation of a run, summed per role (prices: the last one's), with
     `invocations`: each one's counters and cost. A cost is None when any invocation's is."""
-    last = invocations[-1]["usage"]
-    usage: dict[str, Any] = {}
+    usages = [json_map(i["usage"]) for i in invocations]
+    last = usages[-1]
+    usage: dict[str, object] = {}
     for role in ("model", "judge"):
-        entries = [i["usage"][role] for i in invocations]
-        usage[role] = {name: sum(e.get(name, 0) for e in entries) for name in USAGE_FIELDS}
-        usage[role]["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
-        usage[role]["price"] = last[role]["price"]
-    members = list(last.get("jury") or {})  # a jury's members: the same in every invocation
-    if members:
-        usage["jury"] = {}
-        for name in members:
-            entries = [(i["usage"].get("jury") or {}).get(name, {}) for i in invocations]
-            summed = {field: sum(e.get(field, 0) for e in entries) for field in USAGE_FIELDS}
-            summed["cost_usd"] = _sum_or_none(e.get("cost_usd", 0.0) for e in entries)
-            usage["jury"][name] = {**summed, "price": last["jury"][name]["price"]}
-    usage["total_cost_usd"] = _sum_or_none(i["usage"]["total_cost_usd"] for i in invocations)
+        entries = [json_map(u[role]) for u in usages]
+        summed: dict[str, object] = {
+            name: sum(tokens(e, name) for e in entries) for name in USAGE_FIELDS
+        }
+        summed["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
+        summed["price"] = json_map(last[role])["price"]
+        usage[role] = summed
+    last_jury = json_map(last.get("jury"))
+    if last_jury:  # a jury's members: the same in every invocation
+        jury: dict[str, object] = {}
+        for name in last_jury:
+            members = [json_map(json_map(u.get("jury")).get(name)) for u in usages]
+            counted: dict[str, object] = {
+                field: sum(tokens(e, field) for e in members) for field in USAGE_FIELDS
+            }
+            counted["cost_usd"] = _sum_or_none(e.get("cost_usd", 0.0) for e in members)
+            jury[name] = {**counted, "price": json_map(last_jury[name])["price"]}
+        usage["jury"] = jury
+    usage["total_cost_usd"] = _sum_or_none(u["total_cost_usd"] for u in usages)
     usage["invocations"] = [
         {
             "invocation": i["invocation"],
             "started_at": i["started_at"],
             "finished_at": i["finished_at"],
-            **{
-                role: {k: v for k, v in i["usage"][role].items() if k != "price"}
-                for role in ("model", "judge")
-            },
+            **{role: _counters(json_map(u[role])) for role in ("model", "judge")},
             **(
                 {
                     "jury": {
-                        name: {k: v for k, v in entry.items() if k != "price"}
-                        for name, entry in i["usage"]["jury"].items()
+                        name: _counters(json_map(entry))
+                        for name, entry in json_map(u["jury"]).items()
                     }
                 }
-                if i["usage"].get("jury")
+                if u.get("jury")
                 else {}
             ),
-            "total_cost_usd": i["usage"]["total_cost_usd"],
+            "total_cost_usd": u["total_cost_usd"],
             "budget": i["budget"],
         }
-        for i in invocations
+        for i, u in zip(invocations, usages, strict=True)
     ]
     return usage
 
 
-def _sum_or_none(values: Any) -> float | None:
+def _sum_or_none(values: Iterable[object]) -> float | None:
+    """The sum of costs; None when one is unknown (null, or not a number)."""
     total = 0.0
     for value in values:
-        if value is None:
+        if not isinstance(value, int | float):
             return None
         total += value
     return total

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
 from healthbench_exp.core.completer import Reply
@@ -22,7 +22,7 @@ from healthbench_exp.core.endpoint_errors import (
     FatalEndpointError,
     RequestFailed,
 )
-from healthbench_exp.model.access import OPENAI_DEFAULT_URL, shared_tls_context
+from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
 from healthbench_exp.model.cache import (
     CachedReply,
     Profile,
@@ -34,6 +34,11 @@ from healthbench_exp.model.costs import Budget, cost_usd, request_estimate_usd
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
+from healthbench_exp.model.reply_json import choice_text, first_choice, json_map
+
+if TYPE_CHECKING:
+    import httpx
+    import openai
 
 CONNECTIONS_PER_CLIENT = 16
 # the headers of the latest HTTP answer to the request the current task sends (set by the
@@ -117,14 +122,14 @@ class ChatEndpoint:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
         self.last_reply_at = self.busy_since = time.monotonic()
         # 429s are not retried by the client (see _on_response) but here, without a bound
-        self.client_settings: dict[str, Any] = {
+        self.client_settings: ClientSettings = {
             "api_key": api_key,
             "base_url": base_url,
             "max_retries": max_retries,
         }
         self.http_client = http_client
-        self._clients: list[Any] = []  # made at the first request: a run answered from the
-        # response cache never imports openai (about half a second)
+        self._clients: list[openai.AsyncOpenAI] = []  # made at the first request: a run
+        # answered from the response cache never imports openai (about half a second)
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster = (
             DirectPoster(
@@ -156,7 +161,7 @@ class ChatEndpoint:
         )
 
     @property
-    def clients(self) -> list[Any]:
+    def clients(self) -> list[openai.AsyncOpenAI]:
         """The `openai.AsyncOpenAI` clients, used in turn; made on first use, in the event loop."""
         if not self._clients:
             import openai
@@ -182,7 +187,7 @@ class ChatEndpoint:
             ]
         return self._clients
 
-    async def _on_response(self, response: Any) -> None:
+    async def _on_response(self, response: httpx.Response) -> None:
         if response.status_code == 429 and response.request.url.path.endswith("/chat/completions"):
             # not retried by the client's bounded retries: `_request` waits as the server
             # says and sends it again (or stops the run on insufficient_quota)
@@ -286,7 +291,7 @@ class ChatEndpoint:
             body = {**self.body, "messages": sent}
             if prefix_key is not None:
                 body["prompt_cache_key"] = prefix_key
-            response: dict[str, Any] = await self._post(body)
+            response = json_map(await self._post(body))
             success = True
         except HttpError as exc:
             if exc.status in (401, 403):
@@ -319,27 +324,27 @@ class ChatEndpoint:
             self.limit.release(success)
             if success:
                 prompt_tokens, cached, completion_tokens = stats.count_paid(
-                    response.get("usage") or {}
+                    json_map(response.get("usage"))
                 )
                 cost = cost_usd(self.config.price, prompt_tokens, cached, completion_tokens)
             if self.budget is not None:
                 self.budget.settle(estimate, cost or 0.0)
-        choices = response.get("choices") or [{}]
-        text = (choices[0].get("message") or {}).get("content")
-        reason = choices[0].get("finish_reason", "no choices")
+        choice = first_choice(response)
+        text = choice_text(choice)
+        reason = choice.get("finish_reason", "no choices")
         if reason == "content_filter":
             self._failed("Refused")
             raise RequestFailed(f"refused reply (finish_reason={reason})")
         if not text:
             self._failed("EmptyReply")
             raise EmptyReply(f"empty reply (finish_reason={reason})")
-        return CachedReply.of(text, response.get("usage") or {}, prompt_chars(sent))
+        return CachedReply.of(text, json_map(response.get("usage")), prompt_chars(sent))
 
     def _failed(self, kind: str) -> None:
         self.stats.failures += 1
         self.stats.errors[kind] = self.stats.errors.get(kind, 0) + 1
 
-    async def _post(self, body: dict[str, Any]) -> Any:
+    async def _post(self, body: Mapping[str, object]) -> object:
         """The reply's JSON; HttpError, named as the openai client names its errors."""
         if self.poster is not None:
             return await self.poster.post(body)
@@ -376,7 +381,7 @@ def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> lis
 
 def request_body(
     config: EndpointConfig, temperature: float | None, max_tokens: int | None
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # engine/durations.py reads max_tokens as an int
     """The request body but the messages; also what identifies the call in cache keys (so a
     change of reasoning effort is never answered from the cache). A reasoning endpoint is sent
     no temperature or max_tokens; `reasoning_effort` is sent whenever it is set."""

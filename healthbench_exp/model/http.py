@@ -18,7 +18,6 @@ import os
 import random
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -136,7 +135,7 @@ class DirectPoster:
             )
         return self._session
 
-    async def post(self, body: dict[str, Any]) -> Any:
+    async def post(self, body: Mapping[str, object]) -> object:
         data = json.dumps(body, ensure_ascii=False).encode()
         session = self._open()
         proxy, proxy_auth = self.proxy
@@ -159,7 +158,8 @@ class DirectPoster:
                 self.on_response(status, headers)
                 if status < 300:
                     try:
-                        return json.loads(raw)
+                        reply: object = json.loads(raw)
+                        return reply
                     except ValueError as exc:
                         raise HttpError(
                             "APIResponseValidationError", f"reply is not JSON ({exc})", status

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from healthbench_exp.model.reply_json import tokens
 
 
 @dataclass
@@ -26,18 +28,17 @@ class EndpointStats:
     replayed_completion_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
 
-    def count_paid(self, usage: dict[str, Any]) -> tuple[int, int, int]:
+    def count_paid(self, usage: Mapping[str, object]) -> tuple[int, int, int]:
         """Count one paid call with the `usage` its endpoint reported; return its (prompt,
         provider-cached prompt, completion) tokens."""
-        prompt = usage.get("prompt_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        completion = usage.get("completion_tokens") or 0
+        prompt = tokens(usage, "prompt_tokens")
+        cached = tokens(usage, "cached_tokens", "prompt_tokens_details")
+        completion = tokens(usage, "completion_tokens")
         self.requests += 1
         self.prompt_tokens += prompt
         self.cached_prompt_tokens += cached
         self.completion_tokens += completion
-        details = usage.get("completion_tokens_details") or {}
-        self.reasoning_tokens += details.get("reasoning_tokens") or 0
+        self.reasoning_tokens += tokens(usage, "reasoning_tokens", "completion_tokens_details")
         return prompt, cached, completion
 
 

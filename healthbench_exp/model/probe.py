@@ -12,13 +12,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import EndpointConfig, RateLimitConfig
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.model.access import resolve_api_key
 
-PROBE_MESSAGES = [{"role": "user", "content": "Reply with OK."}]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionUserMessageParam
+
+PROBE_MESSAGES: list[ChatCompletionUserMessageParam] = [
+    {"role": "user", "content": "Reply with OK."}
+]
 
 
 def limits_from_headers(headers: Mapping[str, str]) -> RateLimitConfig:
@@ -43,13 +48,17 @@ async def probe_headers(
     """The headers of one minimal chat completion to `endpoint`."""
     import openai
 
-    limit = "max_completion_tokens" if endpoint.reasoning else "max_tokens"
-    body: dict[str, Any] = {"model": endpoint.name, "messages": PROBE_MESSAGES, limit: 1}
     async with openai.AsyncOpenAI(
         api_key=api_key, base_url=base_url, max_retries=2, timeout=timeout_s
     ) as client:
+        create = client.chat.completions.with_raw_response.create
         try:
-            raw = await client.chat.completions.with_raw_response.create(**body)
+            if endpoint.reasoning:  # one completion token, under the name the model takes
+                raw = await create(
+                    model=endpoint.name, messages=PROBE_MESSAGES, max_completion_tokens=1
+                )
+            else:
+                raw = await create(model=endpoint.name, messages=PROBE_MESSAGES, max_tokens=1)
         except openai.APIError as exc:
             raise FatalEndpointError(
                 f"rate_limit.probe: the request to read the limits failed ({exc}); "

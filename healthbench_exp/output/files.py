@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.strict_json import dumps
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from healthbench_exp.core.types import ExampleResult
 
 
-def criterion_rows(result: ExampleResult) -> list[dict[str, Any]]:
+def criterion_rows(result: ExampleResult) -> list[dict[str, object]]:
     """The per_criterion.jsonl rows of one (example, rollout), failed examples included."""
     table = consensus_criteria()
-    rows = []
+    rows: list[dict[str, object]] = []
     for index, criterion in enumerate(result.example.rubrics):
         grade = result.grades[index] if result.grades else None  # none: the example failed
         consensus = table.get(criterion.cluster or "", {})
@@ -63,7 +63,7 @@ def criterion_rows(result: ExampleResult) -> list[dict[str, Any]]:
     return rows
 
 
-def example_row(result: ExampleResult) -> dict[str, Any]:
+def example_row(result: ExampleResult) -> dict[str, object]:
     score = result.score
     return {
         "prompt_id": result.example.prompt_id,
@@ -92,7 +92,7 @@ class JsonlWriter:
             self.file = open(self.path, "w", encoding="utf-8")
         return self
 
-    def write(self, row: dict[str, Any]) -> None:
+    def write(self, row: Mapping[str, object]) -> None:
         assert self.file is not None
         with output_errors(self.path):
             self.file.write(dumps(row, ensure_ascii=False) + "\n")
@@ -141,7 +141,7 @@ def output_errors(path: Path) -> Iterator[None]:
         raise OutputWriteError(path, exc) from None
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     """Write strict JSON (no NaN/Infinity: null) atomically (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")

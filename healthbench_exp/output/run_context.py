@@ -15,10 +15,11 @@ meaningful benchmark run:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
+from healthbench_exp.core.run_config import DatasetPart, EndpointPart, RunConfig, SamplingPart
 from healthbench_exp.core.summary import Completions, EvalCounts, RunSummary
 from healthbench_exp.core.usage_record import is_illustrative
 
@@ -88,53 +89,59 @@ class RunContext:
         ]
 
 
-def _section(config: dict[str, Any], name: str) -> dict[str, Any]:
-    value = config.get(name)
-    return value if isinstance(value, dict) else {}
+def _part(config: RunConfig, role: str) -> EndpointPart:
+    """`model` or `judge` of `config` (every field None when the config has no such section)."""
+    return config.endpoint(role) or EndpointPart.from_dict({})
 
 
-def replies_label(completions: Completions | None, config: dict[str, Any]) -> str:
+def replies_label(completions: Completions | None, config: RunConfig) -> str:
     """Whose replies a run graded: the model's name, or the physician / file source."""
     if completions is None or completions.source == "model":
-        return str(_section(config, "model").get("name", "?"))
+        return str(_known(_part(config, "model").name))
     if completions.source == "file":
         return f"replies from {completions.path}"
     return f"{completions.source} completions, Group {completions.group}"
 
 
-def _known(value: Any) -> Any:
+def _text(row: Mapping[str, object], key: str) -> str:
+    """`row[key]` of decoded JSON as text ("" when missing or null)."""
+    value = row.get(key)
+    return "" if value is None else str(value)
+
+
+def _known(value: object) -> object:
     return "?" if value is None else value
 
 
-def _g(value: Any) -> str:
+def _g(value: object) -> str:
     """A number in its shortest form (0, 0.7); `?` when unknown; anything else as it is."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f"{value:g}"
     return "?" if value is None else str(value)
 
 
-def data_label(config: dict[str, Any]) -> str:
+def data_label(config: RunConfig) -> str:
     """The data a run read: a file, or its difficulty and source."""
-    dataset = _section(config, "dataset")
-    if dataset.get("path"):
-        return f"file {dataset['path']}"
-    return f"{dataset.get('difficulty', '?')} ({dataset.get('source', '?')})"
+    dataset = config.dataset or DatasetPart.from_dict({})
+    if dataset.path:
+        return f"file {dataset.path}"
+    return f"{_known(dataset.difficulty)} ({_known(dataset.source)})"
 
 
-def sampling_label(config: dict[str, Any], task: str = "eval") -> str:
+def sampling_label(config: RunConfig, task: str = "eval") -> str:
     """Temperature, reply length, subset and seed, e.g. `T=0.5, max_tokens=2048, seed 0`
     (for a meta-eval, the judge's temperature: no replies are sampled)."""
-    sampling = _section(config, "sampling")
-    parts = [f"T={_g(sampling.get('temperature'))}", f"max_tokens={sampling.get('max_tokens')}"]
+    sampling = config.sampling or SamplingPart.from_dict({})
+    parts = [f"T={_g(sampling.temperature)}", f"max_tokens={sampling.max_tokens}"]
     if task == "meta_eval":
-        parts = [f"judge T={_g(_section(config, 'judge').get('temperature'))}"]
-    elif _section(config, "model").get("reasoning"):
+        parts = [f"judge T={_g(_part(config, 'judge').temperature)}"]
+    elif _part(config, "model").reasoning:
         parts = ["reasoning model (no temperature sent)"]
-    if sampling.get("num_examples") is not None:
-        parts.append(f"num_examples={sampling['num_examples']}")
-    if (sampling.get("rollouts_per_example") or 1) > 1:
-        parts.append(f"{sampling['rollouts_per_example']} rollouts")
-    parts.append(f"seed {sampling.get('seed', '?')}")
+    if sampling.num_examples is not None:
+        parts.append(f"num_examples={sampling.num_examples}")
+    if (sampling.rollouts_per_example or 1) > 1:
+        parts.append(f"{sampling.rollouts_per_example} rollouts")
+    parts.append(f"seed {_known(sampling.seed)}")
     return ", ".join(parts)
 
 
@@ -154,32 +161,33 @@ def count_label(summary: RunSummary | None) -> str:
     )
 
 
-def is_demo(config: dict[str, Any], reply_source: str = "model") -> bool:
+def is_demo(config: RunConfig, reply_source: str = "model") -> bool:
     """True when the built-in endpoint wrote the verdicts, or the graded replies."""
-    model_builtin = bool(_section(config, "model").get("builtin")) and reply_source == "model"
-    return model_builtin or bool(_section(config, "judge").get("builtin"))
+    model_builtin = bool(_part(config, "model").builtin) and reply_source == "model"
+    return model_builtin or bool(_part(config, "judge").builtin)
 
 
 def banners(
-    config: dict[str, Any],
+    config: RunConfig,
     summary: RunSummary | None,
-    status: dict[str, Any] | None,
+    status: Mapping[str, object] | None,
 ) -> list[Banner]:
     """DEMO, PARTIAL and non-completed status banners (see the module docstring)."""
     completions = summary.completions if summary is not None else None
     out = []
     if is_demo(config, completions.source if completions else "model"):
         out.append(Banner("DEMO", "built-in offline endpoint: the scores mean nothing"))
-    state = (status or {}).get("status")
+    status = status or {}
+    state = status.get("status")
     if (summary is not None and summary.budget_stopped) or state == "partial":
         counts = summary.counts if summary is not None else None
         not_run = counts.rows_not_run if counts is not None else None
-        reason = (status or {}).get("error") or (
+        reason = _text(status, "error") or (
             f"budget reached; {not_run} rows not run" if not_run is not None else "budget reached"
         )
         out.append(Banner("PARTIAL", reason))
     elif state not in (*NOT_FINAL, "completed"):
-        out.append(Banner(str(state).upper(), (status or {}).get("error") or str(state)))
+        out.append(Banner(str(state).upper(), _text(status, "error") or str(state)))
     return out
 
 
@@ -208,36 +216,37 @@ def utc_date(timestamp: float | None) -> str | None:
 
 def run_context(
     summary: RunSummary | None,
-    status: dict[str, Any] | None = None,
-    config: dict[str, Any] | None = None,
+    status: Mapping[str, object] | None = None,
+    config: Mapping[str, object] | None = None,
     written_at: float | None = None,
 ) -> RunContext:
     """The context of one run from its records; `config` defaults to the one summary.json holds
     (a dry run or a failed job has none: pass the estimate's or `.hydra/config.yaml`'s)."""
     if config is None:
         config = (summary.config if summary is not None else None) or {}
+    settings = RunConfig.of(config)
     task = (
         (summary.task if summary is not None else None)
-        or _section(config, "task").get("kind")
+        or (settings.task.kind if settings.task is not None else None)
         or "eval"
     )
     usage = summary.usage if summary is not None else None
-    replies = replies_label(summary.completions if summary is not None else None, config)
+    replies = replies_label(summary.completions if summary is not None else None, settings)
     return RunContext(
         task=str(task),
         replies="meta-eval (judge vs physicians)" if task == "meta_eval" else replies,
-        model=_section(config, "model").get("name"),
-        judge=_section(config, "judge").get("name"),
-        data=data_label(config),
+        model=_part(settings, "model").name,
+        judge=_part(settings, "judge").name,
+        data=data_label(settings),
         count=count_label(summary),
-        sampling=sampling_label(config, str(task)),
+        sampling=sampling_label(settings, str(task)),
         date=utc_date(written_at),
         cost_usd=usage.total_cost_usd if usage is not None else None,
         protocol=protocol_label(summary),
-        banners=banners(config, summary, status),
+        banners=banners(settings, summary, status),
         illustrative=tuple(
             role
             for role in ("model", "judge")
-            if is_illustrative(_section(_section(config, role), "price").get("as_of"))
+            if (price := _part(settings, role).price) is not None and is_illustrative(price.as_of)
         ),
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from healthbench_exp.config.schema import TaskKind
 from healthbench_exp.core.sink import Sink, SinkFields
@@ -32,7 +31,7 @@ class _RowFiles:
     def start(self) -> None:
         self.open.enter_context(self._writer())
 
-    def _writer(self) -> contextlib.AbstractContextManager[Any]:
+    def _writer(self) -> contextlib.AbstractContextManager[object]:
         raise NotImplementedError
 
     def describe(self) -> SinkFields:

@@ -26,16 +26,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
 
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.scoring import ci95, tag_metric_names
 from healthbench_exp.output.files import write_json
+from healthbench_exp.output.html.charts import number, text
 from healthbench_exp.output.html.pages import sweep_report
 from healthbench_exp.output.run_context import utc_date
 from healthbench_exp.sweep.compare import judge_agreement, paired_comparisons
@@ -44,7 +47,7 @@ from healthbench_exp.sweep.jobs import (
     find_jobs,
     is_run_dir,
     job_labels,
-    read_json,
+    read_object,
     sweep_context,
     total,
 )
@@ -54,10 +57,29 @@ from healthbench_exp.sweep.markdown import markdown, write_csv
 from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
 
-def job_row(job: Job) -> dict[str, Any]:
+class SweepSummary(TypedDict):
+    """A comparison as `summarize` builds it and `sweep_summary.json` holds it."""
+
+    inputs: list[str]
+    written_at: str | None
+    context: dict[str, list[list[str]]]
+    jobs: list[dict[str, object]]  # `job_row` of each run, and its `label`
+    pairs: list[dict[str, object]]
+    not_compared: list[dict[str, object]]
+    judge_agreement: list[dict[str, object]]
+    judge_table: list[dict[str, object]]
+    regrades: list[dict[str, object]]
+    failed: int
+    cost_usd: float | None
+    estimated_cost_usd: float | None
+    estimated_usage: dict[str, dict[str, float | None]] | None
+    out_dir: NotRequired[str]  # set when it is written
+
+
+def job_row(job: Job) -> dict[str, object]:
     """The flat summary row of one run: what defines it, its banners, then its results."""
     settings, context = job.settings, job.context
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "job": job.name,
         "path": str(job.path.resolve()),
         "status": job.status,
@@ -76,18 +98,19 @@ def job_row(job: Job) -> dict[str, Any]:
     }
     summary = job.summary
     if job.status == "dry_run":
-        estimate = read_json(job.path / "estimate.json") or {}
+        estimate = read_object(job.path / "estimate.json")
         return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
     if summary is None or summary.counts is None:
         return row
     if summary.is_meta_eval:
         return {**row, **meta_eval_row(job)}
     counts, metrics = summary.eval_counts, summary.metrics
+    score, std = metrics.get("overall_score"), metrics.get("overall_score:bootstrap_std")
     row.update(
         {
             "rollouts": counts.rollouts_per_example,
-            "overall_score": metrics.get("overall_score"),
-            "bootstrap_std": metrics.get("overall_score:bootstrap_std"),
+            "overall_score": score,
+            "bootstrap_std": std,
             "n": metrics.get("overall_score:n_samples", 0),
             "ungraded_criteria": counts.ungraded_criteria,
             "rows_failed": counts.rows_failed,
@@ -99,9 +122,8 @@ def job_row(job: Job) -> dict[str, Any]:
             **job_costs(summary),
         }
     )
-    if row["overall_score"] is not None:
-        std = row["bootstrap_std"]
-        row["ci_low"], row["ci_high"] = ci95(row["overall_score"], std)
+    if score is not None and std is not None:
+        row["ci_low"], row["ci_high"] = ci95(score, std)
     if "length_adjusted_score" in metrics:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
     row.update(headline_columns(summary))
@@ -118,7 +140,7 @@ def job_row(job: Job) -> dict[str, Any]:
     return row
 
 
-def protocol_columns(job: Job) -> dict[str, Any]:
+def protocol_columns(job: Job) -> dict[str, object]:
     """`protocol` (the set's reference bundle), `reference` and `deviations` ("; "-joined) of
     a run whose summary records them; None each otherwise (unfinished, or an older version)."""
     protocol = job.summary.protocol if job.summary is not None else None
@@ -131,18 +153,18 @@ def protocol_columns(job: Job) -> dict[str, Any]:
     }
 
 
-def headline_columns(summary: RunSummary) -> dict[str, Any]:
+def headline_columns(summary: RunSummary) -> dict[str, object]:
     """`headline` (the metric's name; `overall_score` for a summary that names none) and
     `headline_score`, `headline_std`, `headline_ci_low`, `headline_ci_high`."""
     name = summary.headline or OVERALL_SCORE
     value, std = summary.metrics.get(name), summary.metrics.get(f"{name}:bootstrap_std")
-    row: dict[str, Any] = {"headline": name, "headline_score": value, "headline_std": std}
+    row: dict[str, object] = {"headline": name, "headline_score": value, "headline_std": std}
     if value is not None and std is not None:
         row["headline_ci_low"], row["headline_ci_high"] = ci95(value, std)
     return row
 
 
-def meta_eval_row(job: Job) -> dict[str, Any]:
+def meta_eval_row(job: Job) -> dict[str, object]:
     """The sweep-summary columns of a completed meta-eval job."""
     assert job.summary is not None
     counts, metrics = job.summary.meta_counts, job.summary.metrics
@@ -163,7 +185,7 @@ def meta_eval_row(job: Job) -> dict[str, Any]:
     }
 
 
-def job_costs(summary: RunSummary) -> dict[str, Any]:
+def job_costs(summary: RunSummary) -> dict[str, object]:
     """`cost_usd` (None: a price is missing) and each endpoint's share."""
     usage = summary.usage
     if usage is None:
@@ -189,23 +211,25 @@ def sweep_estimate(jobs: list[Job]) -> dict[str, dict[str, float | None]] | None
     """The dry-run estimates of the sweep's jobs summed per role (model, judge): calls, calls
     the cache holds, tokens to pay (input, cached input, output, reasoning) and dollars (None
     when some job's cost is unknown). None when no job is a dry run."""
-    estimates = [read_json(j.path / "estimate.json") or {} for j in jobs if j.status == "dry_run"]
+    estimates = [read_object(j.path / "estimate.json") for j in jobs if j.status == "dry_run"]
     if not estimates:
         return None
     sums: dict[str, dict[str, float | None]] = {}
     for role in ("model", "judge"):
-        parts = [e[role] for e in estimates if isinstance(e.get(role), dict)]
+        parts: list[Mapping[str, object]] = [
+            part for e in estimates if isinstance(part := e.get(role), dict)
+        ]
         if not parts:
             continue
         figures: dict[str, float | None] = {
-            k: sum(p.get(k) or 0 for p in parts) for k in ESTIMATE_FIGURES
+            k: sum(number(p, k) or 0 for p in parts) for k in ESTIMATE_FIGURES
         }
-        figures["cost_usd"] = total([p.get("cost_usd") for p in parts])
+        figures["cost_usd"] = total([number(p, "cost_usd") for p in parts])
         sums[role] = figures
     return sums
 
 
-def summarize(inputs: list[Path]) -> dict[str, Any]:
+def summarize(inputs: list[Path]) -> SweepSummary:
     """The comparison of every run in or below `inputs` (read only)."""
     jobs = find_jobs(*inputs)
     labels = job_labels(jobs)
@@ -222,15 +246,15 @@ def summarize(inputs: list[Path]) -> dict[str, Any]:
         "judge_table": judge_table(jobs, labels),
         "regrades": regrade_comparisons(jobs, labels),
         "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
-        "cost_usd": total([r.get("cost_usd") for r in rows if r["status"] != "dry_run"]),
+        "cost_usd": total([number(r, "cost_usd") for r in rows if r["status"] != "dry_run"]),
         "estimated_cost_usd": total(
-            [r.get("estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
+            [number(r, "estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
         ),
         "estimated_usage": sweep_estimate(jobs),
     }
 
 
-def write_summary(out_dir: Path, data: dict[str, Any]) -> None:
+def write_summary(out_dir: Path, data: SweepSummary) -> None:
     """Write the csv, json, md and html files of a comparison into `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     data["out_dir"] = str(out_dir)
@@ -240,7 +264,7 @@ def write_summary(out_dir: Path, data: dict[str, Any]) -> None:
     (out_dir / "report.html").write_text(sweep_report(data, out_dir), encoding="utf-8")
 
 
-def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
+def write_sweep_summary(sweep_dir: Path) -> SweepSummary:
     """Summarize one sweep and write the comparison into the sweep directory."""
     data = summarize([sweep_dir])
     write_summary(sweep_dir, data)
@@ -255,7 +279,7 @@ class SweepSummaryCallback(Callback):
     (after every job has run and the summary is written).
     """
 
-    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+    def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         data = write_sweep_summary(sweep_dir)
         print(markdown(data))
@@ -267,7 +291,7 @@ class SweepSummaryCallback(Callback):
         unfinished: dict[str, list[str]] = {}  # status -> jobs, as the table names them
         for row in data["jobs"]:
             if row["status"] not in ("completed", "dry_run"):
-                unfinished.setdefault(row["status"], []).append(row["job"])
+                unfinished.setdefault(text(row, "status"), []).append(text(row, "job"))
         if unfinished:
             total = len(data["jobs"])
             told = "; ".join(
@@ -362,7 +386,7 @@ def main(argv: list[str] | None = None) -> None:
             f"nothing to aggregate in {', '.join(map(str, args.dirs))}: no run directory (one "
             "with .hydra/overrides.yaml, status.json or summary.json) in or below it"
         )
-    out_dir = choose_out_dir(args.dirs, args.out, [Path(r["path"]) for r in data["jobs"]])
+    out_dir = choose_out_dir(args.dirs, args.out, [Path(text(r, "path")) for r in data["jobs"]])
     write_summary(out_dir, data)
     print(markdown(data))
     print(f"written: {out_dir}/sweep_summary.{{csv,json,md}} and {out_dir}/report.html")

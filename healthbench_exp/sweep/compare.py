@@ -17,7 +17,6 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from healthbench_exp.grading.agreement import cohen_agreement
 from healthbench_exp.grading.comparison import paired_bootstrap
@@ -27,14 +26,14 @@ BOOTSTRAP_SAMPLES = 1000
 SEED = 0
 
 
-def judge_verdicts(job: Job) -> dict[tuple[Any, ...], bool | None]:
+def judge_verdicts(job: Job) -> dict[tuple[object, ...], bool | None]:
     """Each item the job's judge graded -> its verdict (None: ungraded).
 
     An item is (prompt_id, rollout, criterion, the reply's sha256) for an eval, and (prompt_id,
     completion_id, repeat, rubric) for a meta-eval, so two jobs share an item only when their
     judges saw the same reply and criterion.
     """
-    verdicts: dict[tuple[Any, ...], bool | None] = {}
+    verdicts: dict[tuple[object, ...], bool | None] = {}
     if (job.path / "meta_eval.jsonl").exists():
         with open(job.path / "meta_eval.jsonl", encoding="utf-8") as f:
             for line in f:
@@ -59,7 +58,7 @@ def judge_verdicts(job: Job) -> dict[tuple[Any, ...], bool | None]:
     return verdicts
 
 
-def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, Any]]:
+def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, object]]:
     """Agreement rate and Cohen's kappa for every pair of completed jobs with shared items,
     over the items both judges graded."""
     done = [
@@ -69,15 +68,15 @@ def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, A
         and ((j.path / "meta_eval.jsonl").exists() or (j.path / "per_criterion.jsonl").exists())
     ]
     verdicts = {j.name: judge_verdicts(j) for j in done}
-    pairs = []
+    pairs: list[dict[str, object]] = []
     for i, a in enumerate(done):
         for b in done[i + 1 :]:
             va, vb = verdicts[a.name], verdicts[b.name]
             shared = va.keys() & vb.keys()
             if not shared:
                 continue
-            both = [(va[k], vb[k]) for k in shared if va[k] is not None and vb[k] is not None]
-            result = cohen_agreement(both)  # type: ignore[arg-type]
+            both = [(x, y) for k in shared if (x := va[k]) is not None and (y := vb[k]) is not None]
+            result = cohen_agreement(both)
             judges = [_judge_name(j) for j in (a, b)]
             pairs.append(
                 {
@@ -152,12 +151,13 @@ def not_comparable(a: JobScores, b: JobScores) -> str | None:
 
 def paired_comparisons(
     jobs: list[Job], labels: dict[str, str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """Paired bootstrap A - B for every pair of completed eval jobs on the same examples; and
     each other pair of them with the reason it was not compared."""
     done = [j for j in jobs if j.status == "completed" and (j.path / "examples.jsonl").exists()]
     scores = {j.name: prompt_scores(j) for j in done}
-    pairs, skipped = [], []
+    pairs: list[dict[str, object]] = []
+    skipped: list[dict[str, object]] = []
     for i, a in enumerate(done):
         for b in done[i + 1 :]:
             ja, jb = scores[a.name], scores[b.name]

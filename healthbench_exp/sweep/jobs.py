@@ -13,7 +13,6 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -53,12 +52,19 @@ class Job:
         return RunConfig.of(self.config)
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> object:
     """A JSON file's content, or None when it is missing or unreadable."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data: object = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return data
+
+
+def read_object(path: Path) -> dict[str, object]:
+    """The JSON object a file holds; {} when it is missing, unreadable or not an object."""
+    data = read_json(path)
+    return data if isinstance(data, dict) else {}
 
 
 def is_run_dir(path: Path) -> bool:
@@ -71,7 +77,7 @@ def _composed_config(path: Path, summary: RunSummary | None) -> dict[str, object
     """The run's config: from summary.json, a dry run's estimate, or `.hydra/config.yaml`."""
     if summary is not None and summary.config:
         return summary.config
-    config = (read_json(path / "estimate.json") or {}).get("config")
+    config = read_object(path / "estimate.json").get("config")
     if isinstance(config, dict):
         return config
     composed = path / ".hydra" / "config.yaml"
@@ -88,7 +94,7 @@ def load_job(path: Path, name: str | None = None) -> Job:
     """Read one run directory: its overrides, status, summary and context."""
     overrides_file = path / ".hydra" / "overrides.yaml"
     overrides = [str(o) for o in OmegaConf.load(overrides_file)] if overrides_file.exists() else []
-    status = read_json(path / "status.json") or {}
+    status = read_object(path / "status.json")
     summary = read_summary(path)
     state = status.get("status")
     if state == "dry_run" and (path / "estimate.json").exists():
@@ -105,7 +111,9 @@ def load_job(path: Path, name: str | None = None) -> Job:
         summary, unfinished if kind == "unfinished" else status, config, written_at
     )
     name = name or path.name
-    return Job(name, path, kind, status.get("error"), overrides, summary, config, context)
+    error = status.get("error")
+    error = None if error is None else str(error)
+    return Job(name, path, kind, error, overrides, summary, config, context)
 
 
 def _order(path: Path) -> tuple[bool, int, str]:

@@ -78,7 +78,7 @@ def server_args(require_key: str | None = None, **settings: Any) -> list[str]:
     `settings`: `OfflineServerConfig` fields (the rest at their defaults; an unknown name is a
     TypeError). `require_key`: answer 401 to any other API key.
     """
-    config = OfflineServerConfig(**settings)
+    config = OfflineServerConfig(**settings)  # each field its own type: checked when built
     default = OfflineServerConfig()
     given = [] if require_key is None else [f"{flag('require_key')}={require_key}"]
     for field in fields(OfflineServerConfig):
@@ -97,17 +97,13 @@ def server_args(require_key: str | None = None, **settings: Any) -> list[str]:
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """One option per `OfflineServerConfig` field (a flag for a boolean one), with its default."""
     for field in fields(OfflineServerConfig):
-        default = field.default
-        options: dict[str, Any] = {"default": default}
-        if field.name in HELP:
-            options["help"] = HELP[field.name]
+        name, default, about = flag(field.name), field.default, HELP.get(field.name)
         if isinstance(default, bool):
-            options["action"] = "store_true"
+            parser.add_argument(name, default=default, help=about, action="store_true")
         elif field.name in CHOICES:
-            options["choices"] = CHOICES[field.name]
+            parser.add_argument(name, default=default, help=about, choices=CHOICES[field.name])
         else:
-            options["type"] = type(default)
-        parser.add_argument(flag(field.name), **options)
+            parser.add_argument(name, default=default, help=about, type=type(default))
 
 
 class ServerProcess:
