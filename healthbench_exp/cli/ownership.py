@@ -151,7 +151,8 @@ class RunDirCallback(Callback):
             raise SystemExit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
-        problem = sweep_refusal(Path(str(config.hydra.sweep.dir)))
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        problem = busy(sweep_dir) or sweep_refusal(sweep_dir)  # a running sweep: "in use"
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             raise SystemExit(2)
