@@ -143,11 +143,12 @@ def test_a_sweep_through_slurm_equals_the_same_sweep_run_locally(tmp_path) -> No
 def test_jobs_sharing_the_node_serve_each_its_own_model_on_its_own_port(tmp_path) -> None:
     """A sweep over model.name with the slurm_vllm preset (no GPU asked for here): both jobs on
     the one node at once, each serving its own model on its own port, each server stopped when
-    its job ended."""
+    its job ended. Each reply takes 3 s, so that each job lasts longer than SLURM takes to start
+    the second one on a loaded machine (at 1 s a job took 3 s and the second started 4 s later)."""
     on_gpu_nodes = ("hydra/launcher=slurm_vllm", *ON_SLURM[1:], "hydra.launcher.gpus_per_node=null")
     result = run_sweep(
         tmp_path, "model=vllm", "model.name=org/model-a,org/model-b",
-        "offline_server.latency_ms=1000", *on_gpu_nodes,
+        "offline_server.latency_ms=3000", *on_gpu_nodes,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = summary_rows(tmp_path)
