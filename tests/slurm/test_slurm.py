@@ -31,7 +31,11 @@ from tests.engine.test_serve import (
     stand_in_env,
 )
 
-pytestmark = pytest.mark.slow  # needs a SLURM cluster (`.ci/slurm-up.sh`): `pytest -m slow`
+# needs a SLURM cluster (`.ci/slurm-up.sh`): `pytest -m slow`. The cluster is one node: these
+# tests run one after another on one xdist worker (the group is named as conftest names a
+# module's group), so that no other test's jobs hold the node
+# while one checks that its two jobs ran at once there
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tests/slurm/test_slurm.py")]
 
 LIGHT = ("experiment=demo", "wandb=disabled", "runner.progress=false", "sampling.num_examples=3")
 ON_SLURM = (
@@ -144,7 +148,7 @@ def test_jobs_sharing_the_node_serve_each_its_own_model_on_its_own_port(tmp_path
     """A sweep over model.name with the slurm_vllm preset (no GPU asked for here): both jobs on
     the one node at once, each serving its own model on its own port, each server stopped when
     its job ended. Each reply takes 3 s, so that each job lasts longer than SLURM takes to start
-    the second one on a loaded machine (at 1 s a job took 3 s and the second started 4 s later)."""
+    the second one on a loaded machine."""
     on_gpu_nodes = ("hydra/launcher=slurm_vllm", *ON_SLURM[1:], "hydra.launcher.gpus_per_node=null")
     result = run_sweep(
         tmp_path, "model=vllm", "model.name=org/model-a,org/model-b",
