@@ -46,21 +46,21 @@ def _lines(path: Path) -> list[dict[str, object]]:
 
 def criterion_verdicts(run: Path) -> Verdicts:
     """(prompt_id, rollout, criterion_id) -> the judge's verdict (None: ungraded)."""
+    return graded_criteria(run)[0]
+
+
+def graded_criteria(run: Path) -> tuple[Verdicts, dict[tuple[str, int, str], str]]:
+    """One read of per_criterion.jsonl: each criterion's verdict (None: ungraded), keyed by
+    (prompt_id, rollout, criterion_id), and the axis of each criterion that has one."""
     verdicts: Verdicts = {}
+    axes: dict[tuple[str, int, str], str] = {}
     for r in _lines(run / "per_criterion.jsonl"):
         met = r["criteria_met"]
         key = (str(r["prompt_id"]), int(str(r["rollout"])), str(r["criterion_id"]))
         verdicts[key] = met if isinstance(met, bool) else None
-    return verdicts
-
-
-def criterion_axes(run: Path) -> dict[tuple[str, int, str], str]:
-    """(prompt_id, rollout, criterion_id) -> the criterion's axis, where it has one."""
-    return {
-        (str(r["prompt_id"]), int(str(r["rollout"])), str(r["criterion_id"])): str(r["axis"])
-        for r in _lines(run / "per_criterion.jsonl")
-        if r.get("axis")
-    }
+        if r.get("axis"):
+            axes[key] = str(r["axis"])
+    return verdicts, axes
 
 
 def agreement_by(
@@ -121,7 +121,7 @@ def _shift(regrade: dict[str, float], source: dict[str, float]) -> dict[str, obj
 
 def compare_regrade(source: Path, regrade: Path) -> dict[str, object]:
     """The agreement and the score shift (regrade minus source) of a regrade and its source."""
-    a, b = criterion_verdicts(source), criterion_verdicts(regrade)
+    (a, source_axes_of), b = graded_criteria(source), criterion_verdicts(regrade)
     graded: dict[tuple[str, int, str], tuple[bool, bool]] = {}
     for key in sorted(a.keys() & b.keys()):
         x, y = a[key], b[key]
@@ -149,7 +149,7 @@ def compare_regrade(source: Path, regrade: Path) -> dict[str, object]:
             "kappa": agreement.kappa,
             "source_met_rate": agreement.a_met_rate,
             "regrade_met_rate": agreement.b_met_rate,
-            "by": agreement_by(graded, criterion_axes(source), themes),
+            "by": agreement_by(graded, source_axes_of, themes),
         },
         "shift": {
             "overall": _shift(regrade_scores, source_scores),
