@@ -30,7 +30,7 @@ from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
 from healthbench_exp.model.cache_file import discard_call_journal
 from healthbench_exp.output import console
-from healthbench_exp.output import files as reporting
+from healthbench_exp.output.run_dir import RunDirectory
 
 log = logging.getLogger("healthbench_exp")
 
@@ -45,18 +45,16 @@ def log_to_file(message: str) -> None:
             handler.handle(record)
 
 
-def save_hydra_config(output_dir: Path, cfg: DictConfig) -> None:
+def save_hydra_config(run_dir: RunDirectory, cfg: DictConfig) -> None:
     """`.hydra/{config,hydra,overrides}.yaml` as Hydra's job setup writes them, for a resume
     (whose job Hydra was told not to write them: they change only once its checks pass)."""
-    folder = output_dir / ".hydra"
-    folder.mkdir(parents=True, exist_ok=True)
     hydra_node = OmegaConf.create({"hydra": HydraConfig.get()})
-    for name, node in (
-        ("config.yaml", cfg),
-        ("hydra.yaml", hydra_node),
-        ("overrides.yaml", HydraConfig.get().overrides.task),
-    ):
-        (folder / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+    nodes = {
+        "config.yaml": cfg,
+        "hydra.yaml": hydra_node,
+        "overrides.yaml": HydraConfig.get().overrides.task,
+    }
+    run_dir.write_hydra_config({name: OmegaConf.to_yaml(node) for name, node in nodes.items()})
 
 
 register_configs()
@@ -82,6 +80,7 @@ def run_app(cfg: DictConfig) -> float | None:
         logging.getLogger(name).setLevel(logging.WARNING)
     hydra_config = HydraConfig.get()
     output_dir = Path(hydra_config.runtime.output_dir)
+    run_dir = RunDirectory(output_dir)  # every file of it the sinks do not write
     in_sweep = hydra_config.mode == RunMode.MULTIRUN
     run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
     refused = ownership.foreign(output_dir)  # a job of a sweep (a run was checked as it began)
@@ -93,13 +92,13 @@ def run_app(cfg: DictConfig) -> float | None:
     # not to write) until its start-up checks pass: a refused resume leaves the run as it was
     started = not ownership.is_resume(output_dir)
     if started:
-        reporting.write_status(output_dir, "running")
+        run_dir.write_status("running")
     try:
         config, plain = to_config(cfg)
         readiness = startup.check(config, dry_run=config.dry_run.requested)
         if not started:
-            save_hydra_config(output_dir, cfg)
-            reporting.write_status(output_dir, "running")
+            save_hydra_config(run_dir, cfg)
+            run_dir.write_status("running")
             started = True
         job = jobs.JobContext(
             overrides=list(hydra_config.overrides.task),
@@ -109,32 +108,32 @@ def run_app(cfg: DictConfig) -> float | None:
         if config.dry_run.requested:
             estimate = jobs.dry_run(config, output_dir, plain, checked=True)
             print(format_estimate(estimate, output_dir))
-            reporting.write_status(output_dir, "dry_run")
+            run_dir.write_status("dry_run")
             return None
         record = jobs.run_job(config, output_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
-        return end(ending, output_dir, in_sweep)
+        return end(ending, run_dir, in_sweep)
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
     ending = endings.finished(record, config.runner.max_failure_fraction, output_dir)
-    return end(ending, output_dir, in_sweep, score=record.metrics.get("score"))
+    return end(ending, run_dir, in_sweep, score=record.metrics.get("score"))
 
 
 def end(
-    ending: endings.Ending, output_dir: Path, in_sweep: bool, score: float | None = None
+    ending: endings.Ending, run_dir: RunDirectory, in_sweep: bool, score: float | None = None
 ) -> float | None:
     """Apply a job's ending, the same steps for each: status.json, the line printed (and
     logged), then the score (completed), None (a job of a sweep, which goes on), or the exit.
     An unexpected exception is re-raised: call from its `except` block."""
     unwritten = None
     if ending.writes:
-        unwritten = reporting.try_write_status(output_dir, ending.status, ending.message)
+        unwritten = run_dir.try_write_status(ending.status, ending.message)
     if ending.status == "completed":
         if unwritten:
             print(f"error: {unwritten}", file=sys.stderr)
         else:
-            discard_call_journal(output_dir)
+            discard_call_journal(run_dir.directory)
         return score
     line = f"{'error: ' if ending.error_prefix else ''}{ending.message}"
     if unwritten:
@@ -148,7 +147,7 @@ def end(
             log.exception("job failed")
         return None
     if ending.discard:
-        startup.discard_unstarted(output_dir)
+        startup.discard_unstarted(run_dir.directory)
     if ending.traceback:
         raise  # called from the except block of the exception: re-raised as it is
     raise SystemExit(ending.exit_code) from None

@@ -18,7 +18,7 @@ from healthbench_exp.config.schema import CompletionSource, Config, ConfigError,
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine import run as engine
-from healthbench_exp.output.files import write_json
+from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.output.sinks import local_files
 from healthbench_exp.output.wandb import tracker as tracking
 from healthbench_exp.output.wandb.mode import Readiness
@@ -126,7 +126,7 @@ def run_job(
         readiness = startup.check(config)  # every problem found without a network, at once
     task = build_task(config, config_dict)
     sinks = build_sinks(config, config_dict, output_dir, job or tracking.JobContext(), readiness)
-    return engine.run(task, engine.RunSettings(config, output_dir), sinks)
+    return engine.run(task, engine.RunSettings(config, RunDirectory(output_dir)), sinks)
 
 
 def run(
@@ -158,9 +158,7 @@ def dry_run(
     config_dict = plain_config(config) if config_dict is None else config_dict
     if not checked:
         startup.check(config, dry_run=True)  # a pilot's keys are read when it starts
-    estimate = engine.estimate(
-        build_task(config, config_dict), engine.RunSettings(config, output_dir)
-    )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    write_json(output_dir / "estimate.json", {**estimate, "config": config_dict})
+    run_dir = RunDirectory(output_dir)
+    estimate = engine.estimate(build_task(config, config_dict), engine.RunSettings(config, run_dir))
+    run_dir.write_estimate({**estimate, "config": config_dict})
     return estimate

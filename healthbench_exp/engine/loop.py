@@ -14,12 +14,12 @@ import gc
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 from healthbench_exp.config.schema import BudgetConfig, CacheConfig, RunnerConfig
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.engine.progress import Progress
 from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -42,7 +42,7 @@ class LoopSettings:
     early_stop_unparseable: int  # the judge's: stop after so many unparseable verdicts
     cache: CacheConfig
     budget: BudgetConfig
-    output_dir: Path  # where a batched judge keeps its submitted batches
+    files: RunFiles  # the run directory: a batched judge records its batches through it
 
 
 async def evaluate(
@@ -129,7 +129,7 @@ async def evaluate_with_roles(
     the roles' counters (`model.roles.OpenRoles.stats`). `healths` gets each watched endpoint's
     `EndpointHealth`, by role (see `evaluate`)."""
     async with open_roles(
-        roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.output_dir
+        roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.files
     ) as opened:
         started = time.monotonic()
         results = await evaluate(task, items, opened, settings, on_result, healths)

@@ -10,6 +10,10 @@ this invocation's usage in `invocations.jsonl`; then the sinks `finish` in the o
 CLI puts the local files first and W&B last). Anything raised on the way `fail`s the sinks that
 had not finished and propagates: ConfigError / DataError / FatalEndpointError before or instead
 of a partial result, RunInterrupted on a signal.
+
+The engine and the layers below it write no file of the run directory themselves: the sinks do,
+and `RunSettings.files` (the CLI's `output.run_dir.RunDirectory`) writes the invocations, the
+batch records and the served models' logs.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import TypeVar
 
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
 from healthbench_exp.engine.builtin import builtin_server
@@ -49,10 +54,15 @@ Result = TypeVar("Result")
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How to run a task: the whole config (read here only) and the run directory."""
+    """How to run a task: the whole config (read here only) and the run directory, whose files
+    the engine and the layers below it write through `files` (`core.run_files`)."""
 
     config: Config
-    output_dir: Path
+    files: RunFiles
+
+    @property
+    def output_dir(self) -> Path:
+        return self.files.directory
 
 
 def roles_of(config: Config) -> Roles:
@@ -71,14 +81,18 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     keys = resolve_keys(needed)
     output_dir.mkdir(parents=True, exist_ok=True)
     loop = LoopSettings(
-        config.runner, config.judge.early_stop_unparseable, config.cache, config.budget, output_dir
+        config.runner,
+        config.judge.early_stop_unparseable,
+        config.cache,
+        config.budget,
+        settings.files,
     )
     demo = any(role.endpoint.builtin for role in needed.values())
     finished = 0
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
             builtin_server(demo, config.offline_server) as server,
-            served_models({n: r.endpoint for n, r in needed.items()}, output_dir) as served,
+            served_models({n: r.endpoint for n, r in needed.items()}, settings.files) as served,
         ):
             items = task.items()
             task.continue_from(output_dir)  # before the sinks rewrite the run's records
@@ -97,7 +111,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = account_invocation(
-            task.summarize(results, measured), measured, demo, output_dir, began
+            task.summarize(results, measured), measured, demo, settings.files, began
         )
         for sink in sinks:
             summary = replace(summary, **sink.describe())
@@ -113,7 +127,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
 
 
 def account_invocation(
-    summary: RunSummary, measured: Measured, demo: bool, output_dir: Path, began: datetime
+    summary: RunSummary, measured: Measured, demo: bool, files: RunFiles, began: datetime
 ) -> RunSummary:
     """Record this invocation's usage (`measured`) in the run's `invocations.jsonl`; return
     `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
@@ -121,7 +135,7 @@ def account_invocation(
     endpoint answered: the scores mean nothing)."""
     budget = measured.budget
     invocations = record_invocation(
-        output_dir,
+        files,
         measured.usage,
         None if budget is None else budget.to_dict(),
         began,
@@ -153,7 +167,7 @@ def estimate(task: Task[Item, Result], settings: RunSettings) -> dict[str, objec
                 "from it): drop cache.enabled=false"
             )
         first = FirstRows(task, config.dry_run.pilot)
-        summary = run(first, replace(settings, output_dir=settings.output_dir / "pilot"), [])
+        summary = run(first, replace(settings, files=settings.files.within("pilot")), [])
         pilot = pilot_record(summary, first.sent)
     roles = roles_of(config)
     probed = [name for name, role in roles.needed.items() if role.endpoint.rate_limit.probe]

@@ -6,8 +6,9 @@ the cache identity) is `engine.serve_commands`.
 A served role's server (`vllm serve <role.name> ...`, `python -m llama_cpp.server --model
 <gguf> ...`) listens on a free port of 127.0.0.1, started in a session of its own with its
 output appended to the run directory's `<kind>.log` (`<kind>-judge.log` for a served judge:
-`vllm.log`, `llamacpp-judge.log`). The run waits for `GET /v1/models` to answer, at most
-`serve.ready_timeout_s`, checking all the while that the process is alive: a server that exits
+`vllm.log`, `llamacpp-judge.log`), which the run's `core.run_files.RunFiles` opens. The run
+waits for `GET /v1/models` to answer, at most `serve.ready_timeout_s`, checking all the while
+that the process is alive: a server that exits
 fails the run at once with the last lines of its log; one that never answers fails it at the
 bound; one that answers for another model name fails it naming both. The role's client then
 talks to `http://127.0.0.1:<port>/v1` with no API key. When the run ends (completed, failed,
@@ -36,6 +37,7 @@ from pathlib import Path
 from healthbench_exp.config.schema import EndpointConfig, ServeConfig, ServeKind
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.lifeline import guard_command, has_death_signal, preexec_die_with_parent
+from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.engine.serve_commands import log_name, program, serve_command
 from healthbench_exp.engine.serve_commands import serve_identity as serve_identity  # re-exported
 
@@ -71,12 +73,17 @@ class ModelServer:
     role: str
     name: str  # the model it serves (the role's `name`)
     settings: ServeConfig
-    log_path: Path
+    files: RunFiles  # the run directory: the log is opened through it
+    log_name: str
     process: subprocess.Popen[bytes] | None = None
     guard: subprocess.Popen[bytes] | None = None  # `core.lifeline`'s guard of its group
     port: int = 0
     started: float = 0.0  # time.monotonic() at start: the readiness bound counts from it
     log_offset: int = 0  # where this start's lines begin in the log (a resume appends)
+
+    @property
+    def log_path(self) -> Path:
+        return self.files.directory / self.log_name
 
     @property
     def base_url(self) -> str:
@@ -87,8 +94,7 @@ class ModelServer:
         self.port = free_port()
         self.started = time.monotonic()
         command = serve_command(self.name, self.settings, self.port)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
+        with self.files.open_log(self.log_name) as log:
             self.log_offset = log.tell()
             started = datetime.now(UTC).isoformat(timespec="milliseconds")
             log.write(f"=== {started} healthbench-exp started: {' '.join(command)}\n".encode())
@@ -181,9 +187,9 @@ class ModelServer:
         if self.guard is not None:
             self.guard.kill()
             self.guard.wait()
-        with contextlib.suppress(OSError), self.log_path.open("a", encoding="utf-8") as log:
+        with contextlib.suppress(OSError), self.files.open_log(self.log_name) as log:
             stopped = datetime.now(UTC).isoformat(timespec="milliseconds")
-            log.write(f"=== {stopped} healthbench-exp: the server {how}\n")
+            log.write(f"=== {stopped} healthbench-exp: the server {how}\n".encode())
 
 
 class ServedModels:
@@ -199,7 +205,7 @@ class ServedModels:
 
 @contextlib.contextmanager
 def served_models(
-    endpoints: Mapping[str, EndpointConfig], output_dir: Path
+    endpoints: Mapping[str, EndpointConfig], files: RunFiles
 ) -> Iterator[ServedModels]:
     """Start a server for each endpoint with `serve.kind` set (not waited for: they load while
     the caller reads the data); stop every one on exit, however the run ends."""
@@ -211,7 +217,8 @@ def served_models(
                     role,
                     endpoint.name,
                     endpoint.serve,
-                    output_dir / log_name(role, endpoint.serve.kind),
+                    files,
+                    log_name(role, endpoint.serve.kind),
                 )
                 servers[role] = server
                 server.start()

@@ -8,7 +8,8 @@ batch is polled every `judge.batch_poll_s` seconds and its replies are stored in
 cache (keyed exactly as synchronous calls, so either transport replays the other) before the
 waiting graders get them. Verdicts that cannot be parsed are resampled in a further batch.
 
-Every submitted batch is recorded in `<run dir>/batches.json` when it is created. A run that
+Every submitted batch is recorded in `<run dir>/batches.json` when it is created, before it is
+waited for (written through the run's `core.run_files.RunFiles`). A run that
 stops while a batch is pending is resumed with `resume=<run dir>`: it waits for the recorded
 batches and harvests them instead of submitting the calls again.
 """
@@ -21,12 +22,11 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
-from healthbench_exp.core.strict_json import dumps
+from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.reply_json import choice_text, first_choice, json_map
@@ -46,15 +46,17 @@ class BatchJudge:
     def __init__(
         self,
         endpoint: ChatEndpoint,
-        run_dir: Path,
+        files: RunFiles,
         poll_s: float,
         busy: Callable[[], bool] = lambda: False,
-        record: str = "batches.json",  # a jury member's: its own file (see `model.roles`)
+        record: str = BATCHES_FILE,  # a jury member's: its own file (see `model.roles`)
     ) -> None:
         self.endpoint = endpoint
         self.config = endpoint.config
         self.stats = endpoint.stats
-        self.record = run_dir / record
+        self.files = files
+        self.record_name = record
+        self.record = files.directory / record
         self.poll_s = poll_s
         self.busy = busy  # True while replies that will need grading are still being sampled
         self.pending: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]] = {}
@@ -218,14 +220,5 @@ class BatchJudge:
         return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
     def _write_record(self, entries: Sequence[Mapping[str, object]]) -> None:
-        """Write `batches.json` atomically (as the run's other JSON files: a reader, or a resume
-        after a crash, never sees half a record)."""
-        self.record.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.record.with_name(self.record.name + ".partial")
-        try:
-            partial.write_text(dumps(entries, indent=2, ensure_ascii=False), encoding="utf-8")
-            partial.replace(self.record)
-        except BaseException:  # a full disk or a signal: leave no half-written .partial behind
-            with contextlib.suppress(OSError):
-                partial.unlink()
-            raise
+        """Write `batches.json`, atomically (see `RunFiles.write_batches`)."""
+        self.files.write_batches(self.record_name, entries)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
+from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.summary import USAGE_FIELDS
 from healthbench_exp.model.reply_json import json_map, tokens
 
@@ -123,9 +124,6 @@ def usage_summary(
     return usage
 
 
-INVOCATIONS_FILE = "invocations.jsonl"
-
-
 def read_invocations(output_dir: Path) -> list[dict[str, object]]:
     """The invocations of the run in `output_dir` recorded so far, oldest first."""
     path = output_dir / INVOCATIONS_FILE
@@ -143,17 +141,17 @@ def read_invocations(output_dir: Path) -> list[dict[str, object]]:
 
 
 def record_invocation(
-    output_dir: Path,
+    files: RunFiles,
     usage: Mapping[str, object],
     budget: object,
     started: datetime,
     measured: str,
 ) -> list[dict[str, object]]:
-    """Append this invocation's `usage` (and `budget`) to `invocations.jsonl`; return the
-    invocations of this run, this one last: the latest ones that measured the same thing
-    (`measured`: a fingerprint of the config), so a directory reused for another config starts
-    its sum afresh (the older lines stay in the file)."""
-    previous = read_invocations(output_dir)
+    """Append this invocation's `usage` (and `budget`) to the run's `invocations.jsonl`
+    (through `files`); return the invocations of this run, this one last: the latest ones that
+    measured the same thing (`measured`: a fingerprint of the config), so a directory reused
+    for another config starts its sum afresh (the older lines stay in the file)."""
+    previous = read_invocations(files.directory)
     entry: dict[str, object] = {
         "invocation": len(previous) + 1,
         "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
@@ -162,8 +160,7 @@ def record_invocation(
         "usage": usage,
         "budget": budget,
     }
-    with open(output_dir / INVOCATIONS_FILE, "a", encoding="utf-8") as out:
-        out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    files.append_invocation(entry)
     same = [entry]
     for earlier in reversed(previous):
         if earlier.get("measured_config_sha256") != measured:

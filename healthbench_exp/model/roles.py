@@ -20,7 +20,6 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 from healthbench_exp.config.checks import needed_roles
 from healthbench_exp.config.schema import (
@@ -32,6 +31,7 @@ from healthbench_exp.config.schema import (
     RunnerConfig,
 )
 from healthbench_exp.core.completer import Completer
+from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.batch import BatchJudge
 from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.cache_file import CALL_JOURNAL
@@ -217,14 +217,15 @@ async def open_roles(
     runner: RunnerConfig,
     cache_config: CacheConfig,
     budget_config: BudgetConfig,
-    output_dir: Path,
+    files: RunFiles,
 ) -> AsyncIterator[OpenRoles]:
     """Open every needed role (its URL in `urls`, its key in `keys`), sharing the response cache,
-    the in-flight cap and the budget; a batched judge's batches are recorded in `output_dir`.
+    the in-flight cap and the budget; a batched judge's batches are recorded in the run's
+    directory, through `files`.
     Closed on exit.
 
     With `cache.enabled=false` the roles share the run's own call journal instead
-    (`<output_dir>/.calls`, a response cache no other run reads): a resume after a kill then
+    (`<run dir>/.calls`, a response cache no other run reads): a resume after a kill then
     pays again only the calls in flight at the kill, not those finished inside rows the kill
     cut short, which the run's records lack. A completed run removes it (`discard_call_journal`).
 
@@ -234,7 +235,7 @@ async def open_roles(
     cache = (
         ResponseCache(cache_dir(cache_config.dir))
         if cache_config.enabled
-        else ResponseCache(output_dir / CALL_JOURNAL, record_run=False)
+        else ResponseCache(files.directory / CALL_JOURNAL, record_run=False)
     )
     shared = Shared(
         cache=cache,
@@ -267,7 +268,7 @@ async def open_roles(
                     role,
                     endpoints[name],
                     await stack.enter_async_context(
-                        _transport(role, endpoints[name], output_dir, sampling)
+                        _transport(role, endpoints[name], files, sampling)
                     ),
                 )
                 for name, role in roles.needed.items()
@@ -281,15 +282,15 @@ async def open_roles(
 
 @contextlib.asynccontextmanager
 async def _transport(
-    role: Role, endpoint: ChatEndpoint, output_dir: Path, busy: Callable[[], bool]
+    role: Role, endpoint: ChatEndpoint, files: RunFiles, busy: Callable[[], bool]
 ) -> AsyncIterator[Completer]:
     """How a role's calls are sent: its endpoint itself, or (`batch`) a BatchJudge in front."""
     if not role.batch:
         yield endpoint
         return
     # each batched judge records its own batches (a resume harvests them with its own client)
-    record = "batches.json" if role.name == JUDGE else f"batches-{slug(role.name)}.json"
-    batch = BatchJudge(endpoint, output_dir, role.batch_poll_s, busy=busy, record=record)
+    record = BATCHES_FILE if role.name == JUDGE else f"batches-{slug(role.name)}.json"
+    batch = BatchJudge(endpoint, files, role.batch_poll_s, busy=busy, record=record)
     await batch.start()
     try:
         yield batch

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.model.costs import USAGE_FIELDS, cumulative_usage, record_invocation
+from healthbench_exp.output.run_dir import RunDirectory
 from tests.e2e.test_e2e import run_cli
 from tests.output.test_tracking import offline_runs, wandb_env
 from tests.wandb_log import read_run
@@ -104,12 +105,12 @@ def test_usage_sums_only_the_invocations_that_measured_the_same_thing(tmp_path: 
         return {"model": role, "judge": role, "total_cost_usd": cost}
 
     now = datetime.now(UTC)
-    assert len(record_invocation(tmp_path, usage(1.0), None, now, "a")) == 1
-    assert len(record_invocation(tmp_path, usage(2.0), None, now, "a")) == 2
+    assert len(record_invocation(RunDirectory(tmp_path), usage(1.0), None, now, "a")) == 1
+    assert len(record_invocation(RunDirectory(tmp_path), usage(2.0), None, now, "a")) == 2
     # the directory reused for another config: its sum starts afresh, the lines stay
-    (only,) = record_invocation(tmp_path, usage(4.0), None, now, "b")
+    (only,) = record_invocation(RunDirectory(tmp_path), usage(4.0), None, now, "b")
     assert only["invocation"] == 3
-    total = cumulative_usage(record_invocation(tmp_path, usage(8.0), None, now, "b"))
+    total = cumulative_usage(record_invocation(RunDirectory(tmp_path), usage(8.0), None, now, "b"))
     assert total["total_cost_usd"] == 12.0 and total["judge"]["requests"] == 2
     assert [i["invocation"] for i in total["invocations"]] == [3, 4]
     assert len((tmp_path / "invocations.jsonl").read_text().splitlines()) == 4

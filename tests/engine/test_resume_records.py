@@ -18,6 +18,7 @@ from healthbench_exp.core.types import CriterionGrade, ExampleResult
 from healthbench_exp.data.healthbench import parse_example
 from healthbench_exp.model.costs import record_invocation
 from healthbench_exp.output.files import ResultWriter
+from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.tasks.records import read_records, records_to_continue
 from tests.conftest import make_row
 from tests.e2e.test_e2e import run_cli
@@ -100,7 +101,9 @@ def test_the_records_read_back_are_those_the_run_wrote_and_only_its_own(tmp_path
     # records of another config in the same directory are not this run's
     config = {"model": {"name": "m"}, "sampling": {"temperature": 0.5}}
     usage = {"model": {}, "judge": {}, "total_cost_usd": None}
-    record_invocation(tmp_path, usage, None, datetime.now(UTC), measured_fingerprint(config))
+    record_invocation(
+        RunDirectory(tmp_path), usage, None, datetime.now(UTC), measured_fingerprint(config)
+    )
     assert records_to_continue(tmp_path, config) == records
     other = {"model": {"name": "m"}, "sampling": {"temperature": 0.9}}
     assert records_to_continue(tmp_path, other) == {}

@@ -32,6 +32,7 @@ from healthbench_exp.config.schema import (
 )
 from healthbench_exp.engine import serve, serve_commands
 from healthbench_exp.engine.endpoints import endpoint_identity
+from healthbench_exp.output.run_dir import RunDirectory
 from tests.e2e.test_e2e import REPO
 
 STAND_IN_BIN = REPO / "tests" / "bin"
@@ -200,7 +201,9 @@ def test_stop_kills_the_process_group_of_a_server_that_ignores_sigterm(
     monkeypatch.setenv("PATH", stand_in_env()["PATH"])
     monkeypatch.setattr(serve, "STOP_GRACE_S", 1.0)
     settings = ServeConfig(kind=ServeKind.vllm, ready_timeout_s=60)
-    server = serve.ModelServer("model", "ignore-term/m", settings, tmp_path / "vllm.log").start()
+    server = serve.ModelServer(
+        "model", "ignore-term/m", settings, RunDirectory(tmp_path), "vllm.log"
+    ).start()
     assert server.wait_ready() == f"http://127.0.0.1:{server.port}/v1"
     server.stop()
     (life,) = server_lives(tmp_path / "vllm.log")
@@ -219,7 +222,7 @@ def test_a_server_for_another_model_name_is_refused(tmp_path, monkeypatch) -> No
     settings = ServeConfig(kind=ServeKind.vllm, executable=str(script))
     with (
         serve.served_models(
-            {"model": EndpointConfig(name="org/a", serve=settings)}, tmp_path
+            {"model": EndpointConfig(name="org/a", serve=settings)}, RunDirectory(tmp_path)
         ) as served,
         pytest.raises(serve.ServeError, match="for other/name, not org/a"),
     ):

@@ -16,6 +16,7 @@ from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.types import ExampleResult, MetaEvalResult
 from healthbench_exp.engine.run import RunSettings, run
+from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.output.sinks import EvalFiles
 from tests.engine.test_runner import make_config
 
@@ -52,7 +53,7 @@ class Recorder:
 
 
 def run_with(config: Any, output_dir: Path, sinks: list[Any]) -> RunSummary:
-    return run(build_task(config, {}), RunSettings(config, output_dir), sinks)
+    return run(build_task(config, {}), RunSettings(config, RunDirectory(output_dir)), sinks)
 
 
 def test_sinks_see_every_result_then_describe_then_finish_in_order(
