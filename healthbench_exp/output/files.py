@@ -7,12 +7,15 @@
 - `status.json`: running, then how the run ended (`write_status`).
 
 Every write is flushed or atomic, and an OSError becomes `OutputWriteError`, which names the
-path. The HF results dataset is `output.dataset`, the end-of-run table `output.console`.
+path. The HF results dataset is `output.dataset`, the end-of-run table `output.console`; the
+run's other files (invocations, batch records, served models' logs, the estimate) are written
+through `output.run_dir.RunDirectory`. `OWN_FILES` names everything a run may leave behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -165,7 +168,9 @@ OWN_FILES = {
     "estimate.json", "batches.json", "invocations.jsonl", ".lock", "report_examples.js",
     "vllm.log", "vllm-judge.log", "llamacpp.log", "llamacpp-judge.log",  # engine.serve logs
     ".calls",  # the run's own call journal when the shared cache is off (model.cache)
+    "pilot",  # a dry run's pilot run (dry_run.pilot=N): a run directory of its own
 }  # fmt: skip
+OWN_PATTERNS = ("batches-*.json",)  # a batched jury member's batch record (model.roles)
 
 
 def foreign_files(output_dir: Path) -> list[str]:
@@ -175,7 +180,9 @@ def foreign_files(output_dir: Path) -> list[str]:
     return sorted(
         p.name
         for p in output_dir.iterdir()
-        if p.name not in OWN_FILES and not p.name.endswith(".partial")
+        if p.name not in OWN_FILES
+        and not p.name.endswith(".partial")
+        and not any(fnmatch.fnmatchcase(p.name, pattern) for pattern in OWN_PATTERNS)
     )
 
 

@@ -43,6 +43,7 @@ class RunDirectory:
 
     def append_invocation(self, entry: Mapping[str, object]) -> None:
         """One line of `invocations.jsonl`, appended when an invocation ends."""
+        self.directory.mkdir(parents=True, exist_ok=True)
         with open(self.directory / INVOCATIONS_FILE, "a", encoding="utf-8") as out:
             out.write(json.dumps(entry, ensure_ascii=False) + "\n")
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.output.files import foreign_files
+from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.testing.server import ServerProcess, server_args
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import LIGHT, stand_in_env
@@ -79,6 +81,7 @@ def test_every_file_the_demo_writes_is_written_by_output(tmp_path: Path) -> None
     # and nothing in the directory came from elsewhere: each entry has a writer the hook saw
     seen = {r["path"].split("/")[0] for r in records}
     assert {p.name for p in run_dir.iterdir()} <= seen
+    assert foreign_files(run_dir) == []  # a resume's ownership check knows every name
 
 
 def test_a_batch_judges_record_is_written_by_output(tmp_path: Path) -> None:
@@ -90,6 +93,7 @@ def test_a_batch_judges_record_is_written_by_output(tmp_path: Path) -> None:
     assert json.loads((run_dir / "batches.json").read_text(encoding="utf-8"))
     assert [r for r in records if not allowed(r)] == []
     assert writers_of(records, "batches.json") == {"output/files.py"}  # RunDirectory's write_json
+    assert foreign_files(run_dir) == []
     journal = {r["writer"] for r in records if r["path"].startswith(".calls/")}
     assert journal == {"model/cache_file.py"}  # cache.enabled=false: the run's own call journal
 
@@ -101,6 +105,19 @@ def test_a_served_models_log_is_written_by_output(tmp_path: Path) -> None:
     assert "healthbench-exp: the server " in (run_dir / "vllm.log").read_text()
     assert [r for r in records if not allowed(r)] == []
     assert writers_of(records, "vllm.log") == {"output/run_dir.py"}  # at start, and at stop
+    assert foreign_files(run_dir) == []
+
+
+def test_a_jury_members_batch_record_and_a_pilot_are_a_runs_own_files(tmp_path: Path) -> None:
+    """Written through `RunDirectory` too (`write_batches`, `within`): a resume accepts them."""
+    run_dir = RunDirectory(tmp_path)
+    run_dir.write_batches("batches-judge-b.json", [{"id": "batch_1", "requests": 2}])
+    run_dir.within("pilot").append_invocation({"invocation": 1})
+    (tmp_path / "notes.txt").write_text("mine")
+    assert foreign_files(tmp_path) == ["notes.txt"]
+    assert json.loads((tmp_path / "batches-judge-b.json").read_text()) == [
+        {"id": "batch_1", "requests": 2}
+    ]
 
 
 # -- the same for code the runs above do not reach: a scan of the source ---------------------
