@@ -122,9 +122,9 @@ class MetaEvalTask:
                 for j in clients.jury
             ),
         )
-        return MetaEvalResult(
-            row, repeat, grade, {j.name: g for j, g in zip(clients.jury, members, strict=True)}
-        )
+        jury = {j.name: g for j, g in zip(clients.jury, members, strict=True)}
+        # a jury: every judge's grade, the primary judge's first (as an eval's `jury`)
+        return MetaEvalResult(row, repeat, grade, {self.judge.name: grade, **jury} if jury else {})
 
     def tally(self, counts: RunCounts, result: MetaEvalResult) -> None:
         counts.add_grade(result.grade)
@@ -279,11 +279,8 @@ def meta_jury(
     its ungraded rows; no jury score or pairwise agreement (`metrics` and `agreement` empty)."""
     by_judge: dict[str, dict[str, float | int | None]] = {}
     ungraded: dict[str, int] = {}
-    for index, name in enumerate(members):
-        own = [
-            r if index == 0 else replace(r, grade=r.jury.get(name, CriterionGrade(None, "", 0)))
-            for r in results
-        ]
+    for name in members:
+        own = [replace(r, grade=r.jury.get(name, CriterionGrade(None, "", 0))) for r in results]
         metrics = meta_eval_metrics(own, bootstrap_samples, seed)[0]
         by_judge[name] = {
             key: metrics.get(key)

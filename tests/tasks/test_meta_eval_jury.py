@@ -7,6 +7,7 @@ disagree), with a further offline judge preset in a config directory of the user
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,10 @@ from tests.e2e.test_e2e import run_cli
 
 FIGURES = ("pairwise_model_f1_balanced", "criterion_mean:pairwise_model_f1_balanced")
 RUN = ("experiment=demo", "task=meta_eval", "wandb=disabled", "runner.progress=false")
+
+
+def _key(row: dict[str, object]) -> tuple[object, ...]:
+    return row["prompt_id"], row["completion_id"], row["rubric"], row["repeat"]
 
 
 def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Path) -> None:
@@ -42,7 +47,33 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
             )
     assert summary["metrics"][FIGURES[0]] != pytest.approx(member["metrics"][FIGURES[0]])
     records = (tmp_path / "jury" / "meta_eval.jsonl").read_text(encoding="utf-8").splitlines()
-    assert all(set(json.loads(r)["verdicts"]) == {"offline-judge-b"} for r in records)
+    rows = [json.loads(r) for r in records]
+    assert len(rows) == 40
+    for row in rows:  # every judge's, the primary judge first, as an eval's per_criterion.jsonl
+        for field in ("verdicts", "explanations", "errors"):
+            assert list(row[field]) == section["members"]
+        assert row["verdicts"]["offline-judge"] == row["criteria_met"]
+        assert row["explanations"]["offline-judge"] == row["explanation"]
+        assert all(v in (True, False) for v in row["verdicts"].values())
+        assert row["errors"] == {"offline-judge": None, "offline-judge-b": None}
+    # the member's verdicts are its own: those of the one-judge meta-eval of it, row by row
+    alone_rows = (tmp_path / "alone" / "meta_eval.jsonl").read_text(encoding="utf-8")
+    own = {_key(r): r["criteria_met"] for r in map(json.loads, alone_rows.splitlines())}
+    assert {_key(r): r["verdicts"]["offline-judge-b"] for r in rows} == own
+    assert any(len(set(r["verdicts"].values())) > 1 for r in rows)  # they disagree somewhere
+    # report.html: a row per judge, the primary first, with both figures and their intervals
+    page = (tmp_path / "jury" / "report.html").read_text(encoding="utf-8")
+    assert "<h2 id='jury'>Jury: each judge against physicians</h2>" in page
+    shown_rows = re.findall(r"<tr><td>([^<]*)</td>((?:<td[^>]*>[^<]*</td>)+)</tr>",
+                            page.split("class='jury-members'")[1].split("</table>")[0])  # fmt: skip
+    assert [name for name, _ in shown_rows] == ["offline-judge (primary)", "offline-judge-b"]
+    for (_, row), name in zip(shown_rows, section["members"], strict=True):
+        mine = section["by_judge"][name]
+        expected = [
+            f"{mine[f]:.4f} [{mine[f + ':ci_low']:.4f}, {mine[f + ':ci_high']:.4f}]"
+            for f in reversed(FIGURES)  # the paper's figure first
+        ]
+        assert re.findall(r"<td[^>]*>([^<]*)</td>", row) == [*expected, "0", "40"]
     shown = jury.stdout + jury.stderr
     value = f"{member['metrics'][FIGURES[1]]:.4f}"
     assert f"jury member offline-judge-b: criterion mean {value}" in shown
@@ -63,3 +94,11 @@ def test_a_meta_eval_dry_run_estimates_every_member(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     estimate = json.loads((tmp_path / "run" / "estimate.json").read_text(encoding="utf-8"))
     assert estimate["jury"]["offline-judge-b"]["calls"] == estimate["judge"]["calls"] == 40
+
+
+def test_a_one_judge_meta_eval_report_has_no_jury_section(tmp_path: Path) -> None:
+    result = run_cli(*RUN, "sampling.num_examples=5", f"hydra.run.dir={tmp_path / 'run'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "jury-members" not in page and "Jury" not in page
+    assert "verdicts" not in (tmp_path / "run" / "meta_eval.jsonl").read_text(encoding="utf-8")
