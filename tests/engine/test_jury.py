@@ -110,6 +110,41 @@ def test_by_judge_metrics_equal_one_judge_runs(runs: dict[str, Path]) -> None:
     assert jury["ungraded"] == dict.fromkeys(MEMBERS, 0)  # the built-in always answers
 
 
+def test_the_jury_score_and_agreement_equal_a_hand_computation(runs: dict[str, Path]) -> None:
+    """From per_criterion.jsonl's verdicts alone: the jury's overall score (SPEC 7.1, rule
+    `mean`: each criterion's points times the share of judges that said met, over the example's
+    positive points, the mean clipped to [0, 1]) and each pair's agreement and Cohen's kappa."""
+    jury = summary_of(runs["jury"])["jury"]
+    rows = [json.loads(line) for line in (runs["jury"] / "per_criterion.jsonl").open()]
+    by_example: dict[tuple[str, int], list[dict]] = {}
+    for row in rows:
+        by_example.setdefault((row["prompt_id"], row["rollout"]), []).append(row)
+    scores = []
+    for criteria in by_example.values():
+        earned = sum(
+            c["points"] * sum(c["verdicts"].values()) / len(c["verdicts"]) for c in criteria
+        )
+        possible = sum(c["points"] for c in criteria if c["points"] > 0)
+        scores.append(earned / possible)
+    assert len(scores) == 24
+    expected = min(1.0, max(0.0, sum(scores) / len(scores)))
+    assert jury["metrics"]["overall_score"] == pytest.approx(expected)
+    assert expected != pytest.approx(0.2879, abs=5e-4)  # not the primary judge's score
+    pairs = {(p["a"], p["b"]): p for p in jury["agreement"]}
+    assert list(pairs) == [(MEMBERS[0], MEMBERS[1]), (MEMBERS[0], MEMBERS[2]),
+                           (MEMBERS[1], MEMBERS[2])]  # fmt: skip
+    for (a, b), pair in pairs.items():
+        va = [r["verdicts"][a] for r in rows]
+        vb = [r["verdicts"][b] for r in rows]
+        n = len(rows)
+        observed = sum(x == y for x, y in zip(va, vb, strict=True)) / n
+        pa, pb = sum(va) / n, sum(vb) / n
+        chance = pa * pb + (1 - pa) * (1 - pb)
+        assert pair["n"] == n == 106
+        assert pair["agreement"] == pytest.approx(observed)
+        assert pair["kappa"] == pytest.approx((observed - chance) / (1 - chance))
+
+
 def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:
     searchpath = judge_presets(tmp_path)
     result = run_cli(
