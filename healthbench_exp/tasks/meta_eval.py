@@ -275,8 +275,9 @@ def meta_jury(
     results: list[MetaEvalResult], members: list[str], bootstrap_samples: int, seed: int
 ) -> Jury:
     """A meta-eval's `jury`: each member's agreement with physicians as the judge's is computed
-    (`by_judge`: the pooled and the criterion-mean balanced F1, SPEC 7.2, with intervals) and
-    its ungraded rows; no jury score or pairwise agreement (`metrics` and `agreement` empty)."""
+    (`by_judge`: the pooled and the criterion-mean balanced F1, SPEC 7.2, with intervals, and
+    the balanced F1 of each category) and its ungraded rows; no jury score or pairwise
+    agreement (`metrics` and `agreement` empty)."""
     by_judge: dict[str, dict[str, float | int | None]] = {}
     ungraded: dict[str, int] = {}
     for name in members:
@@ -286,6 +287,8 @@ def meta_jury(
             key: metrics.get(key)
             for figure in MEMBER_FIGURES
             for key in (figure, f"{figure}:ci_low", f"{figure}:ci_high")
+        } | {  # and per category, `<category>: pairwise_model_f1_balanced` (the judge table's)
+            key: value for key, value in metrics.items() if key.endswith(f": {HEADLINE}")
         }
         ungraded[name] = sum(r.grade.criteria_met is None for r in own)
     return Jury(members, "mean", {}, by_judge, [], ungraded)

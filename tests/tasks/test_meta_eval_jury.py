@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,30 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
             for f in reversed(FIGURES)  # the paper's figure first
         ]
         assert re.findall(r"<td[^>]*>([^<]*)</td>", row) == [*expected, "0", "40"]
+    # the judge table of a comparison: the jury run's member is a line of its own, with the
+    # figures, categories, ungraded rate and cost of a one-judge meta-eval of it
+    out = tmp_path / "compared"
+    aggregate = subprocess.run(
+        [sys.executable, "-m", "healthbench_exp.aggregate", str(tmp_path / "jury"),
+         str(tmp_path / "alone"), "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert aggregate.returncode == 0, aggregate.stderr[-3000:]
+    table = json.loads((out / "sweep_summary.json").read_text(encoding="utf-8"))["judge_table"]
+    assert [e["judge"] for e in table] == ["offline-judge", "offline-judge-b", "offline-judge-b"]
+    assert table[1]["label"].endswith("(jury member)")
+    listed, alone_entry = table[1], table[2]
+    for column in ("judge_criterion_mean", "judge_pooled", "physicians_criterion_mean",
+                   "cost_per_1000_graded_usd"):  # fmt: skip
+        assert listed[column] == pytest.approx(alone_entry[column]), column
+    assert listed["judge_criterion_mean_ci"] == pytest.approx(
+        alone_entry["judge_criterion_mean_ci"]
+    )
+    assert listed["by_category"] == pytest.approx(alone_entry["by_category"])
+    assert len(listed["by_category"]) == 8
+    assert listed["ungraded_rate"] == alone_entry["ungraded_rate"] == 0
+    assert listed["rows_graded"] == 40
+    assert "offline-judge-b" in (out / "sweep_summary.md").read_text(encoding="utf-8")
     shown = jury.stdout + jury.stderr
     value = f"{member['metrics'][FIGURES[1]]:.4f}"
     assert f"jury member offline-judge-b: criterion mean {value}" in shown
