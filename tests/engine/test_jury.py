@@ -145,6 +145,30 @@ def test_the_jury_score_and_agreement_equal_a_hand_computation(runs: dict[str, P
         assert pair["kappa"] == pytest.approx((observed - chance) / (1 - chance))
 
 
+def test_a_regrade_by_a_jury_and_of_a_jury_run(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 30.5: `regrade=<run> jury=[...]` grades a one-judge run's replies by the jury the
+    command gives, and a jury run regraded with no judge given keeps its own jury; either way
+    no model call, and (on the runs' response cache) no judge call: the jury's figures are the
+    jury run's."""
+    reference = summary_of(runs["jury"])
+    for label, command in (
+        ("by-a-jury", (f"regrade={runs['offline-judge-b']}", "judge=offline",
+                       "jury=[offline_b,offline_c]")),
+        ("of-a-jury-run", (f"regrade={runs['jury']}",)),
+    ):  # fmt: skip
+        result = run_cli(*command, f"hydra.run.dir={tmp_path / label}")
+        assert result.returncode == 0, (label, result.stderr[-3000:])
+        summary = summary_of(tmp_path / label)
+        assert summary["jury"] == reference["jury"], label
+        assert summary["metrics"]["overall_score"] == reference["metrics"]["overall_score"]
+        assert summary["counts"]["model_requests"] == summary["counts"]["judge_requests"] == 0
+        assert {n: u["requests"] for n, u in summary["usage"]["jury"].items()} == dict.fromkeys(
+            MEMBERS[1:], 0
+        )
+        source = runs["offline-judge-b"] if label == "by-a-jury" else runs["jury"]
+        assert summary["completions"]["regrade_of"]["run"] == str(source.resolve())
+
+
 def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:
     searchpath = judge_presets(tmp_path)
     result = run_cli(
