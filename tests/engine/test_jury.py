@@ -7,6 +7,7 @@ in a config directory of the user's own, added with `hydra.searchpath`.
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,31 @@ def test_a_regrade_by_a_jury_and_of_a_jury_run(runs: dict[str, Path], tmp_path: 
         )
         source = runs["offline-judge-b"] if label == "by-a-jury" else runs["jury"]
         assert summary["completions"]["regrade_of"]["run"] == str(source.resolve())
+
+
+def test_a_retired_jury_member_refuses_the_run_and_one_near_its_date_warns(
+    tmp_path: Path,
+) -> None:
+    """Issue 30.6 for a jury: every member's endpoint is checked at start-up like the judge's
+    (its preset's `shutdown_date`; the built-in endpoint is not up yet to be asked)."""
+    conf = tmp_path / "conf" / "judge"
+    conf.mkdir(parents=True)
+    soon = date.today() + timedelta(days=20)
+    for preset, when in (("gone", "2026-01-01"), ("soon", soon.isoformat())):
+        (conf / f"{preset}.yaml").write_text(
+            f"defaults:\n  - offline\nname: offline-judge-{preset}\nshutdown_date: '{when}'\n",
+            encoding="utf-8",
+        )
+    searchpath = f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+    gone = run_cli(*DEMO, searchpath, "jury=[gone]", f"hydra.run.dir={tmp_path / 'gone'}")
+    assert gone.returncode == 2, gone.stderr[-2000:]
+    assert "model offline-judge-gone is retired: shut down since 2026-01-01" in gone.stderr
+    assert not (tmp_path / "gone" / "per_criterion.jsonl").exists()  # nothing was run
+    near = run_cli(*DEMO, searchpath, "jury=[soon]", "runner.bootstrap_samples=10",
+                   f"hydra.run.dir={tmp_path / 'soon'}")  # fmt: skip
+    assert near.returncode == 0, near.stderr[-2000:]
+    warning = f"model offline-judge-soon shuts down on {soon.isoformat()}, in 20 days"
+    assert (near.stdout + near.stderr).count(warning) == 1
 
 
 def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:
