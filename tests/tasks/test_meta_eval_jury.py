@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 import pytest
 
 from tests.e2e.test_e2e import run_cli
@@ -63,6 +64,12 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
     own = {_key(r): r["criteria_met"] for r in map(json.loads, alone_rows.splitlines())}
     assert {_key(r): r["verdicts"]["offline-judge-b"] for r in rows} == own
     assert any(len(set(r["verdicts"].values())) > 1 for r in rows)  # they disagree somewhere
+    # the results dataset: the same, one entry per judge in `judges`
+    dataset = datasets.load_from_disk(str(tmp_path / "jury" / "results"))
+    assert [{j["judge"]: j["criteria_met"] for j in judges} for judges in dataset["judges"]] == [
+        r["verdicts"] for r in rows
+    ]
+    assert dataset["judges"][0][1]["explanation"] == rows[0]["explanations"]["offline-judge-b"]
     # report.html: a row per judge, the primary first, with both figures and their intervals
     page = (tmp_path / "jury" / "report.html").read_text(encoding="utf-8")
     assert "<h2 id='jury'>Jury: each judge against physicians</h2>" in page
@@ -128,3 +135,4 @@ def test_a_one_judge_meta_eval_report_has_no_jury_section(tmp_path: Path) -> Non
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert "jury-members" not in page and "Jury" not in page
     assert "verdicts" not in (tmp_path / "run" / "meta_eval.jsonl").read_text(encoding="utf-8")
+    assert "judges" not in datasets.load_from_disk(str(tmp_path / "run" / "results")).column_names
