@@ -136,3 +136,53 @@ def test_a_one_judge_meta_eval_report_has_no_jury_section(tmp_path: Path) -> Non
     assert "jury-members" not in page and "Jury" not in page
     assert "verdicts" not in (tmp_path / "run" / "meta_eval.jsonl").read_text(encoding="utf-8")
     assert "judges" not in datasets.load_from_disk(str(tmp_path / "run" / "results")).column_names
+
+
+def test_a_budget_stopped_meta_eval_jury_resumed_without_the_cache_asks_each_judge_once(
+    loopback_server, tmp_path: Path
+) -> None:
+    """With the response cache off, a stopped meta-eval graded by a jury is finished by its
+    resume asking each judge each row once over both invocations (the run's own call journal,
+    `.calls`, answers what was asked before, each judge's under its own name), and ends with
+    the uninterrupted run's figures. Each judge has its own loopback endpoint, whose `/stats`
+    counts the requests it received."""
+    names = ("offline-judge", "offline-judge-b")
+    servers = {name: loopback_server() for name in names}
+    preset = tmp_path / "conf" / "judge" / "offline_b.yaml"
+    preset.parent.mkdir(parents=True)
+    preset.write_text(
+        f"defaults:\n  - offline\nname: {names[1]}\nbuiltin: false\n"
+        f"base_url: {servers[names[1]].base_url}\n",
+        encoding="utf-8",
+    )
+    args = (
+        *RUN,
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        "jury=[offline_b]",
+        "cache.enabled=false",
+        "judge.builtin=false",
+        f"judge.base_url={servers[names[0]].base_url}",
+    )
+
+    def requests() -> dict[str, int]:
+        return {name: server.stats()["judge_requests"] for name, server in servers.items()}
+
+    uncapped = run_cli(*args, f"hydra.run.dir={tmp_path / 'u'}")
+    assert uncapped.returncode == 0, uncapped.stderr[-3000:]
+    assert requests() == dict.fromkeys(names, 40)
+    for server in servers.values():
+        server.reset()
+    run_dir = tmp_path / "run"
+    stopped = run_cli(*args, "budget.max_usd=0.05", f"hydra.run.dir={run_dir}")
+    assert stopped.returncode == 4, stopped.stderr[-3000:]
+    first = requests()
+    assert all(0 < first[name] < 40 for name in names), first
+    resumed = run_cli(f"resume={run_dir}", "budget.max_usd=null")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert requests() == dict.fromkeys(names, 40)  # each row asked of each judge once in all
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    reference = json.loads((tmp_path / "u" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["metrics"] == reference["metrics"]
+    assert summary["jury"] == reference["jury"]
+    rows = (run_dir / "meta_eval.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 40 and all(json.loads(r)["criteria_met"] is not None for r in rows)
