@@ -3,7 +3,7 @@
     python bench/jury.py --n 2000                         # the figure (an idle machine)
     python bench/jury.py --n 200 --latency-ms 500 --jitter-ms 250 --concurrency 256
 
-Generates N synthetic rows in the HealthBench schema (bench/throughput.py's generator), starts
+Generates N synthetic rows in the HealthBench schema (bench/common.py's `write_rows`), starts
 the built-in server with latency L +- J ms (throughput.py's server start) and runs
 `python -m healthbench_exp` against it twice on fresh response caches: graded by one judge, then
 by a jury of three (the judge and two members, each a judge preset of its own in a temporary
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput import synthetic_rows
+from common import add_options, write_rows
 
 from healthbench_exp.testing.server import ServerProcess, server_args
 
@@ -94,16 +94,11 @@ def run(data: Path, work: Path, args: argparse.Namespace, jury: bool) -> dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="synthetic examples")
-    parser.add_argument("--latency-ms", type=float, default=500.0)
-    parser.add_argument("--jitter-ms", type=float, default=250.0)
-    parser.add_argument("--concurrency", type=int, default=256, help="requests in flight per role")
+    add_options(parser, "requests in flight per role")
     parser.add_argument("--examples-in-flight", type=int, default=512, help="runner.max_concurrent")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-bench-jury-"))
-    data = work / "rows.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(args.n, args.seed)))
+    data = write_rows(work, args.n, args.seed)
     print(
         f"N={args.n} L={args.latency_ms:g}+-{args.jitter_ms:g} ms C={args.concurrency} per role; "
         f"illustrative prices (work dir {work})"

@@ -17,7 +17,6 @@ it asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -25,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput import run_once, synthetic_rows
+from common import add_options, write_rows
+from throughput import run_once
 
 from healthbench_exp.testing.server import ServerProcess, server_args
 
@@ -34,17 +34,12 @@ MODES = ("disabled", "offline")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="synthetic examples")
-    parser.add_argument("--latency-ms", type=float, default=500.0)
-    parser.add_argument("--jitter-ms", type=float, default=250.0)
+    add_options(parser, "requests in flight at most")
     parser.add_argument("--zero-latency", action="store_true", help="L = J = 0")
-    parser.add_argument("--concurrency", type=int, default=256, help="requests in flight at most")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each mode")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-wandb-bench-"))
-    data = work / "rows.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(args.n, args.seed)))
+    data = write_rows(work, args.n, args.seed)
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
     print(f"N={args.n} L={latency:g}+-{jitter:g} ms C={args.concurrency}  (work dir {work})")

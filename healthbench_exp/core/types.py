@@ -146,7 +146,8 @@ class MetaEvalResult:
     row: MetaEvalRow
     repeat: int
     grade: CriterionGrade
-    # a jury (SPEC 7.1): every further judge's grade of the row, by model name
+    # a jury (SPEC 7.1): every judge's grade of the row by model name, the primary judge's
+    # (`grade`) first, as `ExampleResult.jury`; empty without a jury
     jury: dict[str, CriterionGrade] = field(default_factory=dict)
 
     @property
@@ -165,4 +166,12 @@ class MetaEvalResult:
             "error": self.grade.error,
             "binary_labels": list(row.binary_labels),
             "anonymized_physician_ids": list(row.physician_ids),
-        } | ({"verdicts": {n: g.criteria_met for n, g in self.jury.items()}} if self.jury else {})
+        } | (
+            {  # a jury: every judge's, the primary's first, as per_criterion.jsonl's
+                "verdicts": {n: g.criteria_met for n, g in self.jury.items()},
+                "explanations": {n: g.explanation for n, g in self.jury.items()},
+                "errors": {n: g.error for n, g in self.jury.items()},
+            }
+            if self.jury
+            else {}
+        )

@@ -2,7 +2,8 @@
 
 - an eval: one record per scored row, in the verifiers environment's schema (SPEC section 5):
   `results_record`; failed and unscorable rows stay in examples.jsonl;
-- a meta-eval: its per-row verdicts, the rows of meta_eval.jsonl.
+- a meta-eval: its per-row verdicts, the rows of meta_eval.jsonl (with a jury, `judges`: every
+  judge's verdict, explanation and error, the primary judge first).
 """
 
 from __future__ import annotations
@@ -128,5 +129,25 @@ def write_meta_eval_dataset(path: Path, records: Sequence[Mapping[str, object]])
             "anonymized_physician_ids": Sequence(Value("string")),
         }
     )
-    columns = {name: [record[name] for record in records] for name in features}
+    judged = {"judge": Value("string"), "criteria_met": Value("bool")}
+    judged |= {"explanation": Value("string"), "error": Value("string")}
+    if any("verdicts" in record for record in records):  # a jury: every judge's, primary first
+        features["judges"] = [judged]
+    columns = {name: [record.get(name) for record in records] for name in features}
+    if "judges" in features:
+        columns["judges"] = [_judges(record) for record in records]
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(path), num_shards=1)
+
+
+def _judges(record: Mapping[str, object]) -> list[dict[str, object]]:
+    """A meta_eval.jsonl row's `verdicts`, `explanations` and `errors` (by judge name) as one
+    entry per judge, in their order."""
+    verdicts, explanations, errors = (record.get(k) for k in ("verdicts", "explanations", "errors"))
+    if not isinstance(verdicts, dict):
+        return []
+    said = explanations if isinstance(explanations, dict) else {}
+    why = errors if isinstance(errors, dict) else {}
+    return [
+        {"judge": name, "criteria_met": met, "explanation": said.get(name), "error": why.get(name)}
+        for name, met in verdicts.items()
+    ]

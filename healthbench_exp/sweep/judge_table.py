@@ -1,6 +1,7 @@
 """The judge table of a meta-eval sweep over judges (`-m task=meta_eval judge=a,b,c`).
 
-One entry per completed meta-eval run: its judge; the paper's criterion-mean balanced F1 and
+One entry per completed meta-eval run (and, for a run graded by a jury, one per further judge
+after its primary's, from its `jury`): its judge; the paper's criterion-mean balanced F1 and
 simple-evals' pooled figure (SPEC 7.2), for the judge and for physicians, each with its 95%
 bootstrap interval (`grading.paper_figure`); the judge's balanced F1 per category; the ungraded
 rate (rows the judge gave no verdict, of the rows run); and the cost per 1,000 graded criteria
@@ -54,6 +55,44 @@ def judge_entry(job: Job, label: str) -> dict[str, object]:
     return entry
 
 
+CATEGORY_SUFFIX = f": {MODEL_POOLED}"  # `<category>: pairwise_model_f1_balanced`
+
+
+def member_entries(job: Job, label: str) -> list[dict[str, object]]:
+    """A meta-eval graded by a jury: one line per further judge (the run's `jury.by_judge`,
+    `jury.ungraded` and `usage.jury`), beside its primary judge's; [] without a jury."""
+    assert job.summary is not None
+    summary = job.summary
+    jury, counts = summary.jury, summary.meta_counts
+    if jury is None:
+        return []
+    primary = judge_entry(job, label)  # the physicians' figures are the run's
+    run = counts.rows - counts.rows_not_run
+    entries = []
+    for name in jury.members[1:]:
+        mine = jury.by_judge.get(name, {})
+        entry = primary | {"judge": name, "label": f"{label} (jury member)"}
+        for column in ("judge_criterion_mean", "judge_pooled"):
+            metric = FIGURES[column]
+            entry[column] = mine.get(metric)
+            entry[f"{column}_ci"] = [mine.get(f"{metric}:ci_low"), mine.get(f"{metric}:ci_high")]
+        entry["by_category"] = {
+            key.removesuffix(CATEGORY_SUFFIX): value
+            for key, value in mine.items()
+            if key.endswith(CATEGORY_SUFFIX)
+        }
+        graded = counts.rows - jury.ungraded.get(name, 0)
+        entry["rows_graded"] = graded
+        entry["ungraded_rate"] = (run - graded) / run if run else None
+        cost = grading_cost((summary.usage.jury or {}).get(name) if summary.usage else None)
+        entry["judge_cost_usd"] = cost
+        entry["cost_per_1000_graded_usd"] = (
+            None if cost is None or not graded else cost / graded * 1000
+        )
+        entries.append(entry)
+    return entries
+
+
 def grading_cost(judge: RoleUsage | None) -> float | None:
     """What the judge's calls cost at its configured price: those billed, plus those replayed
     from the response cache priced as if sent (at the input and output rates: how much of their
@@ -74,14 +113,16 @@ def grading_cost(judge: RoleUsage | None) -> float | None:
 
 
 def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, object]]:
-    """The table's entries, one per completed meta-eval job (empty: no such job)."""
+    """The table's entries, one per completed meta-eval job and one per further judge of its
+    jury (empty: no such job)."""
     return [
-        judge_entry(job, labels[job.name])
+        entry
         for job in jobs
         if job.status == "completed"
         and job.summary is not None
         and job.summary.is_meta_eval
         and job.summary.counts is not None
+        for entry in (judge_entry(job, labels[job.name]), *member_entries(job, labels[job.name]))
     ]
 
 

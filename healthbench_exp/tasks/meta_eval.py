@@ -122,9 +122,9 @@ class MetaEvalTask:
                 for j in clients.jury
             ),
         )
-        return MetaEvalResult(
-            row, repeat, grade, {j.name: g for j, g in zip(clients.jury, members, strict=True)}
-        )
+        jury = {j.name: g for j, g in zip(clients.jury, members, strict=True)}
+        # a jury: every judge's grade, the primary judge's first (as an eval's `jury`)
+        return MetaEvalResult(row, repeat, grade, {self.judge.name: grade, **jury} if jury else {})
 
     def tally(self, counts: RunCounts, result: MetaEvalResult) -> None:
         counts.add_grade(result.grade)
@@ -275,20 +275,20 @@ def meta_jury(
     results: list[MetaEvalResult], members: list[str], bootstrap_samples: int, seed: int
 ) -> Jury:
     """A meta-eval's `jury`: each member's agreement with physicians as the judge's is computed
-    (`by_judge`: the pooled and the criterion-mean balanced F1, SPEC 7.2, with intervals) and
-    its ungraded rows; no jury score or pairwise agreement (`metrics` and `agreement` empty)."""
+    (`by_judge`: the pooled and the criterion-mean balanced F1, SPEC 7.2, with intervals, and
+    the balanced F1 of each category) and its ungraded rows; no jury score or pairwise
+    agreement (`metrics` and `agreement` empty)."""
     by_judge: dict[str, dict[str, float | int | None]] = {}
     ungraded: dict[str, int] = {}
-    for index, name in enumerate(members):
-        own = [
-            r if index == 0 else replace(r, grade=r.jury.get(name, CriterionGrade(None, "", 0)))
-            for r in results
-        ]
+    for name in members:
+        own = [replace(r, grade=r.jury.get(name, CriterionGrade(None, "", 0))) for r in results]
         metrics = meta_eval_metrics(own, bootstrap_samples, seed)[0]
         by_judge[name] = {
             key: metrics.get(key)
             for figure in MEMBER_FIGURES
             for key in (figure, f"{figure}:ci_low", f"{figure}:ci_high")
+        } | {  # and per category, `<category>: pairwise_model_f1_balanced` (the judge table's)
+            key: value for key, value in metrics.items() if key.endswith(f": {HEADLINE}")
         }
         ungraded[name] = sum(r.grade.criteria_met is None for r in own)
     return Jury(members, "mean", {}, by_judge, [], ungraded)

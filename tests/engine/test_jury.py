@@ -7,6 +7,7 @@ in a config directory of the user's own, added with `hydra.searchpath`.
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,90 @@ def test_by_judge_metrics_equal_one_judge_runs(runs: dict[str, Path]) -> None:
         )
     assert len(jury["agreement"]) == 3
     assert jury["ungraded"] == dict.fromkeys(MEMBERS, 0)  # the built-in always answers
+
+
+def test_the_jury_score_and_agreement_equal_a_hand_computation(runs: dict[str, Path]) -> None:
+    """From per_criterion.jsonl's verdicts alone: the jury's overall score (SPEC 7.1, rule
+    `mean`: each criterion's points times the share of judges that said met, over the example's
+    positive points, the mean clipped to [0, 1]) and each pair's agreement and Cohen's kappa."""
+    jury = summary_of(runs["jury"])["jury"]
+    rows = [json.loads(line) for line in (runs["jury"] / "per_criterion.jsonl").open()]
+    by_example: dict[tuple[str, int], list[dict]] = {}
+    for row in rows:
+        by_example.setdefault((row["prompt_id"], row["rollout"]), []).append(row)
+    scores = []
+    for criteria in by_example.values():
+        earned = sum(
+            c["points"] * sum(c["verdicts"].values()) / len(c["verdicts"]) for c in criteria
+        )
+        possible = sum(c["points"] for c in criteria if c["points"] > 0)
+        scores.append(earned / possible)
+    assert len(scores) == 24
+    expected = min(1.0, max(0.0, sum(scores) / len(scores)))
+    assert jury["metrics"]["overall_score"] == pytest.approx(expected)
+    assert expected != pytest.approx(0.2879, abs=5e-4)  # not the primary judge's score
+    pairs = {(p["a"], p["b"]): p for p in jury["agreement"]}
+    assert list(pairs) == [(MEMBERS[0], MEMBERS[1]), (MEMBERS[0], MEMBERS[2]),
+                           (MEMBERS[1], MEMBERS[2])]  # fmt: skip
+    for (a, b), pair in pairs.items():
+        va = [r["verdicts"][a] for r in rows]
+        vb = [r["verdicts"][b] for r in rows]
+        n = len(rows)
+        observed = sum(x == y for x, y in zip(va, vb, strict=True)) / n
+        pa, pb = sum(va) / n, sum(vb) / n
+        chance = pa * pb + (1 - pa) * (1 - pb)
+        assert pair["n"] == n == 106
+        assert pair["agreement"] == pytest.approx(observed)
+        assert pair["kappa"] == pytest.approx((observed - chance) / (1 - chance))
+
+
+def test_a_regrade_by_a_jury_and_of_a_jury_run(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 30.5: `regrade=<run> jury=[...]` grades a one-judge run's replies by the jury the
+    command gives, and a jury run regraded with no judge given keeps its own jury; either way
+    no model call, and (on the runs' response cache) no judge call: the jury's figures are the
+    jury run's."""
+    reference = summary_of(runs["jury"])
+    for label, command in (
+        ("by-a-jury", (f"regrade={runs['offline-judge-b']}", "judge=offline",
+                       "jury=[offline_b,offline_c]")),
+        ("of-a-jury-run", (f"regrade={runs['jury']}",)),
+    ):  # fmt: skip
+        result = run_cli(*command, f"hydra.run.dir={tmp_path / label}")
+        assert result.returncode == 0, (label, result.stderr[-3000:])
+        summary = summary_of(tmp_path / label)
+        assert summary["jury"] == reference["jury"], label
+        assert summary["metrics"]["overall_score"] == reference["metrics"]["overall_score"]
+        assert summary["counts"]["model_requests"] == summary["counts"]["judge_requests"] == 0
+        assert {n: u["requests"] for n, u in summary["usage"]["jury"].items()} == dict.fromkeys(
+            MEMBERS[1:], 0
+        )
+        source = runs["offline-judge-b"] if label == "by-a-jury" else runs["jury"]
+        assert summary["completions"]["regrade_of"]["run"] == str(source.resolve())
+
+
+def test_a_retired_jury_member_refuses_the_run_and_one_near_its_date_warns(
+    tmp_path: Path,
+) -> None:
+    """Issue 30.6 for a jury: every member's endpoint is checked at start-up like the judge's
+    (its preset's `shutdown_date`; the built-in endpoint is not up yet to be asked)."""
+    conf = tmp_path / "conf" / "judge"
+    conf.mkdir(parents=True)
+    soon = date.today() + timedelta(days=20)
+    for preset, when in (("gone", "2026-01-01"), ("soon", soon.isoformat())):
+        (conf / f"{preset}.yaml").write_text(
+            f"defaults:\n  - offline\nname: offline-judge-{preset}\nshutdown_date: '{when}'\n",
+            encoding="utf-8",
+        )
+    searchpath = f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+    gone = run_cli(*DEMO, searchpath, "jury=[gone]", f"hydra.run.dir={tmp_path / 'gone'}")
+    assert gone.returncode == 2, gone.stderr[-2000:]
+    assert "model offline-judge-gone is retired: shut down since 2026-01-01" in gone.stderr
+    assert not (tmp_path / "gone" / "per_criterion.jsonl").exists()  # nothing was run
+    near = run_cli(*DEMO, searchpath, "jury=[soon]", "runner.bootstrap_samples=10",
+                   f"hydra.run.dir={tmp_path / 'soon'}")  # fmt: skip
+    assert near.returncode == 0, near.stderr[-2000:]
+    warning = f"model offline-judge-soon shuts down on {soon.isoformat()}, in 20 days"
+    assert (near.stdout + near.stderr).count(warning) == 1
 
 
 def test_an_unknown_jury_member_is_refused_naming_the_presets(tmp_path: Path) -> None:

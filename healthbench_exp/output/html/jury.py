@@ -4,6 +4,9 @@ beside the primary judge's metrics, never instead of them.
 - `jury_html`: the members, the jury's metrics beside each judge's (overall with its 95% CI,
   by theme and axis), and every pair's agreement (n, share equal, Cohen's kappa) overall and by
   axis and theme.
+- `meta_jury_html`: a meta-eval's report.html: each judge's agreement with physicians (the
+  paper's criterion-mean and the pooled balanced F1, each with its 95% interval) and its
+  ungraded rows.
 - `judge_verdicts` and `JUDGES_SCRIPT`: the per-criterion view's column of every judge's
   verdict (from per_criterion.jsonl's `verdicts` and `explanations`), for the example pager.
 - `sweep_jury_html`: a comparison's report.html: the jury runs' primary and jury scores.
@@ -19,6 +22,7 @@ from healthbench_exp.grading.scoring import ci95, tag_metric_names
 from healthbench_exp.output.html.charts import cells, fmt, table
 
 OVERALL = "overall_score"
+META_HEADLINE = "pairwise_model_f1_balanced"
 
 
 def _score(metrics: Mapping[str, float | int | None], name: str) -> str:
@@ -102,6 +106,46 @@ def jury_html(jury: Jury | None) -> str:
     return out + (
         "<p class='muted'>– = undefined (no criterion both graded; kappa also when both judges "
         "gave every criterion one same verdict).</p>"
+    )
+
+
+def _interval(figures: Mapping[str, float | int | None], name: str) -> str:
+    """A figure's cell with its 95% bootstrap interval (`:ci_low`, `:ci_high`)."""
+    value, low, high = (figures.get(name + suffix) for suffix in ("", ":ci_low", ":ci_high"))
+    if value is None:
+        return "<td class='num'>–</td>"
+    band = "" if low is None or high is None else f" [{fmt(low)}, {fmt(high)}]"
+    return f"<td class='num'>{fmt(value)}{band}</td>"
+
+
+def meta_jury_html(jury: Jury | None, rows: int) -> str:
+    """A meta-eval's jury section (summary.json's `jury.by_judge`, `tasks.meta_eval`): each
+    judge's agreement with physicians as a one-judge meta-eval of it computes it, the paper's
+    criterion-mean and the pooled balanced F1 with their 95% intervals, and its ungraded rows
+    (of `rows`); "" for a meta-eval graded by one judge."""
+    if jury is None:
+        return ""
+    body = []
+    for index, name in enumerate(jury.members):
+        figures = jury.by_judge.get(name, {})
+        who = f"{escape(name)} (primary)" if index == 0 else escape(name)
+        body.append(
+            f"<tr><td>{who}</td>"
+            + _interval(figures, f"criterion_mean:{META_HEADLINE}")
+            + _interval(figures, META_HEADLINE)
+            + cells(jury.ungraded.get(name), rows)
+            + "</tr>"
+        )
+    header = ["judge", "criterion-mean balanced F1 [95% CI]", "pooled balanced F1 [95% CI]",
+              "ungraded rows", "rows"]  # fmt: skip
+    return (
+        "<h2 id='jury'>Jury: each judge against physicians</h2>"
+        "<p class='muted'>Every judge graded every row; each judge's figures are computed from "
+        "its own verdicts, as a meta-eval with that judge alone computes them (the criterion "
+        "mean is the paper's figure, the pooled one simple-evals'). The figures above are the "
+        "primary judge's. Every judge's verdict of each row is in meta_eval.jsonl "
+        "(<code>verdicts</code>, <code>explanations</code>).</p>"
+        + table(header, body, "jury-members")
     )
 
 

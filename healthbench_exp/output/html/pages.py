@@ -7,8 +7,8 @@ protocol, and DEMO / PARTIAL / status banners (`run_context`).
   consensus criteria, and every example (conversation, reply, each criterion with verdict and
   explanation), paged from the companion `report_examples.js` (`output.html.examples`), so the page
   stays small at any run size.
-- `write_meta_eval_report`: a meta-eval's judge vs physicians overall, by category, per
-  physician.
+- `write_meta_eval_report`: a meta-eval's judge vs physicians overall, by category, each jury
+  member's figures (a jury), per physician.
 - `refresh_report`: rewrite a run's page (not its companion) once its final status is known.
 - `sweep_report`: a comparison's runs table (one short line per cell: the model, judge, data and
   temperature columns only where the runs differ, a protocol cell naming how many settings
@@ -36,7 +36,7 @@ from healthbench_exp.output.html.charts import (
     table,
 )
 from healthbench_exp.output.html.examples import examples_section, write_companion
-from healthbench_exp.output.html.jury import jury_html
+from healthbench_exp.output.html.jury import jury_html, meta_jury_html
 from healthbench_exp.output.html.sweep_page import sweep_report as sweep_report  # re-exported
 from healthbench_exp.output.run_context import RunContext, run_context
 
@@ -134,6 +134,7 @@ def meta_eval_page(summary: RunSummary, context: RunContext) -> str:
             categories,
             "categories",
         )
+        + meta_jury_html(summary.jury, counts.rows)  # a jury: each judge's figures
         + "<h2>Per physician (each against the others)</h2>"
         + table(["physician", "balanced F1", "pos F1", "neg F1", "n"], per_physician)
     )
