@@ -6,7 +6,7 @@ run talks to (and so which keys, prices and addresses must exist).
 
 from __future__ import annotations
 
-from healthbench_exp.config.ranges import out_of_range
+from healthbench_exp.config.ranges import judge_flip_rates, out_of_range
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
     REASONING_EFFORTS,
@@ -34,6 +34,10 @@ def validate(config: Config) -> None:
                 f"{role}.reasoning_effort must be one of {', '.join(REASONING_EFFORTS)} "
                 f"(or null: not sent), got {effort!r}"
             )
+    try:
+        judge_flip_rates(config.offline_server.judge_flip_rates)
+    except ValueError as error:
+        bad.append(str(error))
     if config.offline_server.limited_role not in ("all", "model", "judge"):
         bad.append(
             "offline_server.limited_role must be all, model or judge, "

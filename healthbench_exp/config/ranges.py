@@ -133,3 +133,23 @@ def out_of_range(config: object) -> list[str]:
                 described = "a finite number " + described  # nan or inf: say why it is refused
             problems.append(f"{key} must be {described}, got {value}")
     return problems
+
+
+def judge_flip_rates(text: str) -> dict[str, float]:
+    """`offline_server.judge_flip_rates` (`"model=rate,..."`) as a mapping: each named judge's
+    share of verdicts flipped from the built-in endpoint's base verdict. ValueError (one line,
+    naming the entry) for an entry that is not `<judge model name>=<rate in [0, 1]>`."""
+    rates = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = entry.rpartition("=")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = math.nan
+        if not sep or not name.strip() or not 0.0 <= rate <= 1.0:  # nan fails the range too
+            raise ValueError(
+                f"offline_server.judge_flip_rates: {entry!r} is not "
+                "<judge model name>=<rate from 0 to 1>"
+            )
+        rates[name.strip()] = rate
+    return rates

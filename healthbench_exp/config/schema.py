@@ -310,6 +310,9 @@ class OfflineServerConfig:
     fenced_rate: float = 0.0  # share of verdicts fenced as ``` without `json` (unparseable)
     judge_empty_rate: float = 0.0  # share of judge replies with empty content
     judge_error_rate: float = 0.0  # share of judge requests answered 500
+    # judges that disagree by known rates ("model=rate,..."): a named judge's verdict is the
+    # base verdict (a hash of the grader prompt alone) flipped at its rate; others: see replies
+    judge_flip_rates: str = ""
     seed: int = 0
     # reply lengths, in tokens (4 characters each): 0 keeps the 1 to 5 canned sentences (about
     # 15 to 90 tokens); N gives model replies of about N tokens (seeded per reply, N/2 to 3N/2)

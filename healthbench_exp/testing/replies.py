@@ -4,6 +4,8 @@ seeded faults injected into them.
 A model reply is derived from the model name, temperature and messages; a judge verdict from the
 judge's name and the grader prompt, so the same judge always gives the same prompt the same
 verdict (the server tells a judge request by `JUDGE_MARKER`, the grader template's first words).
+Judges named in `judge_flip_rates` disagree by known rates: each says the prompt's base verdict,
+flipped at its own rate (`judge_met`).
 `Faults` injects latency, 429/500/503 errors, malformed verdicts and empty replies at the rates of
 an `OfflineServerConfig` (seeded), and judge-only faults: verdicts fenced without the `json` label
 (which the reference parse rejects), empty verdicts and 500s; a model request whose last message
@@ -23,6 +25,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 
+from healthbench_exp.config.ranges import judge_flip_rates
 from healthbench_exp.config.schema import OfflineServerConfig
 
 JUDGE_MARKER = "Your job is to look at a conversation and a rubric item"
@@ -82,13 +85,38 @@ def sized_verdict(verdict: str, tokens: int) -> str:
     return "```json\n" + json.dumps(parsed, indent=2) + "\n```"
 
 
-def judge_reply(grader_prompt: str, judge: str = "") -> str:
-    """A verdict in the format the official template asks for, derived from the grader prompt and
-    the judge's model name (so two differently named judges disagree on about half the items)."""
-    met = _digest(judge, grader_prompt)[0] % 2 == 0
+def base_verdict(grader_prompt: str) -> bool:
+    """The verdict every judge with a flip rate starts from: a hash of the grader prompt alone."""
+    return hashlib.sha256(grader_prompt.encode("utf-8")).digest()[0] % 2 == 0
+
+
+def flip_draw(judge: str, grader_prompt: str) -> float:
+    """A uniform draw in [0, 1) per judge and grader prompt: the verdict flips below the rate."""
+    return int.from_bytes(_digest(judge, grader_prompt)[:8], "big") / 2**64
+
+
+def judge_met(grader_prompt: str, judge: str, flip_rates: Mapping[str, float]) -> bool:
+    """The judge's verdict. A judge named in `flip_rates` says `base_verdict` flipped where
+    `flip_draw` falls below its rate (so judges at rates 0 and r disagree exactly where the
+    second flips, a share of about r); any other judge, a hash of its name and the prompt (so
+    two differently named judges disagree on about half the items)."""
+    if judge in flip_rates:
+        return base_verdict(grader_prompt) != (flip_draw(judge, grader_prompt) < flip_rates[judge])
+    return _digest(judge, grader_prompt)[0] % 2 == 0
+
+
+def judge_reply(
+    grader_prompt: str, judge: str = "", flip_rates: Mapping[str, float] | None = None
+) -> str:
+    """A verdict in the format the official template asks for (`judge_met`'s)."""
+    rates = flip_rates or {}
     verdict = {
-        "explanation": "Offline verdict derived from a hash of the judge name and grader prompt.",
-        "criteria_met": met,
+        "explanation": (
+            "Offline verdict: a hash of the grader prompt, flipped at this judge's rate."
+            if judge in rates
+            else "Offline verdict derived from a hash of the judge name and grader prompt."
+        ),
+        "criteria_met": judge_met(grader_prompt, judge, rates),
     }
     return "```json\n" + json.dumps(verdict, indent=2) + "\n```"
 
@@ -101,6 +129,7 @@ class Faults:
         self.settings = settings  # the rates: see completion_response for how they are drawn
         self.require_key = require_key
         self.rng = random.Random(settings.seed)
+        self.flip_rates = judge_flip_rates(settings.judge_flip_rates)
         self.prefixes: dict[str, str] = {}
         self.reset()
 
@@ -191,7 +220,7 @@ def completion_response(
             text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
         elif draw < fenced:  # ``` without `json`: the reference parse cannot read it
             faults.count("fenced_injected")
-            text = judge_reply(last, model).replace("```json\n", "```\n", 1)
+            text = judge_reply(last, model, faults.flip_rates).replace("```json\n", "```\n", 1)
         elif draw < empty:
             faults.count("judge_empty_injected")
             text = ""
@@ -199,7 +228,7 @@ def completion_response(
             faults.count("judge_errors_injected")
             return 500, {"error": {"message": "injected judge 500", "type": "injected"}}, None
         else:
-            text = sized_verdict(judge_reply(last, model), rates.verdict_tokens)
+            text = sized_verdict(judge_reply(last, model, faults.flip_rates), rates.verdict_tokens)
     elif draw < rates.empty_reply_rate:
         faults.count("empty_injected")
         text = ""
