@@ -5,7 +5,8 @@
   `counts/*`, cost, usage, and with `calibration.meta_eval_run` `calibrated/<category>/*`;
 - tables: `per_example`, `by_theme`, `by_axis`, `by_consensus_criterion` with bar charts (a
   meta-eval: `by_category`, `per_physician`, `per_row`); a jury run adds `jury/...`
-  (`output.wandb.jury`) and a `verdict:<judge>` column per judge to `per_criterion`;
+  (`output.wandb.jury`) and a `verdict:<judge>` column per judge to `per_criterion` (a
+  meta-eval's: to `per_row`);
 - artifact `results-<run id>` (type `healthbench-results`): summary.json, the JSONL files, the HF
   results dataset and the `per_criterion` table (too large for `run.log`, which keeps 10,000 rows).
 """
@@ -73,7 +74,10 @@ def log_meta_eval(run: wandb.Run, summary: RunSummary, output_dir: Path) -> None
 
     update_summary(run, summary)
     by_category = meta_category_table(summary)
-    per_row = meta_row_table(output_dir / "meta_eval.jsonl")
+    rows = output_dir / "meta_eval.jsonl"
+    # a jury run: a verdict column per judge (the summary's members; else the rows')
+    members = summary.jury.members if summary.jury else verdict_members(rows)
+    per_row = meta_row_table(rows, members)
     logged: dict[str, object] = {
         "by_category": by_category,
         "by_category_chart": wandb.plot.bar(
@@ -89,7 +93,8 @@ def log_meta_eval(run: wandb.Run, summary: RunSummary, output_dir: Path) -> None
         artifact.add_file(str(output_dir / name), name=name)
     artifact.add_dir(str(output_dir / "results"), name="results")
     with tempfile.TemporaryDirectory() as staging:
-        add_table(artifact, "per_row", META_ROW_COLUMNS, per_row.data, Path(staging))
+        columns = META_ROW_COLUMNS + verdict_columns(members)
+        add_table(artifact, "per_row", columns, per_row.data, Path(staging))
         run.log_artifact(artifact)
 
 
@@ -287,11 +292,13 @@ def physician_table(summary: RunSummary) -> wandb.Table:
     return wandb.Table(columns=[*columns], data=data, allow_mixed_types=True)
 
 
-def meta_row_table(path: Path) -> wandb.Table:
+def meta_row_table(path: Path, members: list[str] | None = None) -> wandb.Table:
+    """meta_eval.jsonl as a table; with a jury's `members`, each judge's verdict after the
+    columns (`verdict:<judge>`), as an eval's per_criterion table has them."""
     data: list[list[object]] = []
     for row in _jsonl(path):
         labels = row["binary_labels"]
         if isinstance(labels, list):
             row["binary_labels"] = ",".join("1" if x else "0" for x in labels)
-        data.append([row[c] for c in META_ROW_COLUMNS])
-    return plain_table(META_ROW_COLUMNS, data)
+        data.append([row[c] for c in META_ROW_COLUMNS] + verdict_cells(row, members or []))
+    return plain_table(META_ROW_COLUMNS + verdict_columns(members or []), data)

@@ -5,8 +5,9 @@
   `jury/by_judge/<judge>/<metric>`, and each pair's agreement as
   `jury/agreement/<a>~<b>/{n,agreement,kappa}` and `.../<axis:x|theme:y>/{n,agreement,kappa}`
   (undefined values left out; a `/` in a judge's name becomes `_`).
-- `verdict_members`, `verdict_columns`, `verdict_cells`: the per_criterion table's column per
-  judge (`verdict:<judge>`: true, false or empty for ungraded) when its rows carry `verdicts`.
+- `verdict_members`, `verdict_columns`, `verdict_cells`: the per_criterion table's (a
+  meta-eval's per_row table's) column per judge (`verdict:<judge>`: true, false or empty for
+  ungraded) when its rows carry `verdicts`.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def jury_metrics(summary: RunSummary) -> dict[str, Value]:
 
 
 def verdict_members(per_criterion: Path) -> list[str]:
-    """The judges of the first per_criterion.jsonl row's `verdicts` (primary first); [] for a
-    run graded by one judge (or an empty file)."""
+    """The judges of the first per_criterion.jsonl (or meta_eval.jsonl) row's `verdicts`
+    (primary first); [] for a run graded by one judge (or an empty file)."""
     with open(per_criterion, encoding="utf-8") as f:
         first = f.readline()
     if not first.strip():
