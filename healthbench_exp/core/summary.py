@@ -107,7 +107,7 @@ class EvalCounts(Record):
     judge_prompt_tokens: int
     judge_cached_prompt_tokens: int  # cached by the provider (billed at the cached rate)
     judge_completion_tokens: int
-    peak_requests_in_flight: dict[str, int]  # per role (model, judge)
+    peak_requests_in_flight: dict[str, int]  # per role (model, judge, each jury member's name)
     request_errors: dict[str, dict[str, int]]  # per role, by kind: failed after every retry
     rate_limited: dict[str, int]  # per role: 429 replies
     lowest_in_flight_limit: dict[str, int | None]  # per role: the adaptive limit's lowest
@@ -135,7 +135,7 @@ class MetaEvalCounts(Record):
     judge_cached_prompt_tokens: int
     judge_completion_tokens: int
     request_errors: dict[str, dict[str, int]]  # {"judge": {kind: n}}
-    rate_limited: dict[str, int]  # {"judge": n}
+    rate_limited: dict[str, int]  # {"judge": n, <jury member>: n, ...}
     evaluation_s: float
     wall_time_s: float
 

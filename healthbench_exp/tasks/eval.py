@@ -150,6 +150,7 @@ class EvalTask:
             self.config_dict,
             measured,
             self.protocol(),
+            self.jury,
         )
         penalty = run_length_penalty(self.scoring, self.dataset)
         summary.length_penalty = None if penalty is None else penalty.to_dict()
@@ -323,16 +324,18 @@ def build_summary(
     config_dict: dict[str, object],
     measured: Measured,
     check: ProtocolCheck,
+    jury: Sequence[str] = (),
 ) -> RunSummary:
     """summary.json: reference metrics (and the length-adjusted ones with a length penalty),
-    the headline metric's name, counts, failures, labelled consensus scores, the protocol."""
+    the headline metric's name, counts, failures, labelled consensus scores, the protocol.
+    `jury`: the further judges' names, whose endpoints' counters join the per-role counts."""
     wall_time_s = measured.wall_time_s
     scored = [r.metrics for r in results if r.metrics is not None]
     metrics = aggregate_metrics(scored, runner.bootstrap_samples, sampling.seed) if scored else {}
     graded = [g for r in results for g in r.grades]
     row_counts = RunCounts.of(results)
     model, judged = measured.role("model"), measured.role("judge")
-    per_role = {"model": model, "judge": judged}
+    per_role = {"model": model, "judge": judged, **{name: measured.role(name) for name in jury}}
     counts = EvalCounts(
         examples=len({r.example.prompt_id for r in results}),
         rollouts_per_example=sampling.rollouts_per_example,

@@ -143,6 +143,7 @@ class MetaEvalTask:
             self.config_dict,
             measured,
             self.protocol(),
+            self.jury,
         )
         if self.jury:
             members = [self.judge.name, *self.jury]
@@ -302,9 +303,11 @@ def build_meta_summary(
     config_dict: dict[str, Any],
     measured: Measured,
     check: ProtocolCheck,
+    jury: Sequence[str] = (),
 ) -> RunSummary:
     """summary.json of a meta-eval: agreement metrics, by category, counts, ungraded rows, the
-    headline (`pairwise_model_f1_balanced`) and the protocol."""
+    headline (`pairwise_model_f1_balanced`) and the protocol; `jury`: the further judges'
+    names, whose 429s and failed requests join the judge's in the counts."""
     stats, wall_time_s = measured.endpoints, measured.wall_time_s
     metrics, agreement, by_category = meta_eval_metrics(
         results, runner.bootstrap_samples, sampling.seed
@@ -327,8 +330,9 @@ def build_meta_summary(
         judge_prompt_tokens=judge["prompt_tokens"],
         judge_cached_prompt_tokens=judge["cached_prompt_tokens"],
         judge_completion_tokens=judge["completion_tokens"],
-        request_errors={"judge": judge["errors"]},
-        rate_limited={"judge": judge["rate_limited"]},
+        request_errors={"judge": judge["errors"]} | {n: measured.role(n).errors for n in jury},
+        rate_limited={"judge": judge["rate_limited"]}
+        | {n: measured.role(n).rate_limited for n in jury},
         evaluation_s=round(stats["evaluation_s"], 3),
         wall_time_s=round(wall_time_s, 3),
     )
