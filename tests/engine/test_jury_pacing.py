@@ -14,8 +14,6 @@ import pytest
 
 from tests.e2e.test_e2e import run_cli
 
-pytestmark = pytest.mark.xdist_group("jury")
-
 DEMO = ("experiment=demo", "wandb=disabled", "sampling.num_examples=12")
 LIMITED, FREE = "offline-judge-b", "offline-judge-c"
 

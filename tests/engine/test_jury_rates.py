@@ -17,8 +17,6 @@ import pytest
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
 from tests.e2e.test_e2e import run_cli
 
-pytestmark = pytest.mark.xdist_group("jury")
-
 DEMO = ("experiment=demo", "wandb=disabled", "runner.progress=false")
 RATES = {"offline-judge": 0.0, "offline-judge-b": 0.1, "offline-judge-c": 0.3}  # primary first
 
