@@ -39,6 +39,7 @@ SAMPLE_FILE = "sample.jsonl"
 SOURCE_TIMEOUT_S = 4.0  # a data source that does not answer within this fails the start
 ROWS_PER_BATCH = 500  # lines taken from the `text` builder's table at a time
 T = TypeVar("T")
+_TAG_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}  # every criterion tag set read so far
 
 
 def parse_example(decoded: object, where: str) -> Example:
@@ -63,7 +64,9 @@ def parse_example(decoded: object, where: str) -> Example:
         axis = tag_value(tags, "axis")
         if axis is not None and axis not in AXES:
             raise fail(f"rubrics[{i}] has unknown axis 'axis:{axis}'; valid: {sorted(AXES)}")
-        criteria.append(Criterion(text=text, points=points, tags=tuple(tags)))
+        # a few dozen tag sets recur over the whole set: each row's criteria share one copy
+        shared = _TAG_SETS.setdefault(tuple(tags), tuple(tags))
+        criteria.append(Criterion(text=text, points=points, tags=shared))
 
     example_tags = row.get("example_tags")
     if not isinstance(example_tags, list) or not all(isinstance(t, str) for t in example_tags):
