@@ -276,7 +276,8 @@ class EndpointPacer:
 
     async def wait_turn(self) -> float:
         """Wait until a request may start; return its start time (monotonic)."""
-        started, _ = await self.start(0.0)
+        started, mark = await self.start(0.0)
+        self.buckets.sending(0.0, mark)  # sent at once
         return started
 
     async def start(self, tokens: float) -> tuple[float, dict[str, float]]:
