@@ -93,7 +93,7 @@ class WorkItem:
     error: str | None = None  # the item cannot be graded (the file has no reply for it)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no __dict__: one per criterion the run grades
 class CriterionGrade:
     criteria_met: bool | None  # None: ungraded
     explanation: str

@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
@@ -109,15 +110,13 @@ class ChatEndpoint:
         max_retries, timeout_s = transport.max_retries, transport.timeout_s
         connect_timeout_s, http_client = transport.connect_timeout_s, transport.http_client
         cache = shared.cache
-        self.role = role
-        self.config = config
+        self.role, self.config = role, config
         self.limit = AdaptiveLimit(config.max_concurrency)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
         # every request starts through it: a rate-limit 429 pauses and paces them all
         self.pacer = EndpointPacer(role, config.rate_limit.requests_per_minute)
         self.url = base_url or OPENAI_DEFAULT_URL
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
         # when a reply (any HTTP answer) last came, and since when requests have been in flight:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
         self.last_reply_at = self.busy_since = time.monotonic()
@@ -127,9 +126,8 @@ class ChatEndpoint:
             "base_url": base_url,
             "max_retries": max_retries,
         }
-        self.http_client = http_client
-        self._clients: list[openai.AsyncOpenAI] = []  # made at the first request: a run
-        # answered from the response cache never imports openai (about half a second)
+        self.http_client = http_client  # the clients, made at the first request: a run
+        self._clients: list[openai.AsyncOpenAI] = []  # from the cache never imports openai
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster = (
             DirectPoster(
@@ -247,22 +245,26 @@ class ChatEndpoint:
         while True:
             started, mark = await pacer.start(tokens)
             _answer_headers.set(None)
+            sending = partial(pacer.buckets.sending, tokens, mark)  # the level once sent
             try:
-                reply = await self._send(sent, prefix_key)
+                reply = await self._send(sent, prefix_key, sending)
             except RateLimited as refused:
                 self._learn(mark)
                 pacer.rate_limited(refused.wait_s, started)
                 continue
+            finally:
+                pacer.buckets.unsent(tokens, mark)  # not sent (budget, cancelled): give it back
             self._learn(mark)
             pacer.succeeded()
             return reply
 
     def _learn(self, mark: dict[str, float]) -> None:
-        headers = _answer_headers.get()
-        if headers is not None:
+        if (headers := _answer_headers.get()) is not None:
             self.pacer.buckets.learn(headers, mark)
 
-    async def _send(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
+    async def _send(
+        self, sent: list[dict[str, str]], prefix_key: str | None, sending: Callable[[], None]
+    ) -> CachedReply:
         stats = self.stats
         await self.limit.acquire()
         if self.shared_limit is not None:
@@ -291,6 +293,7 @@ class ChatEndpoint:
             body = {**self.body, "messages": sent}
             if prefix_key is not None:
                 body["prompt_cache_key"] = prefix_key
+            sending()
             response = json_map(await self._post(body))
             success = True
         except HttpError as exc:

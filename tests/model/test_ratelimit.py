@@ -230,6 +230,7 @@ def test_the_pacer_learns_the_limits_from_the_headers_and_is_seldom_refused() ->
         began = time.monotonic()
         while time.monotonic() - began < 1.5:
             _, mark = await pacer.start(3_000)
+            pacer.buckets.sending(3_000, mark)
             headers, refusal = limits.admit("judge", 3_000)
             refused += refusal is not None
             sent += 1
@@ -242,3 +243,51 @@ def test_the_pacer_learns_the_limits_from_the_headers_and_is_seldom_refused() ->
     admitted = limits.admitted["limited_tokens"]
     assert refused <= 0.02 * sent  # the first six were sent before any headers were read
     assert admitted >= 0.9 * (30_000 + 30_000 * elapsed)
+
+
+def test_requests_that_wait_for_a_slot_after_their_start_are_not_refused() -> None:
+    """Requests started through the pacer first wait 0.3 s for a slot (as under the in-flight
+    caps while a run starts) before they reach the server, whose bucket refills meanwhile, then
+    none waits: their marks are taken again when they are sent, so the copy never counts that
+    refill twice and runs ahead of the server once the waits end (a mark from the start did:
+    9 of these 74 were refused)."""
+    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=30_000, rate_limit_window_s=1))
+
+    async def scenario() -> tuple[int, int]:
+        pacer, queued, in_flight, refused, sent = EndpointPacer("judge"), [], [], 0, 0
+        _, first = await pacer.start(1_000)  # one reply tells the limits
+        pacer.buckets.sending(1_000, first)
+        pacer.buckets.learn(limits.admit("judge", 1_000)[0], first)
+        began = time.monotonic()
+        while time.monotonic() - began < 1.5:
+            _, mark = await pacer.start(1_000)
+            queued.append((time.monotonic(), mark))
+            lag = 0.3 if time.monotonic() - began < 0.6 else 0.0  # then slots are free
+            while queued and time.monotonic() - queued[0][0] >= lag:  # its slot came
+                _, waited = queued.pop(0)
+                pacer.buckets.sending(1_000, waited)
+                headers, refusal = limits.admit("judge", 1_000)
+                refused += refusal is not None
+                sent += 1
+                in_flight.append((headers, waited))
+            while len(in_flight) > 5:
+                pacer.buckets.learn(*in_flight.pop(0))
+            await asyncio.sleep(0.001)
+        return refused, sent
+
+    refused, sent = asyncio.run(scenario())
+    assert refused <= 0.02 * sent, (refused, sent)
+    assert sent > 50
+
+
+def test_a_request_never_sent_gives_its_cost_back() -> None:
+    buckets = EndpointPacer("judge").buckets
+    before = dict(buckets.level)
+    mark = buckets.take(500.0)
+    buckets.unsent(500.0, mark)
+    buckets.unsent(500.0, mark)  # once only
+    assert buckets.level == before and buckets.pending == {"requests": 0.0, "tokens": 0.0}
+    sent = buckets.take(500.0)
+    buckets.sending(500.0, sent)
+    buckets.unsent(500.0, sent)  # sent: its cost stays taken
+    assert buckets.level["tokens"] == before["tokens"] - 500.0
