@@ -25,22 +25,21 @@ def run_module(
     cwd: Path = REPO,
     timeout: float = 300,
 ) -> subprocess.CompletedProcess:
-    """`python -m <module> <args>` as a user runs it, in `cwd`, with `env` over this one's."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
+    """`python -m <module> <args>` as a user runs it, in `cwd`, with `env` over this one's:
+    forked from the zygote (tests/zygote.py), which has imported the package already."""
+    return zygote.run(*args, env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout,
+                      module=module)  # fmt: skip
 
 
 def run_python_m(
     *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
 ) -> subprocess.CompletedProcess:
     """`python -m healthbench_exp <args>`, a fresh interpreter: this module's own tests."""
-    return run_module("healthbench_exp", *args, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "healthbench_exp", *args],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
 
 
 def run_cli(
