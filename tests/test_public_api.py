@@ -13,6 +13,7 @@ import pytest
 
 import healthbench_exp
 from healthbench_exp import Config, load_config, load_examples, load_meta_rows, run
+from tests import zygote
 
 DEMO = ["experiment=demo", "wandb=disabled"]
 # what differs between two runs of the same job: times, when the invocation ran, and how many
@@ -35,13 +36,10 @@ def sorted_lines(path: Path) -> list[str]:
 
 def test_run_gives_the_clis_summary_and_files(tmp_path: Path) -> None:
     cli_dir, api_dir = tmp_path / "cli", tmp_path / "api"
-    cli = subprocess.run(
-        [sys.executable, "-m", "healthbench_exp", *DEMO, f"hydra.run.dir={cli_dir}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    cli = zygote.run(
+        *DEMO, f"hydra.run.dir={cli_dir}",
         env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(tmp_path / "cli-cache")},  # not ours
-    )
+    )  # fmt: skip
     assert cli.returncode == 0, cli.stderr
 
     config, plain = load_config(DEMO)

@@ -28,7 +28,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # what the zygote's libraries read while importing: a request that changes them runs plainly
-IMPORT_TIME_PREFIXES = ("HOME", "XDG_", "HF_", "HUGGINGFACE", "PYTHON", "NETRC", "WANDB_DIR")
+# (W&B reads WANDB_DIR when a run starts, not on import: tests/output/test_tracking.py checks
+# that the offline runs land in the WANDB_DIR each test sets)
+IMPORT_TIME_PREFIXES = ("HOME", "XDG_", "HF_", "HUGGINGFACE", "PYTHON", "NETRC")
 ENVIRONMENT = dict(os.environ)  # this process's, as pytest started it (before any monkeypatch)
 
 
@@ -211,26 +213,34 @@ def _plain(env: dict[str, str]) -> bool:
 
 
 def spawn(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
+    module: str = "healthbench_exp",
 ) -> ForkedRun | subprocess.Popen:
-    """Start `python -m healthbench_exp <args>` with `env` (default: this process's) in `cwd`."""
+    """Start `python -m <module> <args>` with `env` (default: this process's) in `cwd`; `module`
+    is the CLI or another of the package's (`healthbench_exp.aggregate`, `.cache`)."""
     environment = dict(os.environ if env is None else env)
     if _plain(environment) or ENVIRONMENT.get("HEALTHBENCH_TESTS_FORK") == "0":
         return subprocess.Popen(
-            [sys.executable, "-m", "healthbench_exp", *args], cwd=cwd, env=environment,
+            [sys.executable, "-m", module, *args], cwd=cwd, env=environment,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
     if not _zygote:
         _zygote.append(_Zygote())
         atexit.register(_zygote[0].close)
-    return _zygote[0].start(["healthbench_exp", *args], environment, cwd)
+    return _zygote[0].start([module, *args], environment, cwd)
 
 
 def run(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 300
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
+    timeout: float = 300,
+    module: str = "healthbench_exp",
 ) -> subprocess.CompletedProcess:
     """`spawn`, waited for: a `subprocess.run(..., capture_output=True, text=True)` result."""
-    process = spawn(*args, env=env, cwd=cwd)
+    process = spawn(*args, env=env, cwd=cwd, module=module)
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -20,6 +20,7 @@ from healthbench_exp.config.schema import (
     DataSource,
     WandbMode,
 )
+from tests import zygote
 
 CONF = Path(__file__).resolve().parents[2] / "healthbench_exp" / "conf"
 register_configs()
@@ -179,21 +180,8 @@ def test_validate_rejects_out_of_range_values() -> None:
 
 
 def test_missing_model_name_is_reported_by_the_cli(tmp_path) -> None:
-    import subprocess
-    import sys
 
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "healthbench_exp",
-            "model=openai_compatible",
-            f"hydra.run.dir={tmp_path}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = zygote.run("model=openai_compatible", f"hydra.run.dir={tmp_path}", timeout=120)
     assert result.returncode != 0
     assert "model.name" in result.stderr + result.stdout
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.e2e.test_e2e import REPO, run_cli, run_module
 
 
@@ -67,14 +68,10 @@ def test_stats_prune_and_clear_on_a_real_cache(tmp_path: Path) -> None:
 
 def test_prune_while_a_run_writes_keeps_the_run_working(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    job = subprocess.Popen(
-        [
-            sys.executable, "-m", "healthbench_exp", "experiment=demo", "wandb.mode=disabled",
-            "offline_server.latency_ms=150", "runner.max_concurrent=2",
-            "runner.max_parallel_judges=2", f"cache.dir={cache}",
-            f"hydra.run.dir={tmp_path / 'run'}",
-        ],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    job = zygote.spawn(
+        "experiment=demo", "wandb.mode=disabled", "offline_server.latency_ms=150",
+        "runner.max_concurrent=2", "runner.max_parallel_judges=2", f"cache.dir={cache}",
+        f"hydra.run.dir={tmp_path / 'run'}",
     )  # fmt: skip
     pruned = deferred = 0
     deadline = time.monotonic() + 120

@@ -25,22 +25,21 @@ def run_module(
     cwd: Path = REPO,
     timeout: float = 300,
 ) -> subprocess.CompletedProcess:
-    """`python -m <module> <args>` as a user runs it, in `cwd`, with `env` over this one's."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
+    """`python -m <module> <args>` as a user runs it, in `cwd`, with `env` over this one's:
+    forked from the zygote (tests/zygote.py), which has imported the package already."""
+    return zygote.run(*args, env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout,
+                      module=module)  # fmt: skip
 
 
 def run_python_m(
     *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
 ) -> subprocess.CompletedProcess:
     """`python -m healthbench_exp <args>`, a fresh interpreter: this module's own tests."""
-    return run_module("healthbench_exp", *args, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "healthbench_exp", *args],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
 
 
 def run_cli(
@@ -107,17 +106,15 @@ def test_api_key_never_lands_on_disk(tmp_path) -> None:
 
 
 def test_bad_input_gets_one_clear_line(tmp_path) -> None:
-    typo = run_python_m("experiment=demo", "sampling.temprature=0.7")
+    typo = run_cli("experiment=demo", "sampling.temprature=0.7")
     assert typo.returncode == 2 and "Did you mean 'temperature'?" in typo.stderr
     bad = tmp_path / "bad.jsonl"
     row = {"prompt_id": "x1", "prompt": [{"role": "user", "content": "hi"}], "rubrics": []}
     bad.write_text(json.dumps({**row, "example_tags": ["theme:hedging"]}) + "\n")
-    data = run_python_m(
-        "experiment=demo", f"dataset.path={bad}", f"hydra.run.dir={tmp_path / 'out'}"
-    )
+    data = run_cli("experiment=demo", f"dataset.path={bad}", f"hydra.run.dir={tmp_path / 'out'}")
     assert data.returncode == 2
     assert "bad.jsonl line 1 (prompt_id x1): 'rubrics' is missing or empty" in data.stderr
-    key = run_python_m(
+    key = run_cli(
         "difficulty=sample",
         "wandb=disabled",
         f"hydra.run.dir={tmp_path / 'out2'}",
@@ -147,7 +144,7 @@ def test_multirun_runs_every_job(tmp_path) -> None:
 
 
 def test_physician_and_meta_eval_modes_from_the_command_line(tmp_path) -> None:
-    result = run_python_m(
+    result = run_cli(
         "experiment=demo", "completions=physician", "completions.group=3", "wandb=disabled",
         f"hydra.run.dir={tmp_path / 'physician'}",
     )  # fmt: skip
@@ -157,13 +154,11 @@ def test_physician_and_meta_eval_modes_from_the_command_line(tmp_path) -> None:
     assert summary["counts"]["model_requests"] == 0
     assert "physician completions, Group 3" in (tmp_path / "physician" / "report.html").read_text()
 
-    result = run_python_m(
-        "experiment=demo", "completions=physician", f"hydra.run.dir={tmp_path / 'x'}"
-    )
+    result = run_cli("experiment=demo", "completions=physician", f"hydra.run.dir={tmp_path / 'x'}")
     assert result.returncode == 2
     assert "error: completions=physician needs completions.group=1 or 2 or 3" in result.stderr
 
-    result = run_python_m(
+    result = run_cli(
         "experiment=demo", "task=meta_eval", "wandb=disabled", f"hydra.run.dir={tmp_path / 'm'}"
     )
     assert result.returncode == 0, result.stderr

@@ -33,6 +33,7 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.engine import serve, serve_commands
 from healthbench_exp.engine.endpoints import endpoint_identity
 from healthbench_exp.output.run_dir import RunDirectory
+from tests import zygote
 from tests.e2e.test_e2e import REPO
 
 STAND_IN_BIN = REPO / "tests" / "bin"
@@ -47,10 +48,9 @@ def stand_in_env() -> dict[str, str]:
 
 
 def served_run(run_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "healthbench_exp", *LIGHT, "model=vllm", *args,
-         f"hydra.run.dir={run_dir}"],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO, env=stand_in_env(),
+    return zygote.run(
+        *LIGHT, "model=vllm", *args, f"hydra.run.dir={run_dir}", env=stand_in_env(),
+        timeout=timeout,
     )  # fmt: skip
 
 
@@ -89,10 +89,7 @@ def server_lives(log: Path) -> list[ServerLife]:
 
 def resume_to_completion(run_dir: Path) -> None:
     """`resume=<run_dir>` (the stand-in on PATH): the run ends completed."""
-    resumed = subprocess.run(
-        [sys.executable, "-m", "healthbench_exp", f"resume={run_dir}"],
-        capture_output=True, text=True, timeout=120, cwd=REPO, env=stand_in_env(),
-    )  # fmt: skip
+    resumed = zygote.run(f"resume={run_dir}", env=stand_in_env(), timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((run_dir / "status.json").read_text())["status"] == "completed"
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +21,8 @@ from healthbench_exp.grading.grader import (
     shared_prefix_first_template,
 )
 from healthbench_exp.testing.server import ServerProcess, server_args
-from tests.e2e.test_e2e import REPO, run_cli
+from tests import zygote
+from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import verdicts
 from tests.model.test_cache import endpoint_args
 from tests.model.test_costs import priced_config
@@ -81,13 +80,7 @@ def test_a_killed_batch_run_resumes_by_batch_id_without_resubmitting(tmp_path: P
             *endpoint_args(server.base_url), "judge.batch=true", "judge.batch_poll_s=0.1",
             f"hydra.run.dir={run_dir}",
         ]  # fmt: skip
-        process = subprocess.Popen(
-            [sys.executable, "-m", "healthbench_exp", *args],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = zygote.spawn(*args, env=env)
         deadline = time.monotonic() + 60
         while not (run_dir / "batches.json").exists():
             assert process.poll() is None and time.monotonic() < deadline

@@ -21,7 +21,8 @@ from healthbench_exp.model.cache import CachedReply, Profile, ResponseCache, req
 from healthbench_exp.model.cache_admin import groups, last_runs, open_cache, profile_history
 from healthbench_exp.model.limits import AdaptiveLimit
 from healthbench_exp.testing.server import ServerProcess, server_args
-from tests.e2e.test_e2e import REPO, run_cli
+from tests import zygote
+from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts
 
 
@@ -180,7 +181,9 @@ def server_requests(base_url: str) -> int:
         return json.loads(response.read())["requests"]
 
 
-def wait_for_requests(base_url: str, at_least: int, process: subprocess.Popen) -> None:
+def wait_for_requests(
+    base_url: str, at_least: int, process: zygote.ForkedRun | subprocess.Popen
+) -> None:
     deadline = time.monotonic() + 120
     while server_requests(base_url) < at_least:
         assert process.poll() is None, "the run ended before it could be killed"
@@ -223,9 +226,7 @@ def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path, cache: str) -> No
     ]
     with ServerProcess(server_args(latency_ms=20)) as server:
         command = [a.replace("URL", server.base_url) for a in command]
-        process = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        process = zygote.spawn(*command[3:])
         wait_for_requests(server.base_url, clean_requests // 2, process)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)

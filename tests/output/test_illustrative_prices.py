@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e.test_e2e import REPO, run_cli, run_module
+from tests.e2e.test_e2e import run_cli, run_module
 
 REAL = ("model.price.as_of='2025-06 list price'", "judge.price.as_of='2025-06 list price'")
 
@@ -33,7 +33,7 @@ def test_illustrative_prices_are_named_wherever_their_cost_is_shown(tmp_path: Pa
 
     compared = run_module(
         "healthbench_exp.aggregate", str(tmp_path / "demo"), "--out", str(tmp_path / "cmp"),
-        cwd=tmp_path, env={"PYTHONPATH": str(REPO)},
+        cwd=tmp_path,
     )  # fmt: skip
     assert compared.returncode == 0, compared.stderr
     text = (tmp_path / "cmp" / "sweep_summary.md").read_text()

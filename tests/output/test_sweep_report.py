@@ -10,7 +10,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from tests.e2e.test_e2e import REPO, run_cli, run_module
+from tests.e2e.test_e2e import run_cli, run_module
 
 
 def test_the_comparison_plots_headlines_and_keeps_its_runs_table_short(tmp_path: Path) -> None:
@@ -22,7 +22,7 @@ def test_the_comparison_plots_headlines_and_keeps_its_runs_table_short(tmp_path:
     out = tmp_path / "cmp"
     compared = run_module(
         "healthbench_exp.aggregate", str(tmp_path / "demo"), str(tmp_path / "pro"),
-        "--out", str(out), cwd=tmp_path, env={"PYTHONPATH": str(REPO)},
+        "--out", str(out), cwd=tmp_path,
     )  # fmt: skip
     assert compared.returncode == 0, compared.stderr
     page = (out / "report.html").read_text()

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_e2e import REPO, run_cli, run_module
+from tests.e2e.test_e2e import run_cli, run_module
 
 
 def aggregate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return run_module("healthbench_exp.aggregate", *args, cwd=cwd, env={"PYTHONPATH": str(REPO)})
+    return run_module("healthbench_exp.aggregate", *args, cwd=cwd)
 
 
 def tree_hashes(directory: Path) -> dict[str, str]:
