@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from healthbench_exp.testing.server import ServerProcess, server_args
 
@@ -140,12 +141,56 @@ def loopback_server() -> Iterator[Callable[..., LoopbackServer]]:
         process.__exit__(None, None, None)
 
 
+def _groups_folder(config: pytest.Config) -> Path:
+    """Where the workers leave their tests' groups for the controller's scheduler (the session's
+    temporary root, which the workers' own roots sit in)."""
+    root = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "xdist-groups"
+
+
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`--dist loadgroup`), the tests of a module that share a module-scoped
-    fixture (a sweep, a run they all read) go to one worker, so that the fixture runs once."""
+    fixture (a sweep, a run they all read) go to one worker, so that the fixture runs once.
+
+    pytest-xdist 3.8 groups by a suffix it adds to `item._nodeid`, which pytest 9 no longer reads
+    (a node's id is `item._id`): its groups never reach the scheduler, and each worker that got
+    one of a module's tests ran the module's fixture again. So each worker writes its tests'
+    groups to a file and `GroupScheduling` below (the controller's scheduler) reads them."""
+    groups: dict[str, str] = {}
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         defs = info.name2fixturedefs.values() if info is not None else ()
         if any(d[-1].scope == "module" for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})  # fmt: skip
+        if names:
+            groups[item.nodeid] = "_".join(names)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and config.getvalue("loadgroup"):
+        folder = _groups_folder(config)
+        folder.mkdir(exist_ok=True)
+        (folder / f"{worker}.json.tmp").write_text(json.dumps(groups), encoding="utf-8")
+        (folder / f"{worker}.json.tmp").replace(folder / f"{worker}.json")
+
+
+class GroupScheduling(LoadScopeScheduling):
+    """`--dist loadgroup` with the groups the workers wrote (see above): a group's tests are one
+    unit of work, every other test a unit of its own."""
+
+    def __init__(self, config: pytest.Config, log: object = None) -> None:
+        super().__init__(config, log)  # type: ignore[arg-type]
+        self._groups: dict[str, str] | None = None
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self._groups is None:  # every worker has collected by the time it schedules
+            self._groups = {}
+            for path in sorted(_groups_folder(self.config).glob("*.json")):
+                self._groups.update(json.loads(path.read_text(encoding="utf-8")))
+        group = self._groups.get(nodeid)
+        return f"@{group}" if group is not None else nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
+    return GroupScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
