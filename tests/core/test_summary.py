@@ -33,6 +33,7 @@ RUNS = {
     "eval_repeats_failures": (
         "experiment=demo",
         "wandb=disabled",
+        "sampling.num_examples=8",  # the parts, not the row count, are the point
         "sampling.rollouts_per_example=2",
         "offline_server.empty_reply_rate=0.3",
         "scoring.length_penalty_per_500_chars=0.0147",
@@ -40,11 +41,12 @@ RUNS = {
     "eval_physician": (
         "experiment=demo",
         "wandb=disabled",
+        "sampling.num_examples=8",
         "completions=physician",
         "completions.group=1",
     ),
     "eval_partial": ("experiment=demo", "wandb=disabled", "budget.max_usd=0.05"),
-    "meta_eval": ("experiment=demo", "task=meta_eval"),
+    "meta_eval": ("experiment=demo", "task=meta_eval", "sampling.num_examples=10"),
     "meta_eval_partial": (
         "experiment=demo",
         "wandb=disabled",
