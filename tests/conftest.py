@@ -192,5 +192,6 @@ class GroupScheduling(LoadScopeScheduling):
         return f"@{group}" if group is not None else nodeid
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: none without it (`-p no:xdist`)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
     return GroupScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
