@@ -65,11 +65,15 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
     assert {_key(r): r["verdicts"]["offline-judge-b"] for r in rows} == own
     assert any(len(set(r["verdicts"].values())) > 1 for r in rows)  # they disagree somewhere
     # the results dataset: the same, one entry per judge in `judges`
+    # (rows reach meta_eval.jsonl as they finish, the dataset in the run's order: match by key)
     dataset = datasets.load_from_disk(str(tmp_path / "jury" / "results"))
-    assert [{j["judge"]: j["criteria_met"] for j in judges} for judges in dataset["judges"]] == [
-        r["verdicts"] for r in rows
-    ]
-    assert dataset["judges"][0][1]["explanation"] == rows[0]["explanations"]["offline-judge-b"]
+    by_key = {_key(r): r for r in rows}
+    assert len(dataset) == len(by_key) == 40
+    for entry in dataset:
+        row = by_key[_key(entry)]
+        assert {j["judge"]: j["criteria_met"] for j in entry["judges"]} == row["verdicts"]
+        assert [j["judge"] for j in entry["judges"]] == section["members"]
+        assert entry["judges"][1]["explanation"] == row["explanations"]["offline-judge-b"]
     # report.html: a row per judge, the primary first, with both figures and their intervals
     page = (tmp_path / "jury" / "report.html").read_text(encoding="utf-8")
     assert "<h2 id='jury'>Jury: each judge against physicians</h2>" in page

@@ -8,7 +8,6 @@ meta-eval rows.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -17,19 +16,11 @@ import pytest
 
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
 from tests.e2e.test_e2e import run_cli
+from tests.engine.test_jury_rates import by_hand
 
 RUN = ("experiment=demo", "task=meta_eval", "wandb=disabled", "runner.progress=false")
 RATES = {"offline-judge": 0.0, "offline-judge-b": 1.0, "offline-judge-c": 0.3}  # primary first
 POOLED = "pairwise_model_f1_balanced"
-
-
-def by_hand(judge: str, prompt: str, rate: float) -> bool:
-    """The rule, written out: sha256 of the prompt decides the base verdict (first byte even:
-    met); it flips where the first 8 bytes of sha256(judge, 0x1f, prompt), as a fraction of
-    2**64, fall below the judge's rate."""
-    base = hashlib.sha256(prompt.encode()).digest()[0] % 2 == 0
-    draw = hashlib.sha256(f"{judge}\x1f{prompt}".encode()).digest()[:8]
-    return base != (int.from_bytes(draw, "big") / 2**64 < rate)
 
 
 def balanced_f1(pairs: list[tuple[bool, bool]]) -> float:
