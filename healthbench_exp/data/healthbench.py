@@ -65,8 +65,10 @@ def parse_example(decoded: object, where: str) -> Example:
         if axis is not None and axis not in AXES:
             raise fail(f"rubrics[{i}] has unknown axis 'axis:{axis}'; valid: {sorted(AXES)}")
         # a few dozen tag sets recur over the whole set: each row's criteria share one copy
-        shared = _TAG_SETS.setdefault(tuple(tags), tuple(tags))
-        criteria.append(Criterion(text=text, points=points, tags=shared))
+        tag_set = tuple(tags)
+        criteria.append(
+            Criterion(text=text, points=points, tags=_TAG_SETS.setdefault(tag_set, tag_set))
+        )
 
     example_tags = row.get("example_tags")
     if not isinstance(example_tags, list) or not all(isinstance(t, str) for t in example_tags):

@@ -51,27 +51,32 @@ def judge_entry(job: Job, label: str) -> dict[str, object]:
     cost = grading_cost(judge)
     graded = counts.rows_graded
     entry["judge_cost_usd"] = cost
-    entry["cost_per_1000_graded_usd"] = None if cost is None or not graded else cost / graded * 1000
+    entry["cost_per_1000_graded_usd"] = per_1000_graded(cost, graded)
     return entry
+
+
+def per_1000_graded(cost: float | None, graded: int) -> float | None:
+    """A judge's cost per 1,000 graded criteria (None: no cost known, or nothing graded)."""
+    return None if cost is None or not graded else cost / graded * 1000
 
 
 CATEGORY_SUFFIX = f": {MODEL_POOLED}"  # `<category>: pairwise_model_f1_balanced`
 
 
-def member_entries(job: Job, label: str) -> list[dict[str, object]]:
+def member_entries(job: Job, primary: Mapping[str, object]) -> list[dict[str, object]]:
     """A meta-eval graded by a jury: one line per further judge (the run's `jury.by_judge`,
-    `jury.ungraded` and `usage.jury`), beside its primary judge's; [] without a jury."""
+    `jury.ungraded` and `usage.jury`), made from its primary judge's line `primary` (the
+    physicians' figures are the run's); [] without a jury."""
     assert job.summary is not None
     summary = job.summary
     jury, counts = summary.jury, summary.meta_counts
     if jury is None:
         return []
-    primary = judge_entry(job, label)  # the physicians' figures are the run's
     run = counts.rows - counts.rows_not_run
     entries = []
     for name in jury.members[1:]:
         mine = jury.by_judge.get(name, {})
-        entry = primary | {"judge": name, "label": f"{label} (jury member)"}
+        entry = {**primary, "judge": name, "label": f"{primary['label']} (jury member)"}
         for column in ("judge_criterion_mean", "judge_pooled"):
             metric = FIGURES[column]
             entry[column] = mine.get(metric)
@@ -86,9 +91,7 @@ def member_entries(job: Job, label: str) -> list[dict[str, object]]:
         entry["ungraded_rate"] = (run - graded) / run if run else None
         cost = grading_cost((summary.usage.jury or {}).get(name) if summary.usage else None)
         entry["judge_cost_usd"] = cost
-        entry["cost_per_1000_graded_usd"] = (
-            None if cost is None or not graded else cost / graded * 1000
-        )
+        entry["cost_per_1000_graded_usd"] = per_1000_graded(cost, graded)
         entries.append(entry)
     return entries
 
@@ -115,15 +118,17 @@ def grading_cost(judge: RoleUsage | None) -> float | None:
 def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, object]]:
     """The table's entries, one per completed meta-eval job and one per further judge of its
     jury (empty: no such job)."""
-    return [
-        entry
-        for job in jobs
-        if job.status == "completed"
-        and job.summary is not None
-        and job.summary.is_meta_eval
-        and job.summary.counts is not None
-        for entry in (judge_entry(job, labels[job.name]), *member_entries(job, labels[job.name]))
-    ]
+    entries = []
+    for job in jobs:
+        if (
+            job.status == "completed"
+            and job.summary is not None
+            and job.summary.is_meta_eval
+            and job.summary.counts is not None
+        ):
+            primary = judge_entry(job, labels[job.name])
+            entries += [primary, *member_entries(job, primary)]
+    return entries
 
 
 def _num(value: object) -> str:
