@@ -87,7 +87,7 @@ def sized_verdict(verdict: str, tokens: int) -> str:
 
 def base_verdict(grader_prompt: str) -> bool:
     """The verdict every judge with a flip rate starts from: a hash of the grader prompt alone."""
-    return hashlib.sha256(grader_prompt.encode("utf-8")).digest()[0] % 2 == 0
+    return _digest(grader_prompt)[0] % 2 == 0
 
 
 def flip_draw(judge: str, grader_prompt: str) -> float:
