@@ -106,11 +106,11 @@ def run_app(cfg: DictConfig) -> float | None:
             job_name=hydra_config.job.name,
         )
         if config.dry_run.requested:
-            estimate = jobs.dry_run(config, output_dir, plain, checked=True)
+            estimate = jobs.estimate_job(config, run_dir, plain)
             print(format_estimate(estimate, output_dir))
             run_dir.write_status("dry_run")
             return None
-        record = jobs.run_job(config, output_dir, plain, job, readiness)
+        record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
         return end(ending, run_dir, in_sweep)

@@ -106,12 +106,12 @@ def build_sinks(
 
 def run_job(
     config: Config,
-    output_dir: Path,
+    run_dir: RunDirectory,
     config_dict: dict[str, object],
     job: tracking.JobContext | None = None,
     readiness: Readiness | None = None,
 ) -> RunSummary:
-    """Run the configured task, write every output into `output_dir`, return the summary.
+    """Run the configured task, write every output into `run_dir`, return the summary.
 
     The outputs are the CLI's: the JSONL files, `summary.json`, `invocations.jsonl`, the
     `results/` dataset, `report.html` and the W&B run (`config.wandb`); the CLI's own job
@@ -125,8 +125,9 @@ def run_job(
     if readiness is None:
         readiness = startup.check(config)  # every problem found without a network, at once
     task = build_task(config, config_dict)
-    sinks = build_sinks(config, config_dict, output_dir, job or tracking.JobContext(), readiness)
-    return engine.run(task, engine.RunSettings(config, RunDirectory(output_dir)), sinks)
+    job = job or tracking.JobContext()
+    sinks = build_sinks(config, config_dict, run_dir.directory, job, readiness)
+    return engine.run(task, engine.RunSettings(config, run_dir), sinks)
 
 
 def run(
@@ -141,24 +142,27 @@ def run(
     if config.dry_run.requested:
         raise ConfigError("dry_run is set: call healthbench_exp.dry_run for the estimate")
     config_dict = plain_config(config) if config_dict is None else config_dict
-    return run_job(config, Path(output_dir), config_dict, job).to_dict()
+    return run_job(config, RunDirectory(Path(output_dir)), config_dict, job).to_dict()
 
 
 def dry_run(
     config: Config,
     output_dir: Path | str,
     config_dict: dict[str, object] | None = None,
-    checked: bool = False,
 ) -> dict[str, object]:
     """Estimate the run's calls, tokens and cost into `output_dir/estimate.json`; send nothing
     (unless a role's `rate_limit.probe` asks for one request, or `dry_run.pilot=N` for the
-    first N rows: then the keys are checked first); return the estimate. `checked`: the caller
-    ran `startup.check(config, dry_run=True)` already."""
-    output_dir = Path(output_dir)
+    first N rows: then the keys are checked first); return the estimate."""
     config_dict = plain_config(config) if config_dict is None else config_dict
-    if not checked:
-        startup.check(config, dry_run=True)  # a pilot's keys are read when it starts
-    run_dir = RunDirectory(output_dir)
+    startup.check(config, dry_run=True)  # a pilot's keys are read when it starts
+    return estimate_job(config, RunDirectory(Path(output_dir)), config_dict)
+
+
+def estimate_job(
+    config: Config, run_dir: RunDirectory, config_dict: dict[str, object]
+) -> dict[str, object]:
+    """`dry_run` for a caller that checked the config: the estimate, also written to
+    `run_dir`'s `estimate.json` with the config beside it."""
     estimate = engine.estimate(build_task(config, config_dict), engine.RunSettings(config, run_dir))
     run_dir.write_estimate({**estimate, "config": config_dict})
     return estimate

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from healthbench_exp.core.run_files import INVOCATIONS_FILE
-from healthbench_exp.output.files import try_write_status, write_json, write_status
+from healthbench_exp.output.files import output_errors, try_write_status, write_json, write_status
 
 ESTIMATE_FILE = "estimate.json"
 HYDRA_DIR = ".hydra"
@@ -42,15 +42,20 @@ class RunDirectory:
     # -- for the layers below output (core.run_files.RunFiles) ------------------------------
 
     def append_invocation(self, entry: Mapping[str, object]) -> None:
-        """One line of `invocations.jsonl`, appended when an invocation ends."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / INVOCATIONS_FILE, "a", encoding="utf-8") as out:
-            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        """One line of `invocations.jsonl`, appended when an invocation ends. A failed write
+        raises `OutputWriteError` naming the file, as every other run-directory write does."""
+        path = self.directory / INVOCATIONS_FILE
+        with output_errors(path):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
     def write_batches(self, name: str, entries: Sequence[Mapping[str, object]]) -> None:
         """A batch judge's record (`batches.json`), atomically: a reader, or a resume after a
         crash, never sees half of it."""
-        write_json(self.directory / name, list(entries))
+        path = self.directory / name
+        with output_errors(path):
+            write_json(path, list(entries))
 
     def open_log(self, name: str) -> BinaryIO:
         """A served model's log, for appending: its server's output goes straight into it."""
@@ -70,11 +75,14 @@ class RunDirectory:
 
     def write_estimate(self, estimate: Mapping[str, object]) -> None:
         """A dry run's `estimate.json`."""
-        write_json(self.directory / ESTIMATE_FILE, dict(estimate))
+        path = self.directory / ESTIMATE_FILE
+        with output_errors(path):
+            write_json(path, dict(estimate))
 
     def write_hydra_config(self, files: Mapping[str, str]) -> None:
         """`.hydra/<name>` for each YAML text of `files` (a resume's, once its checks pass)."""
         folder = self.directory / HYDRA_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
+        with output_errors(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (folder / name).write_text(text, encoding="utf-8")
