@@ -1,0 +1,83 @@
+"""The pacer's copy of the server's token bucket when requests reach the server out of the
+order in which they were sent, against the built-in server's own limiter over HTTP.
+
+A burst of requests is sent; one of them, sent last, reaches the server first (a free
+connection while the others wait for theirs, as happens when the client's CPU is busy sending
+hundreds of requests at once). Its reply's `x-ratelimit-remaining-tokens` was read before the
+server had taken the others' cost. The refill is slow (1,000 tokens a second), so timing does
+not change what is admitted; no request sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+
+from healthbench_exp.model.ratelimit import EndpointPacer
+from healthbench_exp.testing.limits import request_tokens
+
+CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
+COST = 1_000  # tokens per request: a 4,000-character prompt, no max_tokens
+MESSAGES = [{"role": "user", "content": "x" * 4 * COST}]
+
+
+def post(base_url: str) -> tuple[int, dict[str, str]]:
+    """One chat completion; its status and headers."""
+    body = json.dumps({"model": "bench-judge", "messages": MESSAGES}).encode()
+    request = urllib.request.Request(
+        base_url + "/chat/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}
+
+
+def test_a_reply_that_overtook_earlier_requests_does_not_give_their_cost_back(
+    loopback_server,
+) -> None:
+    server = loopback_server(rate_limit_tokens=CAPACITY, rate_limit_window_s=60.0)
+    assert request_tokens({}, MESSAGES) == COST  # the server counts what the pacer takes
+
+    async def scenario() -> tuple[int, int, int]:
+        pacer = EndpointPacer("judge")
+        buckets = pacer.buckets
+
+        async def send_one() -> dict[str, float]:
+            _, mark = await pacer.start(COST)
+            buckets.sending(COST, mark)
+            return mark
+
+        def answered(mark: dict[str, float], reply: tuple[int, dict[str, str]]) -> int:
+            buckets.unsent(COST, mark)  # as the endpoint does once a request has ended
+            buckets.learn(reply[1], mark)
+            return reply[0]
+
+        first = await send_one()  # one reply tells the limits
+        assert answered(first, post(server.base_url)) == 200
+        burst = []  # as many as the copy holds: then the pacer would hold the next one back
+        while buckets.wait_s(COST, time.monotonic()) <= 0:
+            burst.append(await send_one())
+        assert len(burst) >= 50
+        # the last one sent reaches the server first and is answered while the rest travel
+        statuses = [answered(burst[-1], post(server.base_url))]
+        # what the pacer lets start now, before any other reply has come
+        more = []
+        while buckets.wait_s(COST, time.monotonic()) <= 0 and len(more) < CAPACITY // COST:
+            more.append(await send_one())
+        for mark in [*burst[:-1], *more]:  # then the others reach the server, in order
+            statuses.append(answered(mark, post(server.base_url)))
+        return len(burst), len(more), statuses.count(429)
+
+    burst, more, refused = asyncio.run(scenario())
+    stats = server.stats()
+    assert stats["rate_limited"] == refused
+    # the copy was not raised by the cost of the requests still travelling (before: by all 50
+    # or so of them, and as many more started at once; the server refused those)
+    assert more <= 2 and refused == 0, (burst, more, refused)
