@@ -1,12 +1,6 @@
-"""The pacer's copy of the server's token bucket when requests reach the server out of the
-order in which they were sent, against the built-in server's own limiter over HTTP.
-
-A burst of requests is sent; one of them, sent last, reaches the server first (a free
-connection while the others wait for theirs, as happens when the client's CPU is busy sending
-hundreds of requests at once). Its reply's `x-ratelimit-remaining-tokens` was read before the
-server had taken the others' cost. The refill is slow (1,000 tokens a second), so timing does
-not change what is admitted; no request sleeps.
-"""
+"""The pacer's copy of the server's token bucket when requests reach the server later than
+they were sent, or out of the order in which they were sent (as when the client's CPU is busy
+sending hundreds of requests at once), against the built-in server's own limiter over HTTP."""
 
 from __future__ import annotations
 
@@ -24,9 +18,9 @@ COST = 1_000  # tokens per request: a 4,000-character prompt, no max_tokens
 MESSAGES = [{"role": "user", "content": "x" * 4 * COST}]
 
 
-def post(base_url: str) -> tuple[int, dict[str, str]]:
+def post(base_url: str, messages: list[dict[str, str]] = MESSAGES) -> tuple[int, dict[str, str]]:
     """One chat completion; its status and headers."""
-    body = json.dumps({"model": "bench-judge", "messages": MESSAGES}).encode()
+    body = json.dumps({"model": "bench-judge", "messages": messages}).encode()
     request = urllib.request.Request(
         base_url + "/chat/completions", data=body, headers={"Content-Type": "application/json"}
     )
@@ -42,6 +36,10 @@ def post(base_url: str) -> tuple[int, dict[str, str]]:
 def test_a_reply_that_overtook_earlier_requests_does_not_give_their_cost_back(
     loopback_server,
 ) -> None:
+    """A burst of requests is sent; the last one reaches the server first (a free connection
+    while the others wait for theirs). Its reply's `x-ratelimit-remaining-tokens` was read
+    before the server had taken the others' costs. The refill is slow (1,000 tokens a second),
+    so timing does not change what is admitted; nothing sleeps."""
     server = loopback_server(rate_limit_tokens=CAPACITY, rate_limit_window_s=60.0)
     assert request_tokens({}, MESSAGES) == COST  # the server counts what the pacer takes
 
@@ -81,3 +79,46 @@ def test_a_reply_that_overtook_earlier_requests_does_not_give_their_cost_back(
     # the copy was not raised by the cost of the requests still travelling (before: by all 50
     # or so of them, and as many more started at once; the server refused those)
     assert more <= 2 and refused == 0, (burst, more, refused)
+
+
+def test_the_refill_while_a_request_travels_to_the_server_is_not_counted_twice(
+    loopback_server,
+) -> None:
+    """With the bucket drained, one request is sent and reaches the server 0.1 s later (the
+    client busy), while the bucket refills 10,000 tokens: the server's remaining at admission
+    holds that refill, and so does the copy's own, from the sending. The reply says how long
+    the server held the request (`openai-processing-ms`), so the copy counts it once."""
+    capacity, cost, travel_s = 100_000, 2_000, 0.1  # 100,000 tokens a second
+    messages = [{"role": "user", "content": "x" * 4 * cost}]
+    server = loopback_server(rate_limit_tokens=capacity, rate_limit_window_s=1.0)
+
+    async def scenario() -> tuple[int, int]:
+        pacer = EndpointPacer("judge")
+        buckets = pacer.buckets
+
+        async def send_one() -> dict[str, float]:
+            _, mark = await pacer.start(cost)
+            buckets.sending(cost, mark)
+            return mark
+
+        def answered(mark: dict[str, float], reply: tuple[int, dict[str, str]]) -> int:
+            buckets.unsent(cost, mark)
+            buckets.learn(reply[1], mark)
+            return reply[0]
+
+        statuses = [answered(await send_one(), post(server.base_url, messages))]
+        while buckets.wait_s(cost, time.monotonic()) <= 0:  # drain it, each answered at once
+            statuses.append(answered(await send_one(), post(server.base_url, messages)))
+        late = await send_one()  # when the copy holds its cost again
+        await asyncio.sleep(travel_s)  # on its way
+        statuses.append(answered(late, post(server.base_url, messages)))
+        more = []  # what the pacer lets start now, at once
+        while buckets.wait_s(cost, time.monotonic()) <= 0 and len(more) < capacity // cost:
+            more.append(await send_one())
+        statuses += [answered(mark, post(server.base_url, messages)) for mark in more]
+        return len(more), statuses.count(429)
+
+    more, refused = asyncio.run(scenario())
+    # the copy held the server's refill of the 0.1 s (about 5 requests), not twice that: before,
+    # about 5 more started and were refused
+    assert refused == 0 and more >= 3, (more, refused)
