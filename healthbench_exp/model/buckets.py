@@ -76,6 +76,8 @@ class HeaderBuckets:
         self.pending = dict.fromkeys(KINDS, 0.0)  # taken by requests not sent yet
         self.in_flight: dict[int, tuple[float, float]] = {}  # sent, not answered: cost, sent at
         self.sent = 0  # requests sent so far (the next one's place in the sending order)
+        # one sent longer before another was admitted before it (a long reply still running)
+        self.reorder_s = REORDER_S
         self.per_s: dict[str, float] = {}  # refill per second of each learnt bucket
         self.capacity: dict[str, float] = {}
         self.updated = time.monotonic()
@@ -162,12 +164,12 @@ class HeaderBuckets:
             self.level[kind] = min(self.capacity[kind], self.level[kind] + error)
 
     def _sent_before(self, mark: dict[str, float]) -> dict[str, float]:
-        """The costs of the requests sent before the one holding `mark`, at most REORDER_S
+        """The costs of the requests sent before the one holding `mark`, at most `reorder_s`
         before it, and not answered yet; that request is answered (no longer in flight)."""
         travelling = dict.fromkeys(KINDS, 0.0)
         if SEQ not in mark:
             return travelling
-        seq, since = int(mark[SEQ]), mark[SENT_AT] - REORDER_S
+        seq, since = int(mark[SEQ]), mark[SENT_AT] - self.reorder_s
         self.in_flight.pop(seq, None)
         for other, (tokens, sent_at) in self.in_flight.items():  # in the sending order
             if other > seq:

@@ -10,8 +10,9 @@ import time
 import urllib.error
 import urllib.request
 
+from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.ratelimit import EndpointPacer
-from healthbench_exp.testing.limits import request_tokens
+from healthbench_exp.testing.limits import AccountLimits, request_tokens
 
 CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
 COST = 1_000  # tokens per request: a 4,000-character prompt, no max_tokens
@@ -122,3 +123,32 @@ def test_the_refill_while_a_request_travels_to_the_server_is_not_counted_twice(
     # the copy held the server's refill of the 0.1 s (about 5 requests), not twice that: before,
     # about 5 more started and were refused
     assert refused == 0 and more >= 3, (more, refused)
+
+
+def test_a_long_reply_sent_well_before_does_not_hold_the_copy_back() -> None:
+    """A request still running long after it was sent (a long reply) was admitted long before
+    a later one: the later reply's correction counts its cost once, as the server did. Only
+    the requests sent within `reorder_s` before it stay taken a second time."""
+    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=CAPACITY, rate_limit_window_s=60))
+
+    async def scenario() -> tuple[float, float]:
+        buckets = EndpointPacer("model").buckets
+        buckets.reorder_s = 0.05
+
+        async def send_one() -> tuple[dict[str, float], dict[str, str]]:
+            mark = buckets.take(COST)
+            buckets.sending(COST, mark)
+            return mark, limits.admit("model", COST)[0]
+
+        buckets.learn(*reversed(await send_one()))  # one reply tells the limits
+        await send_one()  # a long reply: still running at the end
+        await asyncio.sleep(0.06)
+        await send_one()  # sent just before the next: it may still be on its way
+        mark, headers = await send_one()
+        buckets.learn(headers, mark)
+        return buckets.level["tokens"], float(headers["x-ratelimit-remaining-tokens"])
+
+    level, left = asyncio.run(scenario())
+    # the copy is the server's level less the one sent just before (counted again), not less
+    # the long one too (a refill of 1,000 tokens a second: under 100 since)
+    assert left - COST - 100 <= level <= left - COST + 100, (level, left)
