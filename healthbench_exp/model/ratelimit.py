@@ -161,6 +161,7 @@ class EndpointPacer:
         """Wait until a request may start; return its start time (monotonic)."""
         started, mark = await self.start(0.0)
         self.buckets.sending(0.0, mark)  # sent at once
+        self.buckets.unsent(0.0, mark)  # and its reply is not learnt from: not kept in flight
         return started
 
     async def start(self, tokens: float) -> tuple[float, dict[str, float]]:

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 
 from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.model.buckets import SENT_AT
 from healthbench_exp.model.ratelimit import EndpointPacer
 from healthbench_exp.testing.limits import AccountLimits, request_tokens
 
@@ -152,3 +153,25 @@ def test_a_long_reply_sent_well_before_does_not_hold_the_copy_back() -> None:
     # the copy is the server's level less the one sent just before (counted again), not less
     # the long one too (a refill of 1,000 tokens a second: under 100 since)
     assert left - COST - 100 <= level <= left - COST + 100, (level, left)
+
+
+def test_requests_are_in_flight_from_their_sending_until_they_end() -> None:
+    async def scenario() -> None:
+        pacer = EndpointPacer("judge")
+        buckets = pacer.buckets
+        await pacer.wait_turn()  # sent at once, its reply never reported: not kept
+        _, answered = await pacer.start(10.0)
+        buckets.sending(10.0, answered)
+        _, failed = await pacer.start(20.0)
+        buckets.sending(20.0, failed)
+        _, unsent = await pacer.start(30.0)
+        assert list(buckets.in_flight.values()) == [
+            (10.0, answered[SENT_AT]),
+            (20.0, failed[SENT_AT]),
+        ]
+        buckets.learn({}, answered)  # a reply (here without headers)
+        buckets.unsent(20.0, failed)  # ended without a reply (an error, a timeout)
+        buckets.unsent(30.0, unsent)
+        assert buckets.in_flight == {} and buckets.pending == {"requests": 0.0, "tokens": 0.0}
+
+    asyncio.run(scenario())
