@@ -19,7 +19,7 @@ import math
 import re
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
@@ -261,3 +261,13 @@ class EndpointPacer:
             parts.append(f"limit {per_s:.3g} {'req' if kind == 'requests' else 'tokens'}/s")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])
+
+
+def share_buckets(pacers: Iterable[tuple[Hashable, EndpointPacer]]) -> None:
+    """Pacers of the same account key (base URL, API key and model name: OpenAI limits each
+    model per organization and project, so a model under test that is also the judge draws on
+    one limit) keep one copy of the server's buckets, so neither spends what the other took;
+    each alone would learn the other's requests only from its own replies, a latency late."""
+    first: dict[Hashable, HeaderBuckets] = {}
+    for account, pacer in pacers:
+        pacer.buckets = first.setdefault(account, pacer.buckets)

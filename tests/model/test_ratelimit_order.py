@@ -12,7 +12,7 @@ import urllib.request
 
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.buckets import SENT_AT
-from healthbench_exp.model.ratelimit import EndpointPacer
+from healthbench_exp.model.ratelimit import EndpointPacer, share_buckets
 from healthbench_exp.testing.limits import AccountLimits, request_tokens
 
 CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
@@ -175,3 +175,39 @@ def test_requests_are_in_flight_from_their_sending_until_they_end() -> None:
         assert buckets.in_flight == {} and buckets.pending == {"requests": 0.0, "tokens": 0.0}
 
     asyncio.run(scenario())
+
+
+def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> None:
+    """A model under test that is also the judge draws on one limit. The model sends what the
+    bucket holds; none of its replies has come back when the judge would start: with one copy
+    the judge waits, where its own copy (learnt before the model's burst) let it spend the
+    bucket again and the server refused that."""
+    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=CAPACITY, rate_limit_window_s=60))
+    account = ("https://api.example/v1", "key", "gpt-x")
+    model, judge, other = (EndpointPacer(role) for role in ("model", "judge", "jury:b"))
+    share_buckets([(account, model), (account, judge), ((*account[:2], "gpt-y"), other)])
+    assert model.buckets is judge.buckets and other.buckets is not model.buckets
+
+    async def scenario() -> tuple[int, int]:
+        async def send(pacer: EndpointPacer) -> tuple[dict[str, float], dict[str, str] | None]:
+            _, mark = await pacer.start(COST)
+            pacer.buckets.sending(COST, mark)
+            headers, refusal = limits.admit(pacer.role, COST)
+            return mark, None if refusal is not None else headers
+
+        for pacer in (model, judge):  # one reply each tells the limits
+            mark, headers = await send(pacer)
+            assert headers is not None
+            pacer.buckets.learn(headers, mark)
+        burst = 0
+        while model.buckets.wait_s(COST, time.monotonic()) <= 0:  # the model's first burst
+            burst += 1
+            assert (await send(model))[1] is not None
+        refused = started = 0  # what the judge would start now
+        while judge.buckets.wait_s(COST, time.monotonic()) <= 0 and started < burst:
+            started += 1
+            refused += (await send(judge))[1] is None
+        return started, refused
+
+    started, refused = asyncio.run(scenario())
+    assert started <= 1 and refused == 0, (started, refused)
