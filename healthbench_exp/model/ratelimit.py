@@ -19,9 +19,11 @@ import math
 import re
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+
+from healthbench_exp.model.buckets import HeaderBuckets, parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -33,25 +35,11 @@ PACE_MARGIN = 0.9  # ... times this
 RAMP_PER_S = 0.05  # the pace rises by this share of the pace set at the last 429 every second
 NOTICE_EVERY_S = 30.0  # one log line per endpoint at most this often
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _TRY_AGAIN = re.compile(
     r"try again in\s+((?:\d+(?:\.\d+)?(?:ms|h|m|s))+|\d+(?:\.\d+)?\s*(?:seconds?|secs?))",
     re.IGNORECASE,
 )
 _QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in OpenAI's reset format ("20ms", "6s", "1m0s", "1h2m3.5s", "1.2 seconds")."""
-    text = text.strip().lower()
-    seconds_word = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:seconds?|secs?)", text)
-    if seconds_word:
-        return float(seconds_word.group(1))
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text.replace(" ", ""):
-        return None
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    return sum(float(number) * scale[unit] for number, unit in parts)
 
 
 def _retry_after(value: str) -> float | None:
@@ -133,111 +121,6 @@ def classify_429(headers: Mapping[str, str], body: object) -> Refusal:
     return Refusal(quota, too_large, wait_from_429(headers, message, limit_type), message)
 
 
-HEADROOM = 0.02  # of a learnt bucket's capacity, kept unspent against counting differences
-KINDS = ("requests", "tokens")
-SENT = "sent"  # in a mark once `sending` (or `unsent`) has settled its pending cost
-
-
-class HeaderBuckets:
-    """The endpoint's copy of the server's rate-limit buckets (requests and tokens), learnt from
-    the `x-ratelimit-limit/remaining/reset-*` headers of its replies, so requests start when the
-    server will admit them instead of being refused.
-
-    Every request takes its cost from the copy when it starts (1 request; its prompt at 4
-    characters per token plus the completion tokens it asks for, as OpenAI counts) and keeps
-    the level it left (`mark`). A reply's `remaining` is the server's level just after it took
-    the same request, so `remaining - mark`, less the corrections made since the mark, is how far
-    the copy is off: added to the copy now, it corrects it without counting the requests started
-    since, or an earlier correction, twice. Until a reply has carried
-    the headers nothing is known and nothing waits; an endpoint that sends none costs nothing.
-
-    A request may wait between its start here and its sending (for a slot under the in-flight
-    caps), while the server's bucket refills: its mark is taken again when it is sent
-    (`sending`), as the level the server will see (the copy now, plus the costs of the requests
-    started but not yet sent, `pending`). A mark from the start would count that refill twice,
-    the copy running ahead of the server by the refill of the wait (132,000 tokens after a wait
-    of 0.66 s at 200,000 a second, when 1,380 judge calls queued for 256 slots).
-    """
-
-    def __init__(self) -> None:
-        self.level = dict.fromkeys(KINDS, 0.0)  # relative until learnt: marks stay comparable
-        self.shift = dict.fromkeys(KINDS, 0.0)  # the corrections made so far (see `learn`)
-        self.pending = dict.fromkeys(KINDS, 0.0)  # taken by requests not sent yet
-        self.per_s: dict[str, float] = {}  # refill per second of each learnt bucket
-        self.capacity: dict[str, float] = {}
-        self.updated = time.monotonic()
-
-    def _refill(self, now: float) -> None:
-        elapsed, self.updated = now - self.updated, now
-        for kind, per_s in self.per_s.items():
-            self.level[kind] = min(self.capacity[kind], self.level[kind] + elapsed * per_s)
-
-    def wait_s(self, tokens: float, now: float) -> float:
-        """Seconds until a request of `tokens` fits in every learnt bucket (0: now)."""
-        if not self.per_s:
-            return 0.0
-        self._refill(now)
-        costs = {"requests": 1.0, "tokens": tokens}
-        return max(
-            (costs[kind] + HEADROOM * self.capacity[kind] - self.level[kind]) / per_s
-            for kind, per_s in self.per_s.items()
-        )
-
-    def take(self, tokens: float) -> dict[str, float]:
-        """Take a starting request's cost; its mark (the levels it left), until `sending`."""
-        level, shift, pending = self.level, self.shift, self.pending
-        level["requests"] -= 1.0
-        level["tokens"] -= tokens
-        mark = {kind: level[kind] - shift[kind] + pending[kind] for kind in KINDS}
-        pending["requests"] += 1.0
-        pending["tokens"] += tokens
-        return mark
-
-    def sending(self, tokens: float, mark: dict[str, float]) -> None:
-        """The request that took `tokens` and holds `mark` is being sent now: its mark becomes
-        the level the server will leave on admitting it (see the class docstring)."""
-        level, shift, pending = self.level, self.shift, self.pending
-        pending["requests"] -= 1.0
-        pending["tokens"] -= tokens
-        self._refill(time.monotonic())
-        mark.update({kind: level[kind] - shift[kind] + pending[kind] for kind in KINDS})
-        mark[SENT] = 1.0
-
-    def unsent(self, tokens: float, mark: dict[str, float]) -> None:
-        """If the request that took `tokens` and holds `mark` ended without being sent (budget,
-        cancellation), its cost goes back; nothing if it was sent."""
-        if SENT in mark:
-            return
-        mark[SENT] = 0.0  # once
-        for kind, cost in (("requests", 1.0), ("tokens", tokens)):
-            self.pending[kind] -= cost
-            self.level[kind] += cost
-
-    def learn(self, headers: Mapping[str, str], mark: dict[str, float]) -> None:
-        """Correct the copy from the headers of the reply to the request that left `mark`. A
-        429's `remaining` was read before the request's cost and nothing was taken: the same
-        correction gives its cost back (it is taken again when the request is sent again)."""
-        now = time.monotonic()
-        self._refill(now)
-        for kind in KINDS:
-            remaining = headers.get(f"x-ratelimit-remaining-{kind}")
-            if remaining is None:
-                continue
-            try:
-                left = float(remaining)
-                per_s = float(headers[f"x-ratelimit-limit-{kind}"]) / 60.0  # per minute
-                reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}", ""))
-            except (KeyError, ValueError):
-                continue
-            if per_s <= 0 or reset is None:
-                continue
-            self.per_s[kind] = per_s
-            self.capacity[kind] = max(left + reset * per_s, self.capacity.get(kind, 0.0))
-            error = left - (mark[kind] + self.shift[kind])
-            self.shift[kind] += error
-            self.level[kind] = min(self.capacity[kind], self.level[kind] + error)
-
-
 class EndpointPacer:
     """When the next request to one endpoint may start; shared by all its requests.
 
@@ -278,6 +161,7 @@ class EndpointPacer:
         """Wait until a request may start; return its start time (monotonic)."""
         started, mark = await self.start(0.0)
         self.buckets.sending(0.0, mark)  # sent at once
+        self.buckets.unsent(0.0, mark)  # and its reply is not learnt from: not kept in flight
         return started
 
     async def start(self, tokens: float) -> tuple[float, dict[str, float]]:
@@ -377,3 +261,13 @@ class EndpointPacer:
             parts.append(f"limit {per_s:.3g} {'req' if kind == 'requests' else 'tokens'}/s")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])
+
+
+def share_buckets(pacers: Iterable[tuple[Hashable, EndpointPacer]]) -> None:
+    """Pacers of the same account key (base URL, API key and model name: OpenAI limits each
+    model per organization and project, so a model under test that is also the judge draws on
+    one limit) keep one copy of the server's buckets, so neither spends what the other took;
+    each alone would learn the other's requests only from its own replies, a latency late."""
+    first: dict[Hashable, HeaderBuckets] = {}
+    for account, pacer in pacers:
+        pacer.buckets = first.setdefault(account, pacer.buckets)

@@ -38,6 +38,7 @@ from healthbench_exp.model.cache_file import CALL_JOURNAL
 from healthbench_exp.model.costs import Budget, usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.limits import EndpointStats
+from healthbench_exp.model.ratelimit import share_buckets
 
 MODEL, JUDGE = "model", "judge"
 
@@ -256,6 +257,11 @@ async def open_roles(
         )
         for name, role in roles.needed.items()
     }
+    # one model on one account: one rate limit, one copy of it (see share_buckets)
+    accounts = {
+        name: (urls[name], keys[name], role.endpoint.name) for name, role in roles.needed.items()
+    }
+    share_buckets((accounts[name], endpoint.pacer) for name, endpoint in endpoints.items())
     model = endpoints.get(MODEL)
 
     def sampling() -> bool:  # replies that will need grading are still being sampled

@@ -174,7 +174,10 @@ class OfflineServer:
             if delay:
                 await asyncio.sleep(delay)
             status, payload, extra = completion_response(faults, draw, model, body, messages)
-            return _json(status, payload, {**headers, **(extra or {})} or None)
+            # as OpenAI's, from admitting the request to answering it: the client learns from
+            # it when its request was admitted (model/buckets.py)
+            processing = {"openai-processing-ms": f"{(time.perf_counter() - received) * 1e3:.0f}"}
+            return _json(status, payload, {**headers, **(extra or {}), **processing})
         finally:
             faults.count("in_flight", -1)
             faults.count("held_ms_total", (time.perf_counter() - received) * 1000.0)

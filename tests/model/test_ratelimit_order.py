@@ -1,0 +1,213 @@
+"""The pacer's copy of the server's token bucket when requests reach the server later than
+they were sent, or out of the order in which they were sent (as when the client's CPU is busy
+sending hundreds of requests at once), against the built-in server's own limiter over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+
+from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.model.buckets import SENT_AT
+from healthbench_exp.model.ratelimit import EndpointPacer, share_buckets
+from healthbench_exp.testing.limits import AccountLimits, request_tokens
+
+CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
+COST = 1_000  # tokens per request: a 4,000-character prompt, no max_tokens
+MESSAGES = [{"role": "user", "content": "x" * 4 * COST}]
+
+
+def post(base_url: str, messages: list[dict[str, str]] = MESSAGES) -> tuple[int, dict[str, str]]:
+    """One chat completion; its status and headers."""
+    body = json.dumps({"model": "bench-judge", "messages": messages}).encode()
+    request = urllib.request.Request(
+        base_url + "/chat/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}
+
+
+def test_a_reply_that_overtook_earlier_requests_does_not_give_their_cost_back(
+    loopback_server,
+) -> None:
+    """A burst of requests is sent; the last one reaches the server first (a free connection
+    while the others wait for theirs). Its reply's `x-ratelimit-remaining-tokens` was read
+    before the server had taken the others' costs. The refill is slow (1,000 tokens a second),
+    so timing does not change what is admitted; nothing sleeps."""
+    server = loopback_server(rate_limit_tokens=CAPACITY, rate_limit_window_s=60.0)
+    assert request_tokens({}, MESSAGES) == COST  # the server counts what the pacer takes
+
+    async def scenario() -> tuple[int, int, int]:
+        pacer = EndpointPacer("judge")
+        buckets = pacer.buckets
+
+        async def send_one() -> dict[str, float]:
+            _, mark = await pacer.start(COST)
+            buckets.sending(COST, mark)
+            return mark
+
+        def answered(mark: dict[str, float], reply: tuple[int, dict[str, str]]) -> int:
+            buckets.unsent(COST, mark)  # as the endpoint does once a request has ended
+            buckets.learn(reply[1], mark)
+            return reply[0]
+
+        first = await send_one()  # one reply tells the limits
+        assert answered(first, post(server.base_url)) == 200
+        burst = []  # as many as the copy holds: then the pacer would hold the next one back
+        while buckets.wait_s(COST, time.monotonic()) <= 0:
+            burst.append(await send_one())
+        assert len(burst) >= 50
+        # the last one sent reaches the server first and is answered while the rest travel
+        statuses = [answered(burst[-1], post(server.base_url))]
+        # what the pacer lets start now, before any other reply has come
+        more = []
+        while buckets.wait_s(COST, time.monotonic()) <= 0 and len(more) < CAPACITY // COST:
+            more.append(await send_one())
+        for mark in [*burst[:-1], *more]:  # then the others reach the server, in order
+            statuses.append(answered(mark, post(server.base_url)))
+        return len(burst), len(more), statuses.count(429)
+
+    burst, more, refused = asyncio.run(scenario())
+    stats = server.stats()
+    assert stats["rate_limited"] == refused
+    # the copy was not raised by the cost of the requests still travelling (before: by all 50
+    # or so of them, and as many more started at once; the server refused those)
+    assert more <= 2 and refused == 0, (burst, more, refused)
+
+
+def test_the_refill_while_a_request_travels_to_the_server_is_not_counted_twice(
+    loopback_server,
+) -> None:
+    """With the bucket drained, one request is sent and reaches the server 0.1 s later (the
+    client busy), while the bucket refills 10,000 tokens: the server's remaining at admission
+    holds that refill, and so does the copy's own, from the sending. The reply says how long
+    the server held the request (`openai-processing-ms`), so the copy counts it once."""
+    capacity, cost, travel_s = 100_000, 2_000, 0.1  # 100,000 tokens a second
+    messages = [{"role": "user", "content": "x" * 4 * cost}]
+    server = loopback_server(rate_limit_tokens=capacity, rate_limit_window_s=1.0)
+
+    async def scenario() -> tuple[int, int]:
+        pacer = EndpointPacer("judge")
+        buckets = pacer.buckets
+
+        async def send_one() -> dict[str, float]:
+            _, mark = await pacer.start(cost)
+            buckets.sending(cost, mark)
+            return mark
+
+        def answered(mark: dict[str, float], reply: tuple[int, dict[str, str]]) -> int:
+            buckets.unsent(cost, mark)
+            buckets.learn(reply[1], mark)
+            return reply[0]
+
+        statuses = [answered(await send_one(), post(server.base_url, messages))]
+        while buckets.wait_s(cost, time.monotonic()) <= 0:  # drain it, each answered at once
+            statuses.append(answered(await send_one(), post(server.base_url, messages)))
+        late = await send_one()  # when the copy holds its cost again
+        await asyncio.sleep(travel_s)  # on its way
+        statuses.append(answered(late, post(server.base_url, messages)))
+        more = []  # what the pacer lets start now, at once
+        while buckets.wait_s(cost, time.monotonic()) <= 0 and len(more) < capacity // cost:
+            more.append(await send_one())
+        statuses += [answered(mark, post(server.base_url, messages)) for mark in more]
+        return len(more), statuses.count(429)
+
+    more, refused = asyncio.run(scenario())
+    # the copy held the server's refill of the 0.1 s (about 5 requests), not twice that: before,
+    # about 5 more started and were refused
+    assert refused == 0 and more >= 3, (more, refused)
+
+
+def test_a_long_reply_sent_well_before_does_not_hold_the_copy_back() -> None:
+    """A request still running long after it was sent (a long reply) was admitted long before
+    a later one: the later reply's correction counts its cost once, as the server did. Only
+    the requests sent within `reorder_s` before it stay taken a second time."""
+    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=CAPACITY, rate_limit_window_s=60))
+
+    async def scenario() -> tuple[float, float]:
+        buckets = EndpointPacer("model").buckets
+        buckets.reorder_s = 0.05
+
+        async def send_one() -> tuple[dict[str, float], dict[str, str]]:
+            mark = buckets.take(COST)
+            buckets.sending(COST, mark)
+            return mark, limits.admit("model", COST)[0]
+
+        buckets.learn(*reversed(await send_one()))  # one reply tells the limits
+        await send_one()  # a long reply: still running at the end
+        await asyncio.sleep(0.06)
+        await send_one()  # sent just before the next: it may still be on its way
+        mark, headers = await send_one()
+        buckets.learn(headers, mark)
+        return buckets.level["tokens"], float(headers["x-ratelimit-remaining-tokens"])
+
+    level, left = asyncio.run(scenario())
+    # the copy is the server's level less the one sent just before (counted again), not less
+    # the long one too (a refill of 1,000 tokens a second: under 100 since)
+    assert left - COST - 100 <= level <= left - COST + 100, (level, left)
+
+
+def test_requests_are_in_flight_from_their_sending_until_they_end() -> None:
+    async def scenario() -> None:
+        pacer = EndpointPacer("judge")
+        buckets = pacer.buckets
+        await pacer.wait_turn()  # sent at once, its reply never reported: not kept
+        _, answered = await pacer.start(10.0)
+        buckets.sending(10.0, answered)
+        _, failed = await pacer.start(20.0)
+        buckets.sending(20.0, failed)
+        _, unsent = await pacer.start(30.0)
+        assert list(buckets.in_flight.values()) == [
+            (10.0, answered[SENT_AT]),
+            (20.0, failed[SENT_AT]),
+        ]
+        buckets.learn({}, answered)  # a reply (here without headers)
+        buckets.unsent(20.0, failed)  # ended without a reply (an error, a timeout)
+        buckets.unsent(30.0, unsent)
+        assert buckets.in_flight == {} and buckets.pending == {"requests": 0.0, "tokens": 0.0}
+
+    asyncio.run(scenario())
+
+
+def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> None:
+    """A model under test that is also the judge draws on one limit. The model sends what the
+    bucket holds; none of its replies has come back when the judge would start: with one copy
+    the judge waits, where its own copy (learnt before the model's burst) let it spend the
+    bucket again and the server refused that."""
+    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=CAPACITY, rate_limit_window_s=60))
+    account = ("https://api.example/v1", "key", "gpt-x")
+    model, judge, other = (EndpointPacer(role) for role in ("model", "judge", "jury:b"))
+    share_buckets([(account, model), (account, judge), ((*account[:2], "gpt-y"), other)])
+    assert model.buckets is judge.buckets and other.buckets is not model.buckets
+
+    async def scenario() -> tuple[int, int]:
+        async def send(pacer: EndpointPacer) -> tuple[dict[str, float], dict[str, str] | None]:
+            _, mark = await pacer.start(COST)
+            pacer.buckets.sending(COST, mark)
+            headers, refusal = limits.admit(pacer.role, COST)
+            return mark, None if refusal is not None else headers
+
+        for pacer in (model, judge):  # one reply each tells the limits
+            mark, headers = await send(pacer)
+            assert headers is not None
+            pacer.buckets.learn(headers, mark)
+        burst = 0
+        while model.buckets.wait_s(COST, time.monotonic()) <= 0:  # the model's first burst
+            burst += 1
+            assert (await send(model))[1] is not None
+        refused = started = 0  # what the judge would start now
+        while judge.buckets.wait_s(COST, time.monotonic()) <= 0 and started < burst:
+            started += 1
+            refused += (await send(judge))[1] is None
+        return started, refused
+
+    started, refused = asyncio.run(scenario())
+    assert started <= 1 and refused == 0, (started, refused)
