@@ -31,9 +31,9 @@ from healthbench_exp.model.access import shared_tls_context
 from healthbench_exp.model.http import DirectPoster
 from healthbench_exp.testing.server import ServerProcess, server_args
 
-try:  # openai 3 sends through httpx2, openai 2 through httpx
+if int(openai.__version__.split(".")[0]) >= 3:  # openai 3 sends through httpx2, 2 through httpx
     import httpx2 as hx
-except ImportError:  # pragma: no cover
+else:  # pragma: no cover
     import httpx as hx  # type: ignore[no-redef]
 
 IN_FLIGHT = 64
