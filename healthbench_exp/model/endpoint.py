@@ -1,8 +1,6 @@
-"""Chat-completions endpoints over the real `openai.AsyncOpenAI` client.
-
-Clients are created inside the running event loop (one per run), never at import time: a
-module-level client breaks the second job of a multirun with "Event loop is closed".
-"""
+"""Chat-completions endpoints: the response cache, the pacer, the concurrency limits, the budget
+and the checks of each reply, in front of the transport (`model/transport.py`: the real
+`openai.AsyncOpenAI` client by default)."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
+from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import (
     BudgetExhausted,
@@ -36,12 +34,11 @@ from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
 from healthbench_exp.model.reply_json import choice_text, first_choice, json_map
+from healthbench_exp.model.transport import SdkClients, Transport
 
 if TYPE_CHECKING:
-    import httpx
     import openai
 
-CONNECTIONS_PER_CLIENT = 16
 # the headers of the latest HTTP answer to the request the current task sends (set by the
 # response hook in the same task; read for the pacer's rate-limit buckets)
 _answer_headers: ContextVar[Mapping[str, str] | None] = ContextVar("answer_headers", default=None)
@@ -57,26 +54,6 @@ class RateLimited(Exception):
     def __init__(self, wait_s: float) -> None:
         super().__init__(f"rate limited; wait {wait_s:.3f} s")
         self.wait_s = wait_s
-
-
-@dataclass(frozen=True)
-class Transport:
-    """How an endpoint's requests travel: the client's retries, the timeouts, the HTTP client."""
-
-    max_retries: int = 4
-    timeout_s: float = 180.0
-    connect_timeout_s: float | None = None  # None: timeout_s
-    http_client: HttpClient = HttpClient.aiohttp
-
-    @classmethod
-    def of(cls, runner: RunnerConfig, endpoint: EndpointConfig) -> Transport:
-        """The runner's settings for `endpoint` (a reasoning one waits longer for its reply)."""
-        return cls(
-            runner.max_retries,
-            runner.reasoning_request_timeout_s if endpoint.reasoning else runner.request_timeout_s,
-            runner.connect_timeout_s,
-            runner.http_client,
-        )
 
 
 @dataclass(frozen=True)
@@ -107,42 +84,38 @@ class ChatEndpoint:
     ) -> None:
         transport = transport or Transport()
         shared = shared or Shared()
-        max_retries, timeout_s = transport.max_retries, transport.timeout_s
-        connect_timeout_s, http_client = transport.connect_timeout_s, transport.http_client
         cache = shared.cache
-        self.role, self.config = role, config
+        self.role = role
+        self.config = config
         self.limit = AdaptiveLimit(config.max_concurrency)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
         # every request starts through it: a rate-limit 429 pauses and paces them all
         self.pacer = EndpointPacer(role, config.rate_limit.requests_per_minute)
         self.url = base_url or OPENAI_DEFAULT_URL
-        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
+        self.timeout_s = transport.timeout_s
         # when a reply (any HTTP answer) last came, and since when requests have been in flight:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
         self.last_reply_at = self.busy_since = time.monotonic()
-        # 429s are not retried by the client (see _on_response) but here, without a bound
-        self.client_settings: ClientSettings = {
+        # 429s are not retried by the client (see SdkClients) but here, without a bound
+        settings: ClientSettings = {
             "api_key": api_key,
             "base_url": base_url,
-            "max_retries": max_retries,
+            "max_retries": transport.max_retries,
         }
-        self.http_client = http_client  # the clients, made at the first request: a run
-        self._clients: list[openai.AsyncOpenAI] = []  # from the cache never imports openai
+        # the openai clients, made at the first request (the Batch API uses them too)
+        self.sdk = SdkClients(settings, transport, config.max_concurrency, self._answered)
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
-        self.poster = (
-            DirectPoster(
+        self.poster: DirectPoster | SdkClients = self.sdk
+        if transport.http_client is HttpClient.direct:
+            self.poster = DirectPoster(
                 base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL,
                 api_key,
-                max_retries=max_retries,
-                timeout_s=timeout_s,
-                connect_timeout_s=connect_timeout_s or timeout_s,
+                max_retries=transport.max_retries,
+                timeout_s=transport.timeout_s,
+                connect_timeout_s=transport.connect_timeout_s or transport.timeout_s,
                 tls=shared_tls_context(),
                 on_response=self._answered,
             )
-            if http_client is HttpClient.direct
-            else None
-        )
-        self.sent = 0
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
         self.budget = shared.budget  # budget.max_usd, shared with the other endpoints
@@ -161,36 +134,7 @@ class ChatEndpoint:
     @property
     def clients(self) -> list[openai.AsyncOpenAI]:
         """The `openai.AsyncOpenAI` clients, used in turn; made on first use, in the event loop."""
-        if not self._clients:
-            import openai
-
-            tls = shared_tls_context()
-            hooks = {"response": [self._on_response]}
-            if self.http_client is HttpClient.aiohttp:
-                # aiohttp's pool hands out connections in O(1): one client serves any concurrency
-                transports = [openai.DefaultAioHttpClient(event_hooks=hooks, verify=tls)]
-            else:
-                # httpx's pool scans all its connections for every request, so one pool of 256
-                # connections costs more CPU than the rest of the harness: several clients, used
-                # in turn, of about CONNECTIONS_PER_CLIENT connections each keep that scan short
-                transports = [
-                    openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=tls)
-                    for _ in range(-(-self.config.max_concurrency // CONNECTIONS_PER_CLIENT))
-                ]
-            connect = self.connect_timeout_s or self.timeout_s
-            timeout = openai.Timeout(self.timeout_s, connect=connect)
-            self._clients = [
-                openai.AsyncOpenAI(**self.client_settings, timeout=timeout, http_client=transport)
-                for transport in transports
-            ]
-        return self._clients
-
-    async def _on_response(self, response: httpx.Response) -> None:
-        if response.status_code == 429 and response.request.url.path.endswith("/chat/completions"):
-            # not retried by the client's bounded retries: `_request` waits as the server
-            # says and sends it again (or stops the run on insufficient_quota)
-            response.headers["x-should-retry"] = "false"
-        self._answered(response.status_code, response.headers)
+        return self.sdk.clients
 
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
         self.last_reply_at = time.monotonic()
@@ -349,29 +293,11 @@ class ChatEndpoint:
 
     async def _post(self, body: Mapping[str, object]) -> object:
         """The reply's JSON; HttpError, named as the openai client names its errors."""
-        if self.poster is not None:
-            return await self.poster.post(body)
-        import openai
-
-        # The client's low-level post: its auth, retries, timeouts and error types, without
-        # re-validating a body of plain strings or building pydantic models of the reply
-        # (together about 2 ms of CPU per request, more than the rest of the harness).
-        client = self.clients[self.sent % len(self.clients)]
-        self.sent += 1
-        try:
-            return await client.post("/chat/completions", body=body, cast_to=object)
-        except openai.APIStatusError as exc:
-            headers = exc.response.headers
-            raise HttpError(
-                type(exc).__name__, exc.message, exc.status_code, headers, exc.body
-            ) from exc
-        except openai.APIError as exc:
-            raise HttpError(type(exc).__name__, str(exc)) from exc
+        return await self.poster.post(body)
 
     async def close(self) -> None:
-        for client in self._clients:
-            await client.close()
-        if self.poster is not None:
+        await self.sdk.close()
+        if self.poster is not self.sdk:
             await self.poster.close()
 
 
