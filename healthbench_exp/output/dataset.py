@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,15 +53,55 @@ def results_record(result: ExampleResult) -> dict[str, object]:
     }
 
 
+def record_of_lines(
+    example: Mapping[str, object], criteria: Sequence[Mapping[str, object]]
+) -> dict[str, object]:
+    """`results_record` of a scored row read back from its examples.jsonl row and its
+    per_criterion.jsonl rows (`output.files`): the same record, field for field."""
+    table = consensus_criteria()
+    return {
+        "prompt": example["messages"],
+        "completion": [{"role": "assistant", "content": example["completion"]}],
+        "reward": example["reward"],
+        "reward_healthbench": example["reward"],
+        "score": example["score"],
+        "rollout": example["rollout"],
+        "answer": "",
+        "task": "default",
+        "info": {
+            "prompt_id": example["prompt_id"],
+            "theme": example["theme"],
+            "criteria": [c["criterion"] for c in criteria],
+            "criterion_ids": [c["criterion_id"] for c in criteria],
+            "points_list": [c["points"] for c in criteria],
+            "axes": [c["axis"] for c in criteria],
+            "consensus_criteria": [
+                table.get(cluster) if isinstance(cluster := c["cluster"], str) and cluster else None
+                for c in criteria
+            ],
+        },
+        "performance_by_rubric": [
+            {"criteria_met": c["criteria_met"], "judge_explanation": c["explanation"] or None}
+            for c in criteria
+        ],
+    }
+
+
 def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
     """Save the scored rows as an HF dataset; failed and unscorable rows stay in examples.jsonl."""
+    scored = [r for r in results if r.metrics is not None]
+    integral = all(isinstance(c.points, int) for r in scored for c in r.example.rubrics)
+    write_results_records(path, (results_record(r) for r in scored), integral)
+
+
+def write_results_records(path: Path, records: Iterable[dict[str, object]], integral: bool) -> None:
+    """Save `records` (`results_record`s, in order) as the results dataset, each made as it is
+    written; `integral`: every criterion's points are whole numbers (an int column)."""
     import datasets
     from datasets import Features, Sequence, Value
     from datasets.arrow_writer import ArrowWriter
 
     datasets.disable_progress_bars()
-    scored = [r for r in results if r.metrics is not None]
-    integral = all(isinstance(c.points, int) for r in scored for c in r.example.rubrics)
     message = {"role": Value("string"), "content": Value("string")}
     features = Features(
         {
@@ -99,8 +139,8 @@ def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
     with tempfile.TemporaryDirectory(prefix=".results-", dir=path.parent) as staging:
         rows = str(Path(staging) / "rows.arrow")
         with ArrowWriter(features=features, path=rows, writer_batch_size=200) as writer:
-            for result in scored:
-                writer.write(features.encode_example(results_record(result)))
+            for record in records:
+                writer.write(features.encode_example(record))
             writer.finalize()
         dataset = datasets.Dataset.from_file(rows)
         # one shard even when empty: `load_from_disk` cannot read back a zero-shard dataset
