@@ -59,17 +59,18 @@ async def evaluate(
     """Run every item; call `on_result(position, result)` as each finishes. `items` is emptied
     as the rows start (`drain`): a started row's item is held by its row alone.
 
-    Rows are started as places free: the loop waits for a free place, then creates the row's
-    task, so at most `task.concurrency` rows (each with its requests) exist at once and the
-    next row is started within one pass of the event loop of a row's end. A FatalEndpointError
-    in any row cancels the rest and propagates. An endpoint given up on (`model.health`: it
+    Rows are started as places free: `task.concurrency` rows at first, then each row that ends
+    starts the next at once (in the same pass of the event loop, as soon as a row waiting for
+    a place would have had it), so at most that many rows, each with its requests, exist at
+    once and none waits for a place. A FatalEndpointError in any row cancels the rest and
+    propagates. An endpoint given up on (`model.health`: it
     answered nothing usable) ends its rows' waiting calls as `not run`; the rows are finished
     and recorded, and `healths` (filled here, by role) says why. A batched judge is not
     watched (its replies come when the batch ends).
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
-    slots = asyncio.Semaphore(max(1, total) if batched else task.concurrency(total))
+    places = total if batched else task.concurrency(total)
     progress = Progress(total, runner.progress, roles.endpoints, task.tally, unit=task.unit)
     watch = UnparseableWatch(settings.early_stop_unparseable, gate=not batched)
     for name, opened in roles.opened.items():
@@ -103,22 +104,26 @@ async def evaluate(
             health.check()
 
     async def one(position: int, item: Item) -> None:
-        try:
-            result = await task.run_item(item, clients)
-        finally:
-            slots.release()
+        result = await task.run_item(item, clients)
+        del item  # this row's item is let go before the next row starts
+        start_next()  # the place this row frees is filled in this pass of the loop
         on_result(position, result)
         progress.update(result)
+
+    rows = drain(items)
+
+    def start_next() -> None:
+        taken = next(rows, None)
+        if taken is not None:
+            group.create_task(one(*taken))
 
     try:
         async with (
             watch_endpoints(progress.endpoints, runner.stall_notice_s, tick),
             asyncio.TaskGroup() as group,
         ):
-            for position, item in drain(items):
-                await slots.acquire()  # a row failing fatally cancels this wait
-                group.create_task(one(position, item))
-                del item  # held by its row alone
+            for _ in range(places):
+                start_next()
     except* FatalEndpointError as errors:
         raise errors.exceptions[0] from None
     finally:
