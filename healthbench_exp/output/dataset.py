@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 from healthbench_exp.grading.scoring import consensus_criteria, reward
 
 if TYPE_CHECKING:
+    import datasets
+
     from healthbench_exp.core.types import ExampleResult
+
+SHARD = "data-00000-of-00001.arrow"  # what `save_to_disk(num_shards=1)` names its one shard
+STATE_KEYS = ("_fingerprint", "_format_columns", "_format_kwargs", "_format_type",
+              "_output_all_columns")  # fmt: skip
 
 
 def results_record(result: ExampleResult) -> dict[str, object]:
@@ -133,19 +139,34 @@ def write_results_records(path: Path, records: Iterable[dict[str, object]], inte
             ],
         }
     )
-    # streamed: each row's record is made as it is written, in batches, to an Arrow file that
-    # is then saved memory-mapped (the whole run's records in memory were 25 KB a row at peak)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".results-", dir=path.parent) as staging:
-        rows = str(Path(staging) / "rows.arrow")
-        with ArrowWriter(features=features, path=rows, writer_batch_size=200) as writer:
-            for record in records:
-                writer.write(features.encode_example(record))
-            writer.finalize()
-        dataset = datasets.Dataset.from_file(rows)
-        # one shard even when empty: `load_from_disk` cannot read back a zero-shard dataset
-        dataset.save_to_disk(str(path), num_shards=1)
-        del dataset
+    # streamed: each row's record is made as it is written, in batches, straight into the
+    # dataset's one shard (one even when empty: `load_from_disk` cannot read back a zero-shard
+    # dataset), then state.json and dataset_info.json as `save_to_disk` writes them. Nothing
+    # of the rows is read back: `save_to_disk`'s copy of a staged file read it memory-mapped,
+    # and those pages (22 MB at 5,000 rows) counted in the process's peak memory
+    path.mkdir(parents=True, exist_ok=True)
+    shard = path / SHARD
+    with ArrowWriter(features=features, path=str(shard), writer_batch_size=200) as writer:
+        for record in records:
+            writer.write(features.encode_example(record))
+        writer.finalize()
+    dataset = datasets.Dataset.from_file(str(shard))  # its schema and info; no row is read
+    _write_state(path, dataset)
+    del dataset
+
+
+def _write_state(path: Path, dataset: datasets.Dataset) -> None:
+    """The state.json and dataset_info.json `Dataset.save_to_disk` writes beside one shard."""
+    from datasets.utils.py_utils import asdict  # datasets' own: leaves out fields at defaults
+
+    own = vars(dataset)
+    state = {key: own[key] for key in STATE_KEYS}
+    state["_split"] = None if dataset.split is None else str(dataset.split)
+    state["_data_files"] = [{"filename": SHARD}]
+    (path / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True), "utf-8")
+    info = asdict(dataset.info)
+    sorted_info = {key: info[key] for key in sorted(info)}  # first level only, as datasets does
+    (path / "dataset_info.json").write_text(json.dumps(sorted_info, indent=2), "utf-8")
 
 
 def write_meta_eval_dataset(path: Path, records: Sequence[Mapping[str, object]]) -> None:
