@@ -63,10 +63,10 @@ async def evaluate(
     starts the next at once (in the same pass of the event loop, as soon as a row waiting for
     a place would have had it), so at most that many rows, each with its requests, exist at
     once and none waits for a place. A FatalEndpointError in any row cancels the rest and
-    propagates. An endpoint given up on (`model.health`: it
-    answered nothing usable) ends its rows' waiting calls as `not run`; the rows are finished
-    and recorded, and `healths` (filled here, by role) says why. A batched judge is not
-    watched (its replies come when the batch ends).
+    propagates. An endpoint given up on (`model.health`: it answered nothing usable) ends its
+    rows' waiting calls as `not run`; the rows are finished and recorded, and `healths` (filled
+    here, by role) says why. A batched judge is not watched (its replies come when the batch
+    ends).
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out

@@ -31,17 +31,12 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
-from healthbench_exp.core.summary import (
-    Completions,
-    RunSummary,
-)
+from healthbench_exp.core.summary import Completions, RunSummary
 from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.grading.grader import grade_criterion, render_conversation, rubric_item_text
-from healthbench_exp.grading.scoring import (
-    example_metrics,
-)
+from healthbench_exp.grading.scoring import example_metrics
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.tasks.base import CallCounter, Clients, Juror, Measured
 from healthbench_exp.tasks.calibration_source import calibrated, load_source
