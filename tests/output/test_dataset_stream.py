@@ -75,3 +75,25 @@ def test_a_run_without_scored_rows_has_an_empty_dataset(tmp_path: Path) -> None:
     sink.on_result(failed, 0)
     sink.finish(summary())
     assert len(datasets.load_from_disk(str(tmp_path / "results"))) == 0
+
+
+def test_the_results_directory_is_what_save_to_disk_writes(tmp_path: Path) -> None:
+    """The shard is written in place and state.json / dataset_info.json beside it as
+    `Dataset.save_to_disk` writes them: the installed `datasets`' own save of the same rows
+    must give the same two files (the fingerprint aside, which is random per dataset)."""
+    rng = random.Random(5)
+    results = [graded(e, 0, rng) for e in sample()]
+    write_results_dataset(tmp_path / "ours", results)
+    saved = tmp_path / "saved"
+    datasets.load_from_disk(str(tmp_path / "ours")).save_to_disk(str(saved), num_shards=1)
+
+    def state(path: Path) -> dict[str, object]:
+        read = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        return {key: value for key, value in read.items() if key != "_fingerprint"}
+
+    assert state(tmp_path / "ours") == state(saved)
+    ours = (tmp_path / "ours" / "dataset_info.json").read_text(encoding="utf-8")
+    assert ours == (saved / "dataset_info.json").read_text(encoding="utf-8")
+    assert sorted(p.name for p in saved.iterdir()) == sorted(
+        p.name for p in (tmp_path / "ours").iterdir()
+    )
