@@ -7,13 +7,17 @@ For one run the engine calls, on every sink in the order given:
 1. `start()` once, after the data is loaded and the endpoints answered, just before the first
    request (a sink that writes per-row files opens them here, so a run that fails to start
    leaves no result file behind);
-2. `on_result(result)` as each row finishes (an `ExampleResult` or a `MetaEvalResult`), from
-   the event loop's thread: it must be quick and must not block;
+2. `on_result(result, position)` as each row finishes (an `ExampleResult` or a
+   `MetaEvalResult`; `position`: the row's index in the task's rows, from 0: rows finish out of
+   order), from the event loop's thread: it must be quick and must not block;
 3. `describe()` once the summary is built, on every sink before any sink finishes: fields of
    the `RunSummary` the sink sets (W&B: `wandb`, where its run is; most sinks: none);
-4. `finish(summary, results)` in order, so sinks listed first (local files) are complete before
-   later ones (W&B) run; or, when anything raised on the way, `fail(error)` on every sink that
+4. `finish(summary)` in order, so sinks listed first (local files) are complete before later
+   ones (W&B) run; or, when anything raised on the way, `fail(error)` on every sink that
    had not finished, and the error propagates.
+
+The engine keeps no whole-run list of results: a sink that writes something of every row at
+the end (the `results/` dataset) reads back what it wrote as the rows finished.
 
 `fail` must not raise. A sink whose failure must not cost the run (W&B) warns instead of raising
 from any method.
@@ -21,7 +25,6 @@ from any method.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol, TypedDict, TypeVar
 
 from healthbench_exp.core.summary import RunSummary, WandbInfo
@@ -42,14 +45,15 @@ class Sink(Protocol[ResultT_contra]):
     def start(self) -> None:
         """The first request is about to go out."""
 
-    def on_result(self, result: ResultT_contra) -> None:
-        """One row finished (an `ExampleResult` or a `MetaEvalResult`)."""
+    def on_result(self, result: ResultT_contra, position: int) -> None:
+        """One row finished (an `ExampleResult` or a `MetaEvalResult`); `position`: its index
+        in the task's rows."""
 
     def describe(self) -> SinkFields:
         """`RunSummary` fields this sink sets (name -> value), before any sink finishes."""
 
-    def finish(self, summary: RunSummary, results: Sequence[ResultT_contra]) -> None:
-        """The run ended: the summary (with every sink's `describe()`) and every result."""
+    def finish(self, summary: RunSummary) -> None:
+        """The run ended: its summary (with every sink's `describe()`)."""
 
     def fail(self, error: BaseException) -> None:
         """The run raised `error` before this sink finished; never raises."""

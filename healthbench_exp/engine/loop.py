@@ -1,9 +1,12 @@
 """The async loop every task runs in: rows in flight, progress, stall notices, the event loop.
 
 `evaluate` runs a task's rows: up to `task.concurrency` at once, each with `task.run_item`;
-every finished row goes to `on_result` at once (the sinks write it, so a crash keeps everything
-finished before it) and onto the progress bar. `run_async` runs a coroutine on the harness's
-event loop with the garbage collector tuned for many requests in flight.
+a row is started when a place frees (its asyncio task created then, not every row's up front),
+and its item is dropped from the list of rows as it starts, so a finished row's data is freed;
+every finished row goes to `on_result` with its position at once (the sinks write it, so a
+crash keeps everything finished before it; the summarizer counts it) and onto the progress
+bar. `run_async` runs a coroutine on the harness's event loop with the garbage collector tuned
+for many requests in flight.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -47,23 +50,28 @@ class LoopSettings:
 
 async def evaluate(
     task: Task[Item, Result],
-    items: Sequence[Item],
+    items: list[Item],
     roles: OpenRoles,
     settings: LoopSettings,
-    on_result: Callable[[Result], None],
+    on_result: Callable[[int, Result], None],
     healths: dict[str, EndpointHealth],
-) -> list[Result]:
-    """Run every item; call `on_result` as each finishes; return the results in order.
+) -> None:
+    """Run every item; call `on_result(position, result)` as each finishes. `items` is emptied
+    as the rows start (`drain`): a started row's item is held by its row alone.
 
-    A FatalEndpointError in any row cancels the rest and propagates. An endpoint given up on
-    (`model.health`: it answered nothing usable) ends its rows' waiting calls as `not run`; the
-    rows are finished and recorded, and `healths` (filled here, by role) says why. A batched
-    judge is not watched (its replies come when the batch ends).
+    Rows are started as places free: `task.concurrency` rows at first, then each row that ends
+    starts the next at once (in the same pass of the event loop, as soon as a row waiting for
+    a place would have had it), so at most that many rows, each with its requests, exist at
+    once and none waits for a place. A FatalEndpointError in any row cancels the rest and
+    propagates. An endpoint given up on (`model.health`: it answered nothing usable) ends its
+    rows' waiting calls as `not run`; the rows are finished and recorded, and `healths` (filled
+    here, by role) says why. A batched judge is not watched (its replies come when the batch
+    ends).
     """
-    runner, batched = settings.runner, roles.roles.batched
+    runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
-    slots = asyncio.Semaphore(max(1, len(items)) if batched else task.concurrency(len(items)))
-    progress = Progress(len(items), runner.progress, roles.endpoints, task.tally, unit=task.unit)
+    places = total if batched else task.concurrency(total)
+    progress = Progress(total, runner.progress, roles.endpoints, task.tally, unit=task.unit)
     watch = UnparseableWatch(settings.early_stop_unparseable, gate=not batched)
     for name, opened in roles.opened.items():
         if not opened.role.batch:
@@ -95,45 +103,61 @@ async def evaluate(
         for health in healths.values():
             health.check()
 
-    async def one(item: Item) -> Result:
-        async with slots:
-            result = await task.run_item(item, clients)
-        on_result(result)
+    async def one(position: int, item: Item) -> None:
+        result = await task.run_item(item, clients)
+        del item  # this row's item is let go before the next row starts
+        start_next()  # the place this row frees is filled in this pass of the loop
+        on_result(position, result)
         progress.update(result)
-        return result
+
+    rows = drain(items)
+
+    def start_next() -> None:
+        taken = next(rows, None)
+        if taken is not None:
+            group.create_task(one(*taken))
 
     try:
         async with (
             watch_endpoints(progress.endpoints, runner.stall_notice_s, tick),
             asyncio.TaskGroup() as group,
         ):
-            tasks = [group.create_task(one(item)) for item in items]
+            for _ in range(places):
+                start_next()
     except* FatalEndpointError as errors:
         raise errors.exceptions[0] from None
     finally:
         progress.close()
-    return [t.result() for t in tasks]
+
+
+def drain(items: list[Item]) -> Iterator[tuple[int, Item]]:
+    """Each of `items` with its position, in order, taken out of the list as it is given."""
+    items.reverse()
+    position = 0
+    while items:
+        yield position, items.pop()
+        position += 1
 
 
 async def evaluate_with_roles(
     task: Task[Item, Result],
-    items: Sequence[Item],
+    items: list[Item],
     roles: Roles,
     urls: dict[str, str | None],
     keys: dict[str, str],
     settings: LoopSettings,
-    on_result: Callable[[Result], None],
+    on_result: Callable[[int, Result], None],
     healths: dict[str, EndpointHealth],
-) -> tuple[list[Result], dict[str, object]]:
-    """Open the roles inside the running loop, evaluate, close them; return the results and
-    the roles' counters (`model.roles.OpenRoles.stats`). `healths` gets each watched endpoint's
-    `EndpointHealth`, by role (see `evaluate`)."""
+) -> dict[str, object]:
+    """Open the roles inside the running loop, evaluate `items` (emptied, see `evaluate`),
+    close the roles; return their counters (`model.roles.OpenRoles.stats`). `healths` gets
+    each watched endpoint's `EndpointHealth`, by role (see `evaluate`)."""
     async with open_roles(
         roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.files
     ) as opened:
         started = time.monotonic()
-        results = await evaluate(task, items, opened, settings, on_result, healths)
-        return results, opened.stats(started)
+        await evaluate(task, items, opened, settings, on_result, healths)
+        return opened.stats(started)
 
 
 @contextlib.contextmanager

@@ -8,14 +8,13 @@ usage (`invocations.jsonl`) into `<dry run dir>/pilot`; its results are the run'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypedDict, TypeVar
 
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.tasks.base import CallCounter, Clients, Measured, Task
+from healthbench_exp.tasks.base import CallCounter, Clients, Summarizer, Task
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -63,8 +62,8 @@ class FirstRows(Generic[Item, Result]):
     def tally(self, counts: RunCounts, result: Result) -> None:
         self.task.tally(counts, result)
 
-    def summarize(self, results: Sequence[Result], measured: Measured) -> RunSummary:
-        return self.task.summarize(results, measured)
+    def summarizer(self, rows: int) -> Summarizer[Result]:
+        return self.task.summarizer(rows)
 
     def estimate(self, counter: CallCounter) -> int:
         raise NotImplementedError("a pilot is run, not estimated")

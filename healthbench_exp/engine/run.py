@@ -5,7 +5,8 @@ they hand each part the section it reads.
 One run: read the API keys; start the built-in endpoint if a role uses it, and the model server
 of each served role (`engine.serve`: they get ready while the task loads its rows); check every
 endpoint is reachable; `start` the sinks; run the rows in
-the async loop (`loop.evaluate`), each result to every sink as it finishes; summarize; record
+the async loop (`loop.evaluate`), each result to every sink and to the task's summarizer as it
+finishes (no list of every result is kept); summarize; record
 this invocation's usage in `invocations.jsonl`; then the sinks `finish` in the order given (the
 CLI puts the local files first and W&B last). Anything raised on the way `fail`s the sinks that
 had not finished and propagates: ConfigError / DataError / FatalEndpointError before or instead
@@ -94,29 +95,31 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             builtin_server(demo, config.offline_server) as server,
             served_models({n: r.endpoint for n, r in needed.items()}, settings.files) as served,
         ):
-            items = task.items()
+            items = task.items()  # emptied as the rows start (`loop.evaluate`)
+            summarizer = task.summarizer(len(items))
             task.continue_from(output_dir)  # before the sinks rewrite the run's records
             urls = reachable_urls(needed, server, config.runner.connect_timeout_s, served)
             for sink in sinks:
                 sink.start()
 
-            def on_result(result: Result) -> None:
+            def on_result(position: int, result: Result) -> None:
                 for sink in sinks:
-                    sink.on_result(result)
+                    sink.on_result(result, position)
+                summarizer.add(position, result)
 
             healths: dict[str, EndpointHealth] = {}
-            results, stats = run_async(
+            stats = run_async(
                 evaluate_with_roles(task, items, roles, urls, keys, loop, on_result, healths)
             )
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = account_invocation(
-            task.summarize(results, measured), measured, demo, settings.files, began
+            summarizer.summary(measured), measured, demo, settings.files, began
         )
         for sink in sinks:
             summary = replace(summary, **sink.describe())
         for sink in sinks:  # in order: local outputs complete before W&B finishes
-            sink.finish(summary, results)
+            sink.finish(summary)
             finished += 1
         raise_if_given_up(healths, output_dir)  # what finished is written: now say why it ended
     except BaseException as exc:

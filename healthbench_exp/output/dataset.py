@@ -8,15 +8,21 @@
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from healthbench_exp.grading.scoring import consensus_criteria, reward
 
 if TYPE_CHECKING:
+    import datasets
+
     from healthbench_exp.core.types import ExampleResult
+
+SHARD = "data-00000-of-00001.arrow"  # what `save_to_disk(num_shards=1)` names its one shard
+STATE_KEYS = ("_fingerprint", "_format_columns", "_format_kwargs", "_format_type",
+              "_output_all_columns")  # fmt: skip
 
 
 def results_record(result: ExampleResult) -> dict[str, object]:
@@ -53,15 +59,55 @@ def results_record(result: ExampleResult) -> dict[str, object]:
     }
 
 
+def record_of_lines(
+    example: Mapping[str, object], criteria: Sequence[Mapping[str, object]]
+) -> dict[str, object]:
+    """`results_record` of a scored row read back from its examples.jsonl row and its
+    per_criterion.jsonl rows (`output.files`): the same record, field for field."""
+    table = consensus_criteria()
+    return {
+        "prompt": example["messages"],
+        "completion": [{"role": "assistant", "content": example["completion"]}],
+        "reward": example["reward"],
+        "reward_healthbench": example["reward"],
+        "score": example["score"],
+        "rollout": example["rollout"],
+        "answer": "",
+        "task": "default",
+        "info": {
+            "prompt_id": example["prompt_id"],
+            "theme": example["theme"],
+            "criteria": [c["criterion"] for c in criteria],
+            "criterion_ids": [c["criterion_id"] for c in criteria],
+            "points_list": [c["points"] for c in criteria],
+            "axes": [c["axis"] for c in criteria],
+            "consensus_criteria": [
+                table.get(cluster) if isinstance(cluster := c["cluster"], str) and cluster else None
+                for c in criteria
+            ],
+        },
+        "performance_by_rubric": [
+            {"criteria_met": c["criteria_met"], "judge_explanation": c["explanation"] or None}
+            for c in criteria
+        ],
+    }
+
+
 def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
     """Save the scored rows as an HF dataset; failed and unscorable rows stay in examples.jsonl."""
+    scored = [r for r in results if r.metrics is not None]
+    integral = all(isinstance(c.points, int) for r in scored for c in r.example.rubrics)
+    write_results_records(path, (results_record(r) for r in scored), integral)
+
+
+def write_results_records(path: Path, records: Iterable[dict[str, object]], integral: bool) -> None:
+    """Save `records` (`results_record`s, in order) as the results dataset, each made as it is
+    written; `integral`: every criterion's points are whole numbers (an int column)."""
     import datasets
     from datasets import Features, Sequence, Value
     from datasets.arrow_writer import ArrowWriter
 
     datasets.disable_progress_bars()
-    scored = [r for r in results if r.metrics is not None]
-    integral = all(isinstance(c.points, int) for r in scored for c in r.example.rubrics)
     message = {"role": Value("string"), "content": Value("string")}
     features = Features(
         {
@@ -93,19 +139,34 @@ def write_results_dataset(path: Path, results: list[ExampleResult]) -> None:
             ],
         }
     )
-    # streamed: each row's record is made as it is written, in batches, to an Arrow file that
-    # is then saved memory-mapped (the whole run's records in memory were 25 KB a row at peak)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".results-", dir=path.parent) as staging:
-        rows = str(Path(staging) / "rows.arrow")
-        with ArrowWriter(features=features, path=rows, writer_batch_size=200) as writer:
-            for result in scored:
-                writer.write(features.encode_example(results_record(result)))
-            writer.finalize()
-        dataset = datasets.Dataset.from_file(rows)
-        # one shard even when empty: `load_from_disk` cannot read back a zero-shard dataset
-        dataset.save_to_disk(str(path), num_shards=1)
-        del dataset
+    # streamed: each row's record is made as it is written, in batches, straight into the
+    # dataset's one shard (one even when empty: `load_from_disk` cannot read back a zero-shard
+    # dataset), then state.json and dataset_info.json as `save_to_disk` writes them. Nothing
+    # of the rows is read back: `save_to_disk`'s copy of a staged file read it memory-mapped,
+    # and those pages counted in the process's peak memory (bench, 5,000 rows: 352 MB, now 336)
+    path.mkdir(parents=True, exist_ok=True)
+    shard = path / SHARD
+    with ArrowWriter(features=features, path=str(shard), writer_batch_size=200) as writer:
+        for record in records:
+            writer.write(features.encode_example(record))
+        writer.finalize()
+    dataset = datasets.Dataset.from_file(str(shard))  # its schema and info; no row is read
+    _write_state(path, dataset)
+    del dataset
+
+
+def _write_state(path: Path, dataset: datasets.Dataset) -> None:
+    """The state.json and dataset_info.json `Dataset.save_to_disk` writes beside one shard."""
+    from datasets.utils.py_utils import asdict  # datasets' own: leaves out fields at defaults
+
+    own = vars(dataset)
+    state = {key: own[key] for key in STATE_KEYS}
+    state["_split"] = None if dataset.split is None else str(dataset.split)
+    state["_data_files"] = [{"filename": SHARD}]
+    (path / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True), "utf-8")
+    info = asdict(dataset.info)
+    sorted_info = {key: info[key] for key in sorted(info)}  # first level only, as datasets does
+    (path / "dataset_info.json").write_text(json.dumps(sorted_info, indent=2), "utf-8")
 
 
 def write_meta_eval_dataset(path: Path, records: Sequence[Mapping[str, object]]) -> None:

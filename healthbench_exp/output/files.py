@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.strict_json import dumps
@@ -84,22 +85,32 @@ def example_row(result: ExampleResult) -> dict[str, object]:
 
 
 class JsonlWriter:
-    """Appends rows to one JSONL file, flushing each, so nothing finished is lost."""
+    """Appends rows to one JSONL file, flushing each, so nothing finished is lost; `write` says
+    where in the file (in bytes) the row's line starts, to read it back (`read_line`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.file: TextIO | None = None
+        self.file: BinaryIO | None = None
+        self.size = 0
 
     def __enter__(self) -> JsonlWriter:
         with output_errors(self.path):
-            self.file = open(self.path, "w", encoding="utf-8")
+            self.file = open(self.path, "wb")
         return self
 
-    def write(self, row: Mapping[str, object]) -> None:
+    def write(self, row: Mapping[str, object]) -> int:
         assert self.file is not None
+        return self.write_lines([row])
+
+    def write_lines(self, rows: Iterable[Mapping[str, object]]) -> int:
+        """Append one line per row, flushed; return the offset of the first."""
+        assert self.file is not None
+        data = "".join(dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
         with output_errors(self.path):
-            self.file.write(dumps(row, ensure_ascii=False) + "\n")
+            self.file.write(data)
             self.file.flush()
+        offset, self.size = self.size, self.size + len(data)
+        return offset
 
     def __exit__(self, *exc: object) -> None:
         if self.file is not None:
@@ -108,31 +119,44 @@ class JsonlWriter:
 
 
 class ResultWriter:
-    """Appends each finished example to the JSONL files and flushes, so nothing finished is lost."""
+    """Appends each finished example to the JSONL files and flushes, so nothing finished is lost;
+    `write` says where its lines start (`RowPlace`), to read them back."""
 
     def __init__(self, output_dir: Path) -> None:
-        self.output_dir = output_dir
-        self.files: dict[str, TextIO] = {}
+        self.examples = JsonlWriter(output_dir / "examples.jsonl")
+        self.criteria = JsonlWriter(output_dir / "per_criterion.jsonl")
 
     def __enter__(self) -> ResultWriter:
-        for name in ("per_criterion", "examples"):
-            with output_errors(self.output_dir / f"{name}.jsonl"):
-                self.files[name] = open(self.output_dir / f"{name}.jsonl", "w", encoding="utf-8")
+        for writer in (self.criteria, self.examples):
+            writer.__enter__()
         return self
 
-    def write(self, result: ExampleResult) -> None:
-        lines = "".join(dumps(row, ensure_ascii=False) + "\n" for row in criterion_rows(result))
-        with output_errors(self.output_dir / "per_criterion.jsonl"):
-            self.files["per_criterion"].write(lines)
-            self.files["per_criterion"].flush()
-        with output_errors(self.output_dir / "examples.jsonl"):
-            self.files["examples"].write(dumps(example_row(result), ensure_ascii=False) + "\n")
-            self.files["examples"].flush()
+    def write(self, result: ExampleResult) -> RowPlace:
+        criteria = self.criteria.write_lines(criterion_rows(result))
+        return RowPlace(self.examples.write(example_row(result)), criteria)
 
     def __exit__(self, *exc: object) -> None:
-        for f in self.files.values():
-            with contextlib.suppress(OSError):  # a failed write already raised OutputWriteError
-                f.close()
+        for writer in (self.criteria, self.examples):
+            writer.__exit__(*exc)
+
+
+class RowPlace(NamedTuple):
+    """Where one example's lines start: in examples.jsonl and (its first criterion's) in
+    per_criterion.jsonl, in bytes."""
+
+    example: int
+    criteria: int
+
+
+def read_lines(file: BinaryIO, offset: int, count: int) -> list[dict[str, object]]:
+    """The `count` JSONL rows starting at byte `offset` of `file`."""
+    file.seek(offset)
+    rows = []
+    for _ in range(count):
+        row = json.loads(file.readline())
+        assert isinstance(row, dict), "a JSONL row is an object"
+        rows.append(row)
+    return rows
 
 
 @contextlib.contextmanager

@@ -3,14 +3,16 @@
 A task (`tasks.eval.EvalTask`, `tasks.meta_eval.MetaEvalTask`) is an object built from the config
 sections it needs; `engine.run.run` runs any task the same way: it loads the task's `items()`
 while the endpoints start, runs `run_item` on each (at most `concurrency` at once) with the
-endpoints in `Clients`, counts each result on the progress bar with `tally`, hands the results
-and the measured request counters to `summarize`, and for a dry run lets `estimate` count the
-calls the rows would make. Adding a task means writing one such class, never a pipeline.
+endpoints in `Clients`, counts each result on the progress bar with `tally`, adds each to the
+run's `summarizer` as it finishes (no whole-run list of results is kept: a summarizer keeps what
+the summary needs of a row, in compact running form), asks it for the summary with the measured
+request counters, and for a dry run lets `estimate` count the calls the rows would make.
+Adding a task means writing one such class, never a pipeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -28,6 +30,7 @@ from healthbench_exp.grading.verdict_watch import UnparseableWatch
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+Result_contra = TypeVar("Result_contra", contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,18 @@ class CallCounter(Protocol):
         """Count the judge calls on one conversation (see `Estimator.judge_calls`)."""
 
 
+class Summarizer(Protocol[Result_contra]):
+    """One run's summary, built as its rows finish (a task's `summarizer`)."""
+
+    def add(self, position: int, result: Result_contra) -> None:
+        """Take in one finished row; `position`: its index in the task's `items()` (rows
+        finish out of order; the summary is of the rows in their order)."""
+
+    def summary(self, measured: Measured) -> RunSummary:
+        """The run's summary (summary.json) of the rows added and the measured counters; the
+        engine then adds the run's whole usage, `partial`, `demo` and the sinks' fields."""
+
+
 class Task(Protocol[Item, Result]):
     """One kind of run, as the engine drives it (see the module docstring)."""
 
@@ -155,9 +170,8 @@ class Task(Protocol[Item, Result]):
     def tally(self, counts: RunCounts, result: Result) -> None:
         """Count a finished row into the run's counts (the progress bar's)."""
 
-    def summarize(self, results: Sequence[Result], measured: Measured) -> RunSummary:
-        """The run's summary (summary.json) of every result and the measured counters; the
-        engine then adds the run's whole usage, `partial`, `demo` and the sinks' fields."""
+    def summarizer(self, rows: int) -> Summarizer[Result]:
+        """A new `Summarizer` for one run of `rows` rows (a pilot and its run each have one)."""
 
     def estimate(self, counter: CallCounter) -> int:
         """Count the calls the rows would make (a dry run); return the number of rows."""

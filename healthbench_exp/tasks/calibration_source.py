@@ -20,7 +20,6 @@ from pathlib import Path
 
 from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig, TaskKind
 from healthbench_exp.core.summary import META_EVAL, Calibrated, CalibratedCategory, read_summary
-from healthbench_exp.core.types import ExampleResult
 from healthbench_exp.grading.calibration import calibrate, usable_pairs
 
 KEY = "calibration.meta_eval_run"
@@ -145,33 +144,18 @@ def _status(path: Path) -> str | None:
     return str(data.get("status")) if isinstance(data, dict) else None
 
 
-def eval_counts(results: Sequence[ExampleResult]) -> dict[str, dict[str, list[int]]]:
-    """Per `cluster:` tag, per prompt_id: [met, graded] over the graded criteria with the tag
-    (every rollout of an example together)."""
-    counts: dict[str, dict[str, list[int]]] = defaultdict(dict)
-    for result in results:
-        for criterion, grade in zip(result.example.rubrics, result.grades, strict=False):
-            if criterion.cluster is None:
-                continue
-            tally = counts[f"cluster:{criterion.cluster}"].setdefault(
-                result.example.prompt_id, [0, 0]
-            )
-            if grade.criteria_met is not None:
-                tally[0] += bool(grade.criteria_met)
-                tally[1] += 1
-    return counts
-
-
 def calibrated(
-    results: Sequence[ExampleResult],
+    counts: Mapping[str, Mapping[str, Sequence[int]]],
     source: CalibrationSource,
     judge: str,
     samples: int,
     seed: int,
 ) -> Calibrated:
-    """summary.json's `calibrated`: one row per `cluster:` tag of the eval's criteria."""
+    """summary.json's `calibrated`: one row per `cluster:` tag of the eval's criteria; `counts`:
+    per tag, per prompt_id (in the run's order), [met, graded] over the graded criteria with the
+    tag, every rollout of an example together (`tasks.eval_summary.ClusterCounts`)."""
     rows = []
-    for category, by_example in sorted(eval_counts(results).items()):
+    for category, by_example in sorted(counts.items()):
         examples = [(m, n) for m, n in by_example.values() if n > 0]
         records = source.rows.get(category, [])
         pairs = usable_pairs([v for v, _ in records], [labels for _, labels in records])

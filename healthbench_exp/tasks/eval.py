@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from healthbench_exp.config.protocol import ProtocolCheck, headline_metric, protocol_check
+from healthbench_exp.config.protocol import ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import (
     CalibrationConfig,
     CompletionsConfig,
@@ -32,34 +31,18 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
-from healthbench_exp.core.summary import (
-    EVAL,
-    Completions,
-    ConsensusRow,
-    EvalCounts,
-    Failure,
-    Repeats,
-    RunSummary,
-    Usage,
-)
+from healthbench_exp.core.summary import Completions, RunSummary
 from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult, WorkItem
 from healthbench_exp.data.completions import work_items
 from healthbench_exp.data.healthbench import load_examples
-from healthbench_exp.grading.comparison import (
-    run_to_run_std,
-    worst_at_k,
-)
 from healthbench_exp.grading.grader import grade_criterion, render_conversation, rubric_item_text
-from healthbench_exp.grading.scoring import (
-    aggregate_metrics,
-    consensus_breakdown,
-    example_metrics,
-)
+from healthbench_exp.grading.scoring import example_metrics
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
-from healthbench_exp.tasks.base import CallCounter, Clients, Juror, Measured, protocol
+from healthbench_exp.tasks.base import CallCounter, Clients, Juror, Measured
 from healthbench_exp.tasks.calibration_source import calibrated, load_source
+from healthbench_exp.tasks.eval_summary import EvalTally, build_summary
 from healthbench_exp.tasks.jury import juror_grades, jury_of
-from healthbench_exp.tasks.length import effective_scoring, length_adjusted, run_length_penalty
+from healthbench_exp.tasks.length import effective_scoring, run_length_penalty
 from healthbench_exp.tasks.records import RecordedRow, Records, records_to_continue
 
 log = logging.getLogger(__name__)
@@ -140,9 +123,21 @@ class EvalTask:
             TaskConfig(kind=TaskKind.eval), self.dataset, self.sampling, self.judge, self.scoring
         )
 
-    def summarize(self, results: Sequence[ExampleResult], measured: Measured) -> RunSummary:
+    def summarizer(self, rows: int) -> EvalSummarizer:
+        tally = EvalTally(
+            rows,
+            length=effective_scoring(self.scoring, self.dataset).length_penalty_per_500_chars
+            is not None,
+            repeats=self.sampling.rollouts_per_example > 1,
+            jury=(self.judge.name, *self.jury) if self.jury else (),
+            clusters=self.calibration.meta_eval_run is not None,
+        )
+        return EvalSummarizer(self, tally)
+
+    def summarize(self, tally: EvalTally, measured: Measured) -> RunSummary:
+        """The run's summary of the rows `tally` took in (see `tasks.eval_summary`)."""
         summary = build_summary(
-            list(results),
+            tally,
             self.runner,
             self.sampling,
             effective_scoring(self.scoring, self.dataset),
@@ -165,7 +160,7 @@ class EvalTask:
                 "(figures in `jury`; the metrics are the judge's)",
             )
         summary.jury = jury_of(
-            results,
+            tally.jury_in_order(),
             members,
             effective_scoring(self.scoring, self.dataset),
             self.runner.bootstrap_samples,
@@ -176,7 +171,8 @@ class EvalTask:
         if self.calibration.meta_eval_run is not None:  # SPEC 7.3, beside the metrics
             source = load_source(self.calibration.meta_eval_run, self.judge)
             samples, seed = self.runner.bootstrap_samples, self.sampling.seed
-            summary.calibrated = calibrated(results, source, self.judge.name, samples, seed)
+            counts = tally.clusters_in_order()
+            summary.calibrated = calibrated(counts, source, self.judge.name, samples, seed)
         return summary
 
     def estimate(self, counter: CallCounter) -> int:
@@ -211,6 +207,20 @@ class EvalTask:
                 conversation = render_conversation([*sent, {"role": "assistant", "content": reply}])
                 counter.judge_calls(conversation, 0, rubric, True, item.rollout)
         return len(items)
+
+
+@dataclass
+class EvalSummarizer:
+    """One eval run's `tasks.base.Summarizer`: its rows into an `EvalTally` as they finish."""
+
+    task: EvalTask
+    tally: EvalTally
+
+    def add(self, position: int, result: ExampleResult) -> None:
+        self.tally.add(position, result)
+
+    def summary(self, measured: Measured) -> RunSummary:
+        return self.task.summarize(self.tally, measured)
 
 
 async def run_example(
@@ -312,84 +322,4 @@ async def run_example(
     )
     return ExampleResult(
         example, rollout, sent, text, grades, metrics=metrics, sampled=not given, jury=by_judge
-    )
-
-
-def build_summary(
-    results: list[ExampleResult],
-    runner: RunnerConfig,
-    sampling: SamplingConfig,
-    scoring: ScoringConfig,
-    judge: JudgeConfig,
-    config_dict: dict[str, object],
-    measured: Measured,
-    check: ProtocolCheck,
-    jury: Sequence[str] = (),
-) -> RunSummary:
-    """summary.json: reference metrics (and the length-adjusted ones with a length penalty),
-    the headline metric's name, counts, failures, labelled consensus scores, the protocol.
-    `jury`: the further judges' names, whose endpoints' counters join the per-role counts."""
-    wall_time_s = measured.wall_time_s
-    scored = [r.metrics for r in results if r.metrics is not None]
-    metrics = aggregate_metrics(scored, runner.bootstrap_samples, sampling.seed) if scored else {}
-    graded = [g for r in results for g in r.grades]
-    row_counts = RunCounts.of(results)
-    model, judged = measured.role("model"), measured.role("judge")
-    per_role = {"model": model, "judge": judged, **{name: measured.role(name) for name in jury}}
-    counts = EvalCounts(
-        examples=len({r.example.prompt_id for r in results}),
-        rollouts_per_example=sampling.rollouts_per_example,
-        **row_counts.summary_fields(),
-        criteria=sum(len(r.example.rubrics) for r in results),
-        judge_replies=sum(g.attempts for g in graded),
-        model_requests=model.requests,
-        judge_requests=judged.requests,
-        model_cache_hits=model.cache_hits,
-        judge_cache_hits=judged.cache_hits,
-        model_prompt_tokens=model.prompt_tokens,
-        model_completion_tokens=model.completion_tokens,
-        judge_prompt_tokens=judged.prompt_tokens,
-        judge_cached_prompt_tokens=judged.cached_prompt_tokens,
-        judge_completion_tokens=judged.completion_tokens,
-        peak_requests_in_flight={role: s.peak_in_flight for role, s in per_role.items()},
-        request_errors={role: s.errors for role, s in per_role.items()},
-        rate_limited={role: s.rate_limited for role, s in per_role.items()},
-        lowest_in_flight_limit={role: s.lowest_limit for role, s in per_role.items()},
-        evaluation_s=round(measured.evaluation_s, 3),  # sampling and grading only
-        wall_time_s=round(wall_time_s, 3),
-    )
-    metrics.update(length_adjusted(results, scoring, runner, sampling))
-    repeats = repeats_statistics(results) if sampling.rollouts_per_example > 1 else None
-    return RunSummary(
-        task=EVAL,
-        metrics=metrics,
-        counts=counts,
-        headline=headline_metric(check.name, scoring),
-        repeats=repeats,
-        # consensus_breakdown's rows hold exactly ConsensusRow's fields
-        consensus=[ConsensusRow.from_dict(row) for row in consensus_breakdown(metrics)],
-        failures=[
-            Failure(r.example.prompt_id, rollout=r.rollout, error=r.error)
-            for r in results
-            if r.error is not None and not r.not_run
-        ],
-        usage=Usage.from_dict(measured.usage),
-        budget=measured.budget,
-        protocol=protocol(judge, "one judge call per criterion, simple-evals template", check),
-        config=config_dict,
-    )
-
-
-def repeats_statistics(results: list[ExampleResult]) -> Repeats:
-    """Run-to-run std of the overall score and worst-at-k, over the scored rows."""
-    by_example: dict[str, list[float]] = defaultdict(list)
-    by_rollout: dict[int, list[float]] = defaultdict(list)
-    for r in results:
-        if r.score is not None:
-            by_example[r.example.prompt_id].append(r.score)
-            by_rollout[r.rollout].append(r.score)
-    return Repeats(
-        rollouts=len(by_rollout),
-        run_to_run_std=run_to_run_std(by_rollout),
-        worst_at_k={str(k): v for k, v in worst_at_k(list(by_example.values())).items()},
     )

@@ -59,31 +59,35 @@ async def juror_grades(
     return list(await asyncio.gather(*(one(i, c) for i, c in enumerate(criteria))))
 
 
+def jury_row(result: ExampleResult, members: Sequence[str]) -> JuryRow | None:
+    """What `jury_of` needs of one row: its verdicts by member; None for a row a one-judge run
+    does not score (failed, stopped by the budget) or a run without a jury."""
+    if result.error is not None or result.not_run or not result.jury:
+        return None
+    criteria = result.example.rubrics
+    return JuryRow(
+        result.example.example_tags,
+        criteria,
+        [
+            {name: result.jury[name][i].criteria_met for name in members if name in result.jury}
+            for i in range(len(criteria))
+        ],
+        len(result.completion or ""),
+    )
+
+
 def jury_of(
-    results: Sequence[ExampleResult],
+    rows: Sequence[JuryRow],
     members: Sequence[str],
     scoring: ScoringConfig,
     bootstrap_samples: int,
     seed: int,
 ) -> Jury | None:
-    """summary.json's `jury` over the rows a one-judge run scores (a reply, every criterion
-    graded or ungraded, not stopped by the budget); None without a jury (`members`: the judges'
-    model names, the primary first)."""
+    """summary.json's `jury` over the rows a one-judge run scores (`jury_row` of each row, in
+    the run's order); None without a jury (`members`: the judges' model names, the primary
+    first)."""
     if len(members) < 2:
         return None
-    rows = [
-        JuryRow(
-            r.example.example_tags,
-            r.example.rubrics,
-            [
-                {name: r.jury[name][i].criteria_met for name in members if name in r.jury}
-                for i in range(len(r.example.rubrics))
-            ],
-            len(r.completion or ""),
-        )
-        for r in results
-        if r.error is None and not r.not_run and r.jury
-    ]
     penalty = scoring.length_penalty_per_500_chars
     length = None if penalty is None else LengthSetting(penalty, scoring.length_center_chars)
     section = jury_section(members, rows, bootstrap_samples, seed, length)

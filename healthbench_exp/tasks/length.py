@@ -3,13 +3,14 @@ and `length_adjusted_score` with its tag slices over the scored rows."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from healthbench_exp.config.schema import (
     DatasetConfig,
     RunnerConfig,
     SamplingConfig,
     ScoringConfig,
 )
-from healthbench_exp.core.types import ExampleResult
 from healthbench_exp.grading.comparison import ScoredReply, length_adjusted_metrics
 from healthbench_exp.grading.length import LengthPenalty, length_penalty
 
@@ -29,23 +30,17 @@ def effective_scoring(scoring: ScoringConfig, dataset: DatasetConfig) -> Scoring
 
 
 def length_adjusted(
-    results: list[ExampleResult],
+    rows: Sequence[ScoredReply],
     scoring: ScoringConfig,
     runner: RunnerConfig,
     sampling: SamplingConfig,
 ) -> dict[str, float | int]:
     """`length_adjusted_score` and `length_adjusted_score:<example tag>` with their stats
-    (`grading.comparison.length_adjusted_metrics`) over the scored rows, when
-    `scoring.length_penalty_per_500_chars` is set; the length is the graded reply's."""
+    (`grading.comparison.length_adjusted_metrics`) over the scored rows (`rows`, in the run's
+    order), when `scoring.length_penalty_per_500_chars` is set; the length is the graded
+    reply's."""
     penalty = scoring.length_penalty_per_500_chars
-    if penalty is None:
-        return {}
-    rows = [
-        ScoredReply(r.score, len(r.completion or ""), r.example.example_tags)
-        for r in results
-        if r.score is not None
-    ]
-    if not rows:
+    if penalty is None or not rows:
         return {}
     return length_adjusted_metrics(
         rows, penalty, scoring.length_center_chars, runner.bootstrap_samples, sampling.seed

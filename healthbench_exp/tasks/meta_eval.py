@@ -134,7 +134,11 @@ class MetaEvalTask:
         scoring option applies to it."""
         return protocol_check(self.task, self.dataset, self.sampling, self.judge, ScoringConfig())
 
+    def summarizer(self, rows: int) -> MetaEvalSummarizer:
+        return MetaEvalSummarizer(self)
+
     def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> RunSummary:
+        """The run's summary of every result, in the rows' order."""
         summary = build_meta_summary(
             list(results),
             self.runner,
@@ -159,6 +163,22 @@ class MetaEvalTask:
             for row in rows:
                 counter.judge_calls(row_conversation(row), 0, [row.rubric], True, repeat)
         return len(rows) * self.sampling.rollouts_per_example
+
+
+@dataclass
+class MetaEvalSummarizer:
+    """One meta-eval run's `tasks.base.Summarizer`: its results, kept until the summary (a
+    meta-eval row is one criterion's verdict: its agreement statistics read them all)."""
+
+    task: MetaEvalTask
+    results: list[tuple[int, MetaEvalResult]] = field(default_factory=list)
+
+    def add(self, position: int, result: MetaEvalResult) -> None:
+        self.results.append((position, result))
+
+    def summary(self, measured: Measured) -> RunSummary:
+        self.results.sort(key=lambda pair: pair[0])
+        return self.task.summarize([result for _, result in self.results], measured)
 
 
 def row_conversation(row: MetaEvalRow) -> str:

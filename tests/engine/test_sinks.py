@@ -3,7 +3,6 @@ summary gets from `describe`, and which sinks `fail` when something raises."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,14 @@ class Recorder:
         self.calls = calls
         self.finish_raises = finish_raises
         self.results: list[Any] = []
+        self.positions: list[int] = []
 
     def start(self) -> None:
         self.calls.append((self.name, "start"))
 
-    def on_result(self, result: Any) -> None:
+    def on_result(self, result: Any, position: int) -> None:
         self.results.append(result)
+        self.positions.append(position)
         self.calls.append((self.name, "on_result"))
 
     def describe(self) -> dict[str, Any]:
@@ -42,9 +43,9 @@ class Recorder:
         self.calls.append((self.name, "describe"))
         return {"wandb": WandbInfo(f"{self.name}:{len(self.results)}", None, None, None, None)}
 
-    def finish(self, summary: RunSummary, results: Sequence[Any]) -> None:
+    def finish(self, summary: RunSummary) -> None:
         assert summary.wandb is not None
-        self.calls.append((self.name, "finish", summary.wandb.run_id, len(results)))
+        self.calls.append((self.name, "finish", summary.wandb.run_id, len(self.results)))
         if self.finish_raises:
             raise OSError("disk full")
 
@@ -74,6 +75,7 @@ def test_sinks_see_every_result_then_describe_then_finish_in_order(
         ("second", "finish", "second:3", 3),
     ]
     assert all(isinstance(r, ExampleResult) for r in first.results)
+    assert sorted(first.positions) == [0, 1, 2]  # each row's place in the run's rows
     assert summary.wandb is not None and summary.wandb.run_id == "second:3"
     assert summary.eval_counts.rows_scored == 3
     assert (tmp_path / "invocations.jsonl").exists()  # the engine accounted the invocation

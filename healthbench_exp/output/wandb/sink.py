@@ -4,7 +4,6 @@ warning, see `tracker.Tracker`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from healthbench_exp.core.sink import SinkFields
@@ -23,7 +22,7 @@ class WandbSink:
     def start(self) -> None:
         """Nothing yet: the run opens with the first result (see `Tracker`)."""
 
-    def on_result(self, result: ExampleResult | MetaEvalResult) -> None:
+    def on_result(self, result: ExampleResult | MetaEvalResult, position: int) -> None:
         if isinstance(result, MetaEvalResult):
             self.tracker.on_row(result.grade)
         else:
@@ -33,9 +32,7 @@ class WandbSink:
         """`wandb` in summary.json: where the run is (None when W&B is disabled)."""
         return {"wandb": self.tracker.describe()}
 
-    def finish(
-        self, summary: RunSummary, results: Sequence[ExampleResult | MetaEvalResult]
-    ) -> None:
+    def finish(self, summary: RunSummary) -> None:
         self.tracker.finish(summary, self.output_dir)
 
     def fail(self, error: BaseException) -> None:
