@@ -268,10 +268,16 @@ WARM = (
 
 
 if __name__ == "__main__":
+    import gc
     import importlib
 
     for _name in WARM:
         importlib.import_module(_name)
+    # what the imports made is kept out of every collection: a child's first full collection
+    # (`engine.loop.steady_collector` runs one) scans only what the child made, about 0.1 CPU-s
+    # less per run, and touches no inherited page (no copy-on-write of the whole heap)
+    gc.collect()
+    gc.freeze()
     _request = _serve()
     if _request is None:
         raise SystemExit(0)
