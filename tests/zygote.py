@@ -29,8 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # what the zygote's libraries read while importing: a request that changes them runs plainly
 # (W&B reads WANDB_DIR when a run starts, not on import: tests/output/test_tracking.py checks
-# that the offline runs land in the WANDB_DIR each test sets)
-IMPORT_TIME_PREFIXES = ("HOME", "XDG_", "HF_", "HUGGINGFACE", "PYTHON", "NETRC")
+# that the offline runs land in the WANDB_DIR each test sets; NETRC is read when a client asks
+# for credentials (requests, aiohttp, W&B, the harness's `wandb.mode`), never on import: the
+# tests without a W&B login check that a missing NETRC file is read instead of ~/.netrc)
+IMPORT_TIME_PREFIXES = ("HOME", "XDG_", "HF_", "HUGGINGFACE", "PYTHON")
 ENVIRONMENT = dict(os.environ)  # this process's, as pytest started it (before any monkeypatch)
 
 

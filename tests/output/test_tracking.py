@@ -210,14 +210,17 @@ def test_a_job_failing_before_its_first_result_opens_no_run(tmp_path) -> None:
 
 
 def no_wandb_login(tmp_path: Path, monkeypatch) -> dict[str, str]:
-    """No W&B credentials anywhere: no key, an empty home and config dir, no netrc."""
+    """No W&B credentials anywhere: no key, an empty config dir, no netrc (NETRC names a missing
+    file: W&B and the harness read it instead of ~/.netrc, and W&B's settings come from
+    WANDB_CONFIG_DIR instead of ~/.config/wandb). HOME is left as it is: the import-time paths
+    of the libraries do not move (the run is forked from tests/zygote.py) and no credential is
+    read from it."""
     for name in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DISABLED", "WANDB_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "home"
     home.mkdir()
     return {
         **wandb_env(tmp_path),
-        "HOME": str(home),
         "WANDB_CONFIG_DIR": str(home / "wandb-config"),
         "NETRC": str(home / "no-netrc"),
     }
