@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,7 +95,13 @@ def _serve() -> dict | None:
 
 
 def _become(request: dict) -> None:
-    """In the forked child: take the request's streams, directory and environment."""
+    """In the forked child: take the request's streams, directory, environment and file-size
+    limit (`RLIMIT_FSIZE`, with SIGXFSZ ignored: a write past it fails with EFBIG)."""
+    if request.get("fsize") is not None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (request["fsize"], request["fsize"]))
     for fd, path, flags in (
         (0, os.devnull, os.O_RDONLY),
         (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
@@ -142,13 +149,15 @@ class _Zygote:
                     self.pids[message["id"]] = message["pid"]
                 self.changed.notify_all()
 
-    def start(self, argv: list[str], env: dict[str, str], cwd: Path) -> ForkedRun:
+    def start(
+        self, argv: list[str], env: dict[str, str], cwd: Path, fsize: int | None = None
+    ) -> ForkedRun:
         with self.lock:
             self.next_id += 1
             number = self.next_id
             out, err = self.folder / f"{number}.out", self.folder / f"{number}.err"
             request = {"id": number, "argv": argv, "env": env, "cwd": str(cwd),
-                       "out": str(out), "err": str(err)}  # fmt: skip
+                       "out": str(out), "err": str(err), "fsize": fsize}  # fmt: skip
             assert self.process.stdin is not None
             self.process.stdin.write((json.dumps(request) + "\n").encode())
             self.process.stdin.flush()
@@ -214,24 +223,42 @@ def _plain(env: dict[str, str]) -> bool:
     return any(env.get(k) != ENVIRONMENT.get(k) for k in keys)
 
 
+def _limited(fsize: int | None) -> Callable[[], None] | None:
+    """For a plain start: what `_become` does with a file-size limit, before the exec."""
+    if fsize is None:
+        return None
+
+    def limit() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    return limit
+
+
 def spawn(
     *args: str,
     env: dict[str, str] | None = None,
     cwd: Path = REPO,
     module: str = "healthbench_exp",
+    fsize: int | None = None,
 ) -> ForkedRun | subprocess.Popen:
     """Start `python -m <module> <args>` with `env` (default: this process's) in `cwd`; `module`
-    is the CLI or another of the package's (`healthbench_exp.aggregate`, `.cache`)."""
+    is the CLI or another of the package's (`healthbench_exp.aggregate`, `.cache`; not the W&B
+    worker, which writes media into a folder W&B made on import, removed when a child exits).
+    `fsize`: a file-size limit in bytes (RLIMIT_FSIZE, SIGXFSZ ignored: a full disk for one
+    process)."""
     environment = dict(os.environ if env is None else env)
     if _plain(environment) or ENVIRONMENT.get("HEALTHBENCH_TESTS_FORK") == "0":
         return subprocess.Popen(
             [sys.executable, "-m", module, *args], cwd=cwd, env=environment,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limited(fsize),
         )  # fmt: skip
     if not _zygote:
         _zygote.append(_Zygote())
         atexit.register(_zygote[0].close)
-    return _zygote[0].start([module, *args], environment, cwd)
+    return _zygote[0].start([module, *args], environment, cwd, fsize)
 
 
 def run(
@@ -240,9 +267,10 @@ def run(
     cwd: Path = REPO,
     timeout: float = 300,
     module: str = "healthbench_exp",
+    fsize: int | None = None,
 ) -> subprocess.CompletedProcess:
     """`spawn`, waited for: a `subprocess.run(..., capture_output=True, text=True)` result."""
-    process = spawn(*args, env=env, cwd=cwd, module=module)
+    process = spawn(*args, env=env, cwd=cwd, module=module, fsize=fsize)
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
