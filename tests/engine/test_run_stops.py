@@ -239,7 +239,9 @@ def test_a_resume_that_fails_to_start_keeps_the_resume_command(tmp_path, isolate
     directory) is `failed` with the reason and the command that finishes it, as a quota stop is."""
     run_dir = tmp_path / "run"
     quota = ("offline_server.quota_exhausted=true", "offline_server.limited_role=judge")
-    first = run_cli(*DEMO, f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota)
+    first = run_cli(
+        *DEMO, "wandb.mode=disabled", f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota
+    )
     assert first.returncode == 2, first.stderr
     assert (run_dir / "examples.jsonl").exists()
     not_a_dir = tmp_path / "a-file"
