@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.capabilities import drop_capabilities
+
 REPO = Path(__file__).resolve().parents[1]
 # what the zygote's libraries read while importing: a request that changes them runs plainly
 # (W&B reads WANDB_DIR when a run starts, not on import: tests/output/test_tracking.py checks
@@ -96,8 +98,11 @@ def _serve() -> dict | None:
 
 
 def _become(request: dict) -> None:
-    """In the forked child: take the request's streams, directory, environment and file-size
-    limit (`RLIMIT_FSIZE`, with SIGXFSZ ignored: a write past it fails with EFBIG)."""
+    """In the forked child: take the request's streams, directory, environment, file-size limit
+    (`RLIMIT_FSIZE`, with SIGXFSZ ignored: a write past it fails with EFBIG) and capabilities
+    to drop (`drop_capabilities`)."""
+    if request.get("drop"):
+        drop_capabilities(request["drop"])
     if request.get("fsize") is not None:
         import resource
 
@@ -151,14 +156,15 @@ class _Zygote:
                 self.changed.notify_all()
 
     def start(
-        self, argv: list[str], env: dict[str, str], cwd: Path, fsize: int | None = None
-    ) -> ForkedRun:
+        self, argv: list[str], env: dict[str, str], cwd: Path, fsize: int | None = None,
+        drop: list[int] | None = None,
+    ) -> ForkedRun:  # fmt: skip
         with self.lock:
             self.next_id += 1
             number = self.next_id
             out, err = self.folder / f"{number}.out", self.folder / f"{number}.err"
             request = {"id": number, "argv": argv, "env": env, "cwd": str(cwd),
-                       "out": str(out), "err": str(err), "fsize": fsize}  # fmt: skip
+                       "out": str(out), "err": str(err), "fsize": fsize, "drop": drop}  # fmt: skip
             assert self.process.stdin is not None
             self.process.stdin.write((json.dumps(request) + "\n").encode())
             self.process.stdin.flush()
@@ -224,16 +230,20 @@ def _plain(env: dict[str, str]) -> bool:
     return any(env.get(k) != ENVIRONMENT.get(k) for k in keys)
 
 
-def _limited(fsize: int | None) -> Callable[[], None] | None:
-    """For a plain start: what `_become` does with a file-size limit, before the exec."""
-    if fsize is None:
+def _limited(fsize: int | None, drop: list[int] | None) -> Callable[[], None] | None:
+    """For a plain start: what `_become` does with a file-size limit and capabilities to drop,
+    before the exec."""
+    if fsize is None and not drop:
         return None
 
     def limit() -> None:
-        import resource
+        if drop:
+            drop_capabilities(drop)
+        if fsize is not None:
+            import resource
 
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
     return limit
 
@@ -244,19 +254,21 @@ def spawn(
     cwd: Path = REPO,
     module: str = "healthbench_exp",
     fsize: int | None = None,
+    drop: list[int] | None = None,
 ) -> ForkedRun | subprocess.Popen:
     """Start `python -m <module> <args>` with `env` (default: this process's) in `cwd`; `module`
     is the CLI or another of the package's (`healthbench_exp.aggregate`, `.cache`; not the W&B
     worker, which writes media into a folder W&B made on import, removed when a child exits).
     `fsize`: a file-size limit in bytes (RLIMIT_FSIZE, SIGXFSZ ignored: a full disk for one
-    process)."""
+    process); `drop`: capabilities it runs without (`drop_capabilities`)."""
     environment = dict(os.environ if env is None else env)
     if not _forks(environment):
         return subprocess.Popen(
             [sys.executable, "-m", module, *args], cwd=cwd, env=environment,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limited(fsize),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=_limited(fsize, drop),
         )  # fmt: skip
-    return _the_zygote().start([module, *args], environment, cwd, fsize)
+    return _the_zygote().start([module, *args], environment, cwd, fsize, drop)
 
 
 def _forks(env: dict[str, str]) -> bool:
@@ -279,9 +291,10 @@ def run(
     timeout: float = 300,
     module: str = "healthbench_exp",
     fsize: int | None = None,
+    drop: list[int] | None = None,
 ) -> subprocess.CompletedProcess:
     """`spawn`, waited for: a `subprocess.run(..., capture_output=True, text=True)` result."""
-    process = spawn(*args, env=env, cwd=cwd, module=module, fsize=fsize)
+    process = spawn(*args, env=env, cwd=cwd, module=module, fsize=fsize, drop=drop)
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
