@@ -18,11 +18,12 @@ import pytest
 
 from healthbench_exp.output.files import foreign_files
 from healthbench_exp.output.run_dir import RunDirectory
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import LIGHT, stand_in_env
 from tests.model.test_cache import endpoint_args
+from tests.zygote import ForkedServer
 
 AUDIT = Path(__file__).with_name("sinks_files_audit.py")
 PACKAGE = REPO / "healthbench_exp"
@@ -84,7 +85,7 @@ def test_every_file_the_demo_writes_is_written_by_output(tmp_path: Path) -> None
 
 
 def test_a_batch_judges_record_is_written_by_output(tmp_path: Path) -> None:
-    with ServerProcess(server_args()) as server:
+    with ForkedServer(server_args()) as server:
         run_dir, records = audited_run(
             tmp_path, *endpoint_args(server.base_url), "sampling.num_examples=3",
             "judge.batch=true", "judge.batch_poll_s=0.05", "cache.enabled=false",

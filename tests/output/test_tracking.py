@@ -15,9 +15,10 @@ import pytest
 from healthbench_exp.config.schema import WandbMode
 from healthbench_exp.output.wandb import content as wandb_content
 from healthbench_exp.output.wandb import tracker as tracking
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests.e2e.test_e2e import run_cli
 from tests.wandb_log import read_run
+from tests.zygote import ForkedServer
 
 SECRET = "sk-test-wandb-7d1e-do-not-store"
 
@@ -41,7 +42,7 @@ def table_rows(artifact, name: str) -> int:
 
 def test_offline_run_holds_config_summary_tables_and_artifact(tmp_path) -> None:
     out = tmp_path / "run"
-    with ServerProcess([]) as server:
+    with ForkedServer([]) as server:
         result = run_cli(
             "experiment=demo", "model=openai_compatible", "model.name=m",
             f"model.base_url={server.base_url}", "model.api_key_env=HB_WANDB_SECRET",
@@ -102,7 +103,7 @@ def test_disabled_leaves_no_wandb_files(tmp_path) -> None:
 
 
 def test_a_job_failing_before_any_result_opens_no_run(tmp_path) -> None:
-    with ServerProcess(server_args(require_key="the-right-key")) as server:
+    with ForkedServer(server_args(require_key="the-right-key")) as server:
         result = run_cli(
             "experiment=demo", "model=openai_compatible", "model.name=m",
             f"model.base_url={server.base_url}", "model.api_key_env=HB_WRONG_KEY",
@@ -229,7 +230,7 @@ def no_wandb_login(tmp_path: Path, monkeypatch) -> dict[str, str]:
 def test_online_without_login_fails_before_any_request(tmp_path, monkeypatch) -> None:
     out = tmp_path / "run"
     env = no_wandb_login(tmp_path, monkeypatch)
-    with ServerProcess([]) as server:
+    with ForkedServer([]) as server:
         began = time.monotonic()
         result = run_cli(
             "experiment=demo", "wandb=online", "model=openai_compatible", "model.name=m",
