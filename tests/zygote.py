@@ -19,6 +19,7 @@ import atexit
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -183,6 +184,7 @@ class _Zygote:
         if self.process.stdin is not None:
             self.process.stdin.close()
         self.process.wait(timeout=30)
+        shutil.rmtree(self.folder, ignore_errors=True)  # the runs' captured output
 
 
 class ForkedRun:
