@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
+from tests.zygote import ForkedServer
 
 
 def make_row(prompt_id: str = "p1", **overrides: Any) -> dict[str, Any]:
@@ -112,7 +113,7 @@ def write_jsonl(tmp_path: Path) -> Callable[[list[Any], str], Path]:
 
 
 class LoopbackServer:
-    def __init__(self, process: ServerProcess) -> None:
+    def __init__(self, process: ForkedServer) -> None:
         self.base_url = process.base_url
 
     def stats(self) -> dict[str, int]:
@@ -128,11 +129,12 @@ class LoopbackServer:
 
 @pytest.fixture
 def loopback_server() -> Iterator[Callable[..., LoopbackServer]]:
-    """Start built-in servers with given fault settings; all are stopped after the test."""
-    started: list[ServerProcess] = []
+    """Start built-in servers with given fault settings (each in a process of its own, forked
+    from tests/zygote.py); all are stopped after the test."""
+    started: list[ForkedServer] = []
 
     def start(**faults: Any) -> LoopbackServer:
-        process = ServerProcess(server_args(**faults)).__enter__()
+        process = ForkedServer(server_args(**faults)).__enter__()
         started.append(process)
         return LoopbackServer(process)
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests.conftest import LoopbackServer
 from tests.e2e.test_e2e import run_cli, run_module
+from tests.zygote import ForkedServer
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = {"HB_MODEL_KEY": "model-secret", "HB_JUDGE_KEY": "judge-secret"}
@@ -63,7 +64,7 @@ class Runs:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     root = tmp_path_factory.mktemp("regrade")
     env = {"HEALTHBENCH_CACHE_DIR": str(root / "cache")}
-    with ServerProcess(server_args()) as process:
+    with ForkedServer(server_args()) as process:
         server = LoopbackServer(process)
         source = root / "source"
         result = run_cli(

@@ -77,9 +77,11 @@ def silent_host() -> Iterator[SilentHost]:
 
 
 def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    """No API key and no W&B login: the variables removed, NETRC naming a missing file (read
+    instead of ~/.netrc; HOME is kept, so the run forks from tests/zygote.py)."""
     for name in ("OPENAI_API_KEY", "WANDB_API_KEY", "WANDB_MODE", "WANDB_DISABLED"):
         monkeypatch.delenv(name, raising=False)
-    return {"HOME": str(tmp_path / "home"), "NETRC": str(tmp_path / "no-netrc")}
+    return {"NETRC": str(tmp_path / "no-netrc"), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config")}
 
 
 def test_every_problem_is_reported_at_once_before_the_data(tmp_path, monkeypatch) -> None:

@@ -8,7 +8,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -96,15 +95,22 @@ def test_prune_while_a_run_writes_keeps_the_run_working(tmp_path: Path) -> None:
 
 # A read-only cache (a shared copy on a cluster). Permissions do not bind root, so as root the
 # commands run with the capabilities that bypass them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-# CAP_FOWNER) dropped from their bounding set by `setpriv`: still uid 0, but refused a write
-# the file modes forbid, as any user is (the test checks that first).
+# CAP_FOWNER) dropped, as `setpriv` drops them from its bounding set: still uid 0, but refused a
+# write the file modes forbid, as any user is (the test checks that first, with `setpriv`).
 UNPRIVILEGED = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+BYPASSING = [1, 2, 3]  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
 
 
 def as_reader(*args: str) -> subprocess.CompletedProcess:
     """`args` as a user the file modes bind (see UNPRIVILEGED)."""
     prefix = UNPRIVILEGED if os.geteuid() == 0 else []
     return subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def module_as_reader(module: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m <module> <args>` as a user the file modes bind (forked from tests/zygote.py,
+    without the capabilities that bypass them)."""
+    return zygote.run(*args, module=module, drop=BYPASSING if os.geteuid() == 0 else None)
 
 
 def test_a_read_only_cache_is_read_and_left_as_it_is(tmp_path: Path) -> None:
@@ -121,18 +127,17 @@ def test_a_read_only_cache_is_read_and_left_as_it_is(tmp_path: Path) -> None:
     try:
         assert as_reader("touch", str(cache / "probe")).returncode != 0  # truly read-only
         before = {p.name: p.read_bytes() for p in cache.iterdir()}
-        python = [sys.executable, "-m"]
-        stats = as_reader(*python, "healthbench_exp.cache", "stats", "--dir", str(cache))
+        stats = module_as_reader("healthbench_exp.cache", "stats", "--dir", str(cache))
         assert stats.returncode == 0, stats.stderr
         assert "130 entries" in stats.stdout and "(read-only for this user)" in stats.stdout
-        listed = as_reader(*python, "healthbench_exp.cache", "clear", "--dir", str(cache))
+        listed = module_as_reader("healthbench_exp.cache", "clear", "--dir", str(cache))
         assert listed.returncode == 0 and "would remove 130 entries" in listed.stdout
-        refused = as_reader(*python, "healthbench_exp.cache", "clear", "--yes", "--dir", str(cache))
+        refused = module_as_reader("healthbench_exp.cache", "clear", "--yes", "--dir", str(cache))
         assert refused.returncode == 2 and "is read-only for this user" in refused.stderr
         warning = "is read-only (130 entries): this run uses its replies but stores nothing new"
         for name, temperature, paid in (("hits", "0.5", "model 0, judge 0"), ("new", "0.7", None)):
-            run = as_reader(
-                *python, "healthbench_exp", "experiment=demo", "wandb.mode=disabled",
+            run = module_as_reader(
+                "healthbench_exp", "experiment=demo", "wandb.mode=disabled",
                 f"sampling.temperature={temperature}", f"cache.dir={cache}",
                 f"hydra.run.dir={tmp_path / name}",
             )  # fmt: skip

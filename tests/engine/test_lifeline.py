@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import LIGHT, alive, listening, server_lives, stand_in_env, wait_for
 
@@ -66,16 +67,16 @@ def assert_dies(pid: int, what: str, within: float = GONE_WITHIN_S) -> None:
         time.sleep(0.1)
 
 
-def kill_9(process: subprocess.Popen) -> None:
+def kill_9(process: subprocess.Popen | zygote.ForkedRun) -> None:
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
 
 
-def harness(run_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "healthbench_exp", *LIGHT, *args, f"hydra.run.dir={run_dir}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env,
-    )  # fmt: skip
+def harness(
+    run_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen | zygote.ForkedRun:
+    """`python -m healthbench_exp` in its own process (forked: tests/zygote.py)."""
+    return zygote.spawn(*LIGHT, *args, f"hydra.run.dir={run_dir}", env=env)
 
 
 def test_kill_9_of_a_demo_run_ends_its_built_in_endpoint(tmp_path) -> None:

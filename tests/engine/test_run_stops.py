@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.cli.test_run_lock import lines, start_run, wait_for
 from tests.conftest import DemoRun
-from tests.e2e.test_e2e import REPO, run_cli
+from tests.e2e.test_e2e import run_cli
 from tests.output.test_tracking import wandb_env
 from tests.wandb_log import read_run
 
@@ -114,16 +113,9 @@ def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> No
     else:  # no mount allowed: a file-size limit makes the same writes fail (EFBIG)
         run_dir, limit = tmp_path / "run", 32 * 1024
 
-    def limited() -> None:
-        if limit is not None:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    result = subprocess.run(
-        [sys.executable, "-m", "healthbench_exp", *DEMO, f"hydra.run.dir={run_dir}"],
-        cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=limited,
-        env={**os.environ, **wandb_env(tmp_path)},
-    )  # fmt: skip
+    result = zygote.run(
+        *DEMO, f"hydra.run.dir={run_dir}", env={**os.environ, **wandb_env(tmp_path)}, fsize=limit
+    )
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "Logging error" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
@@ -247,7 +239,9 @@ def test_a_resume_that_fails_to_start_keeps_the_resume_command(tmp_path, isolate
     directory) is `failed` with the reason and the command that finishes it, as a quota stop is."""
     run_dir = tmp_path / "run"
     quota = ("offline_server.quota_exhausted=true", "offline_server.limited_role=judge")
-    first = run_cli(*DEMO, f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota)
+    first = run_cli(
+        *DEMO, "wandb.mode=disabled", f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota
+    )
     assert first.returncode == 2, first.stderr
     assert (run_dir / "examples.jsonl").exists()
     not_a_dir = tmp_path / "a-file"

@@ -169,10 +169,9 @@ def test_a_stopping_signal_ends_the_run_interrupted_resumable_and_stops_the_serv
     the run ends `interrupted` with the resume command, the server stopped; the resume
     finishes the run, serving the model again."""
     run_dir = tmp_path / "run"  # the response cache is beside it
-    run = subprocess.Popen(
-        [sys.executable, "-m", "healthbench_exp", *LIGHT, "model=vllm", "model.name=org/slow",
-         "offline_server.latency_ms=1500", f"hydra.run.dir={run_dir}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=stand_in_env(),
+    run = zygote.spawn(
+        *LIGHT, "model=vllm", "model.name=org/slow", "offline_server.latency_ms=1500",
+        f"hydra.run.dir={run_dir}", env=stand_in_env(),
     )  # fmt: skip
     log = run_dir / "healthbench.log"
     wait_for(lambda: log.exists() and "served at" in log.read_text(), 60, "the served model")

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.core.outcome import Tally, run_outcome
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import read_jsonl
+from tests.zygote import ForkedServer
 
 DEMO = ("experiment=demo", "wandb=disabled", "runner.progress=false")
 DEMO_CRITERIA = 106  # the bundled sample's criteria (24 examples)
@@ -65,7 +66,7 @@ def judge_requests(base_url: str) -> int:
 
 
 def test_a_judge_that_fences_without_json_is_stopped_early(tmp_path: Path) -> None:
-    with ServerProcess(server_args(fenced_rate=1.0)) as server:
+    with ForkedServer(server_args(fenced_rate=1.0)) as server:
         result = run_cli(
             *DEMO, "judge=openai_compatible", "judge.name=j", f"judge.base_url={server.base_url}",
             "judge.early_stop_unparseable=20",

@@ -20,12 +20,13 @@ from healthbench_exp.grading.grader import (
     grader_template,
     shared_prefix_first_template,
 )
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import verdicts
 from tests.model.test_cache import endpoint_args
 from tests.model.test_costs import priced_config
+from tests.zygote import ForkedServer
 
 
 def batch_config(base_url: str, **changes):
@@ -75,7 +76,7 @@ def test_unparseable_batch_verdicts_are_resampled_in_another_batch(
 def test_a_killed_batch_run_resumes_by_batch_id_without_resubmitting(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     env = {**os.environ, "HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")}
-    with ServerProcess(server_args(batch_delay_s=4.0)) as server:
+    with ForkedServer(server_args(batch_delay_s=4.0)) as server:
         args = [
             *endpoint_args(server.base_url), "judge.batch=true", "judge.batch_poll_s=0.1",
             f"hydra.run.dir={run_dir}",

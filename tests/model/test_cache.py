@@ -20,10 +20,11 @@ from healthbench_exp.config.schema import ConfigError, JudgeConfig, SamplingConf
 from healthbench_exp.model.cache import CachedReply, Profile, ResponseCache, request_key
 from healthbench_exp.model.cache_admin import groups, last_runs, open_cache, profile_history
 from healthbench_exp.model.limits import AdaptiveLimit
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts
+from tests.zygote import ForkedServer
 
 
 def test_cache_round_trip_and_keys(tmp_path: Path) -> None:
@@ -206,7 +207,7 @@ def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path, cache: str) -> No
     """With the shared cache, or with `cache.enabled=false` (the run's own call journal answers
     the calls finished inside rows the kill cut short, which the run's records lack)."""
     off = ("cache.enabled=false",) if cache == "off" else ()
-    with ServerProcess(server_args(latency_ms=20)) as server:
+    with ForkedServer(server_args(latency_ms=20)) as server:
         clean = run_cli(
             *endpoint_args(server.base_url),
             *off,
@@ -224,7 +225,7 @@ def test_kill_9_then_resume_equals_a_clean_run(tmp_path: Path, cache: str) -> No
         *off,
         f"hydra.run.dir={run_dir}",
     ]
-    with ServerProcess(server_args(latency_ms=20)) as server:
+    with ForkedServer(server_args(latency_ms=20)) as server:
         command = [a.replace("URL", server.base_url) for a in command]
         process = zygote.spawn(*command[3:])
         wait_for_requests(server.base_url, clean_requests // 2, process)

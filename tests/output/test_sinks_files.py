@@ -12,18 +12,18 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from healthbench_exp.output.files import foreign_files
 from healthbench_exp.output.run_dir import RunDirectory
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
+from tests import zygote
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import LIGHT, stand_in_env
 from tests.model.test_cache import endpoint_args
+from tests.zygote import ForkedServer
 
 AUDIT = Path(__file__).with_name("sinks_files_audit.py")
 PACKAGE = REPO / "healthbench_exp"
@@ -53,10 +53,9 @@ def audited_run(
     """Run the CLI under the audit hook: its run directory and who wrote what in it."""
     run_dir = tmp_path.resolve() / "run"
     record = tmp_path / "writes.jsonl"
-    result = subprocess.run(
-        [sys.executable, str(AUDIT), str(run_dir), str(record), *args,
-         f"hydra.run.dir={run_dir}"],
-        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    result = zygote.run(  # the audit script as a module, forked (tests/zygote.py)
+        str(run_dir), str(record), *args, f"hydra.run.dir={run_dir}",
+        module="tests.output.sinks_files_audit", env=env, cwd=REPO,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     lines = record.read_text(encoding="utf-8").splitlines()
@@ -86,7 +85,7 @@ def test_every_file_the_demo_writes_is_written_by_output(tmp_path: Path) -> None
 
 
 def test_a_batch_judges_record_is_written_by_output(tmp_path: Path) -> None:
-    with ServerProcess(server_args()) as server:
+    with ForkedServer(server_args()) as server:
         run_dir, records = audited_run(
             tmp_path, *endpoint_args(server.base_url), "sampling.num_examples=3",
             "judge.batch=true", "judge.batch_poll_s=0.05", "cache.enabled=false",

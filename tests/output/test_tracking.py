@@ -15,9 +15,10 @@ import pytest
 from healthbench_exp.config.schema import WandbMode
 from healthbench_exp.output.wandb import content as wandb_content
 from healthbench_exp.output.wandb import tracker as tracking
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.testing.server import server_args
 from tests.e2e.test_e2e import run_cli
 from tests.wandb_log import read_run
+from tests.zygote import ForkedServer
 
 SECRET = "sk-test-wandb-7d1e-do-not-store"
 
@@ -41,7 +42,7 @@ def table_rows(artifact, name: str) -> int:
 
 def test_offline_run_holds_config_summary_tables_and_artifact(tmp_path) -> None:
     out = tmp_path / "run"
-    with ServerProcess([]) as server:
+    with ForkedServer([]) as server:
         result = run_cli(
             "experiment=demo", "model=openai_compatible", "model.name=m",
             f"model.base_url={server.base_url}", "model.api_key_env=HB_WANDB_SECRET",
@@ -102,7 +103,7 @@ def test_disabled_leaves_no_wandb_files(tmp_path) -> None:
 
 
 def test_a_job_failing_before_any_result_opens_no_run(tmp_path) -> None:
-    with ServerProcess(server_args(require_key="the-right-key")) as server:
+    with ForkedServer(server_args(require_key="the-right-key")) as server:
         result = run_cli(
             "experiment=demo", "model=openai_compatible", "model.name=m",
             f"model.base_url={server.base_url}", "model.api_key_env=HB_WRONG_KEY",
@@ -210,14 +211,17 @@ def test_a_job_failing_before_its_first_result_opens_no_run(tmp_path) -> None:
 
 
 def no_wandb_login(tmp_path: Path, monkeypatch) -> dict[str, str]:
-    """No W&B credentials anywhere: no key, an empty home and config dir, no netrc."""
+    """No W&B credentials anywhere: no key, an empty config dir, no netrc (NETRC names a missing
+    file: W&B and the harness read it instead of ~/.netrc, and W&B's settings come from
+    WANDB_CONFIG_DIR instead of ~/.config/wandb). HOME is left as it is: the import-time paths
+    of the libraries do not move (the run is forked from tests/zygote.py) and no credential is
+    read from it."""
     for name in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DISABLED", "WANDB_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "home"
     home.mkdir()
     return {
         **wandb_env(tmp_path),
-        "HOME": str(home),
         "WANDB_CONFIG_DIR": str(home / "wandb-config"),
         "NETRC": str(home / "no-netrc"),
     }
@@ -226,7 +230,7 @@ def no_wandb_login(tmp_path: Path, monkeypatch) -> dict[str, str]:
 def test_online_without_login_fails_before_any_request(tmp_path, monkeypatch) -> None:
     out = tmp_path / "run"
     env = no_wandb_login(tmp_path, monkeypatch)
-    with ServerProcess([]) as server:
+    with ForkedServer([]) as server:
         began = time.monotonic()
         result = run_cli(
             "experiment=demo", "wandb=online", "model=openai_compatible", "model.name=m",

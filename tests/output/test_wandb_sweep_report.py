@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 import wandb_workspaces.reports.v2 as wr
@@ -16,6 +14,7 @@ from healthbench_exp.output.wandb.sweep_report import (
     build_report,
     parse_args,
 )
+from tests import zygote
 
 
 def test_report_selects_the_sweep_and_charts_its_scores() -> None:
@@ -63,22 +62,16 @@ def test_arguments() -> None:
 
 
 def test_without_a_login_the_command_says_what_is_missing(tmp_path) -> None:
+    # no W&B variable, and NETRC names a missing file (read instead of ~/.netrc)
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env["HOME"] = str(tmp_path)
-    env.pop("NETRC", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "healthbench_exp.report", "group=multirun/x"],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    env["NETRC"] = str(tmp_path / "no-netrc")
+    result = zygote.run("group=multirun/x", module="healthbench_exp.report", env=env, timeout=120)
     assert result.returncode == 2
     assert "no W&B login: run `wandb login` or set WANDB_API_KEY" in result.stderr
     assert "wandb sync" in result.stderr
 
 
 def test_help_prints_the_usage_and_exits_0() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "healthbench_exp.report", "--help"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    result = zygote.run("--help", module="healthbench_exp.report", timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: python -m healthbench_exp.report group=<sweep>")

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
 import pytest
 
-from tests.e2e.test_e2e import run_cli
+from tests.e2e.test_e2e import run_cli, run_module
 
 FIGURES = ("pairwise_model_f1_balanced", "criterion_mean:pairwise_model_f1_balanced")
 RUN = ("experiment=demo", "task=meta_eval", "wandb=disabled", "runner.progress=false")
@@ -90,10 +88,9 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
     # the judge table of a comparison: the jury run's member is a line of its own, with the
     # figures, categories, ungraded rate and cost of a one-judge meta-eval of it
     out = tmp_path / "compared"
-    aggregate = subprocess.run(
-        [sys.executable, "-m", "healthbench_exp.aggregate", str(tmp_path / "jury"),
-         str(tmp_path / "alone"), "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+    aggregate = run_module(
+        "healthbench_exp.aggregate", str(tmp_path / "jury"), str(tmp_path / "alone"),
+        "--out", str(out),
     )  # fmt: skip
     assert aggregate.returncode == 0, aggregate.stderr[-3000:]
     table = json.loads((out / "sweep_summary.json").read_text(encoding="utf-8"))["judge_table"]
