@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from healthbench_exp.cli import endings, ownership, run_lock, startup
 from healthbench_exp.cli import job as jobs
-from healthbench_exp.cli.compose import CONFIG_PATH, compose_once, to_config, translate_dry_run
+from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.regrade import regrade_arguments
@@ -180,8 +180,7 @@ def main() -> None:
         raise SystemExit(2) from None
     logging.raiseExceptions = False  # a full disk is reported once by the run, not per log call
     try:
-        # Ctrl-C and SIGTERM stop the run cleanly (see run_stops); Hydra composes conf/ once
-        with signals_interrupt(), compose_once(sys.argv[1:]):
+        with signals_interrupt():  # Ctrl-C and SIGTERM stop the run cleanly (see run_stops)
             app()
     except RunInterrupted as stop:  # before the run started: nothing to record
         print(f"{stop}", file=sys.stderr)

@@ -3,18 +3,14 @@
 `to_config` is the one conversion from Hydra's DictConfig to the `Config` dataclasses (and the
 resolved config as plain data); the CLI (`cli.app`) uses it on the config Hydra hands the job,
 `load_config` (public as `healthbench_exp.load_config`) on a config composed from overrides.
-`compose_once` spares the CLI Hydra's first composition of `conf/`, made only to read
-`hydra.mode`, where nothing can set it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from hydra._internal.hydra import Hydra
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -25,10 +21,6 @@ from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.config.schema import Config, ConfigError
 
 CONFIG_PATH = str(Path(__file__).resolve().parent.parent / "conf")  # healthbench_exp/conf
-# what can set `hydra.mode` from a command line: an override of it (or of the whole `hydra` node),
-# a search path or a config directory of the user's (whose experiments could set it)
-_MODE_KEYS = ("hydra.mode", "hydra.searchpath")
-_CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
 
 
 def translate_dry_run(overrides: Sequence[str]) -> list[str]:
@@ -41,42 +33,6 @@ def translate_dry_run(overrides: Sequence[str]) -> list[str]:
         else arg
         for arg in overrides
     ]
-
-
-def mode_settable(argv: Sequence[str]) -> bool:
-    """Whether the command line `argv` could make `hydra.mode` anything but unset: no config of
-    the package sets it (tests/cli/test_compose_once.py checks each), so only an override of it
-    or of the whole `hydra` node, or configs of the user's (a search path, `--config-dir`...)."""
-    for arg in argv:
-        if arg.startswith(_CONFIG_FLAGS):
-            return True
-        key = arg.split("=", 1)[0].lstrip("+~")
-        if key == "hydra" or key.startswith(_MODE_KEYS):
-            return True
-    return False
-
-
-def _unset_mode(self: Hydra, config_name: str | None, overrides: list[str]) -> None:
-    """`Hydra.get_mode`'s answer where no config sets `hydra.mode` (see `compose_once`)."""
-    return None
-
-
-@contextmanager
-def compose_once(argv: Sequence[str]) -> Iterator[None]:
-    """Inside: Hydra composes `conf/` once per run instead of twice. `hydra.main` first composes
-    the whole config (`Hydra.get_mode`, about 0.13 CPU-s) only to read `hydra.mode`, and returns
-    None when it is unset (or the composition fails; the job's own composition then reports it).
-    Where `mode_settable(argv)` says nothing can set it, that answer is known without composing;
-    otherwise Hydra asks as it always does."""
-    if mode_settable(argv):
-        yield
-        return
-    probe = Hydra.get_mode
-    Hydra.get_mode = _unset_mode  # type: ignore[method-assign]  # Hydra's own answer, known
-    try:
-        yield
-    finally:
-        Hydra.get_mode = probe  # type: ignore[method-assign]  # restored as Hydra had it
 
 
 def jury_presets(names: Sequence[str], searchpath: Sequence[str]) -> list[DictConfig]:
