@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 
@@ -128,8 +128,17 @@ def aggregate_metrics(
         for name, value in row.items():
             values[name].append(value)
         values["score"].append(row["overall_score"])
+    return series_statistics(values.items(), bootstrap_samples, seed)
+
+
+def series_statistics(
+    values: Iterable[tuple[str, Sequence[float]]], bootstrap_samples: int, seed: int
+) -> dict[str, float | int]:
+    """Per (metric name, its values in the rows' order: the bootstrap resamples by index), in
+    the order given: its mean (clipped), `:n_samples` and `:bootstrap_std`. `values` may be
+    made as it is read, one metric's values at a time."""
     result: dict[str, float | int] = {}
-    for name, series in values.items():
+    for name, series in values:
         result[name] = clipped_mean(series)
         result[f"{name}:n_samples"] = len(series)
         result[f"{name}:bootstrap_std"] = bootstrap_std(series, bootstrap_samples, seed)

@@ -32,7 +32,7 @@ from healthbench_exp.core.summary import (
 from healthbench_exp.core.types import ExampleResult
 from healthbench_exp.grading.comparison import ScoredReply, run_to_run_std, worst_at_k
 from healthbench_exp.grading.jury import JuryRow
-from healthbench_exp.grading.scoring import bootstrap_std, clipped_mean, consensus_breakdown
+from healthbench_exp.grading.scoring import consensus_breakdown, series_statistics
 from healthbench_exp.tasks.base import Measured, protocol
 from healthbench_exp.tasks.jury import jury_row
 from healthbench_exp.tasks.length import length_adjusted
@@ -140,13 +140,9 @@ class EvalTally:
     def aggregate(self, bootstrap_samples: int, seed: int) -> dict[str, float | int]:
         """Mean (clipped), `:n_samples` and `:bootstrap_std` of every metric over the rows in
         their order: `grading.scoring.aggregate_metrics` of every scored row's metrics."""
-        result: dict[str, float | int] = {}
-        for name, series in sorted(self.metrics.items(), key=lambda item: item[1].first):
-            values = series.in_order()
-            result[name] = clipped_mean(values)
-            result[f"{name}:n_samples"] = len(values)
-            result[f"{name}:bootstrap_std"] = bootstrap_std(values, bootstrap_samples, seed)
-        return result
+        ordered = sorted(self.metrics.items(), key=lambda item: item[1].first)
+        values = ((name, series.in_order()) for name, series in ordered)  # one at a time
+        return series_statistics(values, bootstrap_samples, seed)
 
     def scored_replies(self) -> list[ScoredReply]:
         return [reply for _, reply in sorted(self.replies, key=lambda pair: pair[0])]
