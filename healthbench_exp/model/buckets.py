@@ -140,12 +140,16 @@ class HeaderBuckets:
         requests sent before it, within REORDER_S, and not answered yet stay taken (see the
         class docstring), and the server's refill from the sending to the admission, where the
         reply tells it, is left out."""
+        if SEQ in mark:
+            self.in_flight.pop(int(mark[SEQ]), None)  # answered
+        told = [(kind, headers.get(f"x-ratelimit-remaining-{kind}")) for kind in KINDS]
+        if all(remaining is None for _, remaining in told):
+            return  # a reply without the headers tells nothing (most servers send none)
         now = time.monotonic()
         self._refill(now)
         travelling = self._sent_before(mark)
         on_the_way = _to_admission_s(headers, mark, now)
-        for kind in KINDS:
-            remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+        for kind, remaining in told:
             if remaining is None:
                 continue
             try:
@@ -165,12 +169,11 @@ class HeaderBuckets:
 
     def _sent_before(self, mark: dict[str, float]) -> dict[str, float]:
         """The costs of the requests sent before the one holding `mark`, at most `reorder_s`
-        before it, and not answered yet; that request is answered (no longer in flight)."""
+        before it, and not answered yet."""
         travelling = dict.fromkeys(KINDS, 0.0)
         if SEQ not in mark:
             return travelling
         seq, since = int(mark[SEQ]), mark[SENT_AT] - self.reorder_s
-        self.in_flight.pop(seq, None)
         for other, (tokens, sent_at) in self.in_flight.items():  # in the sending order
             if other > seq:
                 break
