@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from healthbench_exp.grading.scoring import consensus_criteria, reward
+from healthbench_exp.grading.scoring import consensus_criteria
+from healthbench_exp.output.files import criterion_rows, example_row
 
 if TYPE_CHECKING:
     import datasets
@@ -26,44 +27,17 @@ STATE_KEYS = ("_fingerprint", "_format_columns", "_format_kwargs", "_format_type
 
 
 def results_record(result: ExampleResult) -> dict[str, object]:
-    """One row of the results dataset, in the verifiers environment's schema (SPEC section 5)."""
-    table = consensus_criteria()
-    example = result.example
-    score = result.score
-    assert score is not None and result.completion is not None
-    clipped = reward(score)
-    return {
-        "prompt": result.messages,
-        "completion": [{"role": "assistant", "content": result.completion}],
-        "reward": clipped,
-        "reward_healthbench": clipped,
-        "score": score,
-        "rollout": result.rollout,
-        "answer": "",
-        "task": "default",
-        "info": {
-            "prompt_id": example.prompt_id,
-            "theme": example.theme,
-            "criteria": [c.text for c in example.rubrics],
-            "criterion_ids": [c.criterion_id for c in example.rubrics],
-            "points_list": [c.points for c in example.rubrics],
-            "axes": [c.axis for c in example.rubrics],
-            "consensus_criteria": [
-                table.get(c.cluster) if c.cluster else None for c in example.rubrics
-            ],
-        },
-        "performance_by_rubric": [
-            {"criteria_met": g.criteria_met, "judge_explanation": g.explanation or None}
-            for g in result.grades
-        ],
-    }
+    """One row of the results dataset, in the verifiers environment's schema (SPEC section 5):
+    `record_of_lines` of the row's own examples.jsonl and per_criterion.jsonl rows."""
+    assert result.score is not None and result.completion is not None
+    return record_of_lines(example_row(result), criterion_rows(result))
 
 
 def record_of_lines(
     example: Mapping[str, object], criteria: Sequence[Mapping[str, object]]
 ) -> dict[str, object]:
-    """`results_record` of a scored row read back from its examples.jsonl row and its
-    per_criterion.jsonl rows (`output.files`): the same record, field for field."""
+    """The results dataset's record of a scored row, from its examples.jsonl row and its
+    per_criterion.jsonl rows (`output.files`), as written or as read back."""
     table = consensus_criteria()
     return {
         "prompt": example["messages"],

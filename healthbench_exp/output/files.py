@@ -86,7 +86,7 @@ def example_row(result: ExampleResult) -> dict[str, object]:
 
 class JsonlWriter:
     """Appends rows to one JSONL file, flushing each, so nothing finished is lost; `write` says
-    where in the file (in bytes) the row's line starts, to read it back (`read_line`)."""
+    where in the file (in bytes) the row's line starts, to read it back (`read_lines`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
