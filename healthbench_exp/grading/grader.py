@@ -92,8 +92,11 @@ def parse_verdict(reply: str) -> Verdict | None:
 
     Returns None for anything else (junk, a string "false", a number, a non-object).
     """
+    text = reply.strip()
+    if "```" in text:  # (the fences' pattern needs them: most replies skip the regex)
+        text = _FENCES.sub("", text)
     try:
-        parsed = json.loads(_FENCES.sub("", reply.strip()))
+        parsed = json.loads(text)
     except json.JSONDecodeError:
         return None
     if not isinstance(parsed, dict):
