@@ -36,21 +36,23 @@ def criterion_rows(result: ExampleResult) -> list[dict[str, object]]:
     """The per_criterion.jsonl rows of one (example, rollout), failed examples included."""
     table = consensus_criteria()
     rows: list[dict[str, object]] = []
+    prompt_id, rollout, theme = result.example.prompt_id, result.rollout, result.example.theme
     for index, criterion in enumerate(result.example.rubrics):
         grade = result.grades[index] if result.grades else None  # none: the example failed
-        consensus = table.get(criterion.cluster or "", {})
+        cluster = criterion.cluster
+        consensus = table.get(cluster or "", {})
         rows.append(
             {
-                "prompt_id": result.example.prompt_id,
-                "rollout": result.rollout,
+                "prompt_id": prompt_id,
+                "rollout": rollout,
                 "criterion_index": index,
                 "criterion_id": criterion.criterion_id,
                 "criterion": criterion.text,
                 "points": criterion.points,
                 "axis": criterion.axis,
-                "theme": result.example.theme,
+                "theme": theme,
                 "tags": list(criterion.tags),
-                "cluster": criterion.cluster,
+                "cluster": cluster,
                 "consensus_theme": consensus.get("theme"),
                 "consensus_behavior_category": consensus.get("behavior_category"),
                 "consensus_criterion": consensus.get("criterion"),
