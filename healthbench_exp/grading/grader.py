@@ -17,7 +17,6 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, EmptyReply, RequestFailed
-from healthbench_exp.core.json_text import JsonText
 from healthbench_exp.core.types import Criterion, CriterionGrade
 
 if TYPE_CHECKING:
@@ -43,9 +42,8 @@ def rubric_item_text(criterion: Criterion) -> str:
 
 
 def render_conversation(messages: list[dict[str, str]]) -> str:
-    """Every message (system message included), each as `role: content`, joined by blank lines
-    (a `JsonText`: JSON-escaped at most once for all of the example's judge calls)."""
-    return JsonText("\n\n".join(f"{m['role']}: {m['content']}" for m in messages))
+    """Every message (system message included), each as `role: content`, joined by blank lines."""
+    return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
 RUBRIC_SECTION = "# Rubric item\n<<rubric_item>>\n\n"
@@ -67,28 +65,12 @@ def shared_prefix_first_template() -> str:
 def grader_prompt(conversation: str, rubric_item: str, order: str = "reference") -> str:
     """Fill the template by plain replacement (it holds JSON braces, so never str.format).
 
-    `order`: "reference" (the official template) or "shared_prefix_first" (see above). The
-    prompt is a `JsonText` made of the template's pieces, the conversation and the rubric item
-    (the same text), so its JSON escape reuses the conversation's; a conversation holding "<"
-    (which could make a `<<rubric_item>>` of its own) is filled by the replacements as written.
+    `order`: "reference" (the official template) or "shared_prefix_first" (see above).
     """
-    if "<" not in conversation:
-        head, middle, tail = template_pieces(order)
-        return JsonText.joined((head, conversation, middle, rubric_item, tail))
     template = grader_template() if order == "reference" else shared_prefix_first_template()
     return template.replace("<<conversation>>", conversation).replace(
         "<<rubric_item>>", rubric_item
     )
-
-
-@cache
-def template_pieces(order: str) -> tuple[JsonText, JsonText, JsonText]:
-    """The template around its `<<conversation>>` and then its `<<rubric_item>>` (once each)."""
-    template = grader_template() if order == "reference" else shared_prefix_first_template()
-    head, rest = template.split("<<conversation>>")
-    middle, tail = rest.split("<<rubric_item>>")
-    assert "<" not in head[-len("<<rubric_item>>") :], "a rubric item could span the pieces"
-    return JsonText(head), JsonText(middle), JsonText(tail)
 
 
 def template_sha256(order: str = "reference") -> str:

@@ -23,7 +23,6 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from healthbench_exp.core.json_text import JSON, JsonText
 from healthbench_exp.model.ratelimit import retry_after_s
 
 INITIAL_RETRY_DELAY_S = 0.5  # the openai client's backoff: 0.5 s, doubling ...
@@ -137,7 +136,7 @@ class DirectPoster:
         return self._session
 
     async def post(self, body: Mapping[str, object]) -> object:
-        data = encode_body(body)
+        data = json.dumps(body, ensure_ascii=False).encode()
         session = self._open()
         proxy, proxy_auth = self.proxy
         attempt = 0
@@ -177,37 +176,6 @@ class DirectPoster:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-_STAND_IN = "\x00"  # a message content written in its place, then replaced
-_STAND_IN_JSON = json.dumps(_STAND_IN)
-
-
-def encode_body(body: Mapping[str, object]) -> bytes:
-    """`json.dumps(body, ensure_ascii=False).encode()`, the same bytes, with the JSON escape
-    of every message content that carries one (`core.json_text.JsonText`: a grader prompt)
-    reused rather than computed again."""
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return JSON.encode(body).encode()
-    known: list[JsonText] = []
-    stood_in: list[object] = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, JsonText):
-            known.append(content)
-            message = {**message, "content": _STAND_IN}
-        stood_in.append(message)
-    if not known:
-        return JSON.encode(body).encode()
-    text = JSON.encode({**body, "messages": stood_in})
-    around = text.split(_STAND_IN_JSON)
-    if len(around) != len(known) + 1:  # another string of the body wrote the same
-        return JSON.encode(body).encode()
-    parts = [around[0]]
-    for content, after in zip(known, around[1:], strict=True):
-        parts += ('"', content.escaped, '"', after)
-    return "".join(parts).encode()
 
 
 def env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:

@@ -9,15 +9,7 @@ import ssl
 import pytest
 from aiohttp import web
 
-from healthbench_exp.core.json_text import JsonText
-from healthbench_exp.grading.grader import grader_prompt, grader_template, render_conversation
-from healthbench_exp.model.http import (
-    DirectPoster,
-    encode_body,
-    retry_delay_s,
-    should_retry,
-    status_error,
-)
+from healthbench_exp.model.http import DirectPoster, retry_delay_s, should_retry, status_error
 
 
 def test_errors_are_named_as_the_openai_client_names_them() -> None:
@@ -94,79 +86,3 @@ def test_proxies_from_the_environment_are_honoured(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # NO_PROXY covers the host: sent directly
     proxied, direct = asyncio.run(_through_proxy_or_not(None, monkeypatch))
     assert proxied == [] and len(direct) == 2
-
-
-def grader_body(conversation: str, rubric_item: str) -> dict[str, object]:
-    prompt = grader_prompt(conversation, rubric_item)
-    return {"model": "judge", "temperature": 0.5, "messages": [{"role": "user", "content": prompt}]}
-
-
-def test_a_body_reuses_its_prompts_json_escape_and_writes_the_same_bytes() -> None:
-    """A grader prompt carries its JSON escape (the conversation's, escaped once per example);
-    the body written from it is byte for byte what json.dumps writes."""
-    conversation = render_conversation(
-        [
-            {"role": "user", "content": 'Is "2 mg" safe?\nTab\there, back\\slash, é, 🙂, \x01'},
-            {"role": "assistant", "content": "See a doctor."},
-        ]
-    )
-    first, second = (
-        grader_body(conversation, "[5] Says 'see a doctor'"),
-        grader_body(conversation, '[-3] Gives a "dose"'),
-    )
-    for body in (first, second):
-        assert isinstance(body["messages"][0]["content"], JsonText)  # type: ignore[index]
-        assert encode_body(body) == json.dumps(body, ensure_ascii=False).encode()
-    assert conversation._escaped is not None  # escaped once, for both prompts
-    # a body whose other strings write the stand-in's JSON too is written plainly
-    odd = {**first, "user": 'x"\x00', "messages": [*first["messages"], {"role": "user"}]}  # type: ignore[list-item]
-    assert encode_body(odd) == json.dumps(odd, ensure_ascii=False).encode()
-    plain = {"model": "m", "messages": [{"role": "user", "content": "hi \x00"}]}
-    assert encode_body(plain) == json.dumps(plain, ensure_ascii=False).encode()
-    # a conversation that could make a rubric-item placeholder of its own: filled as written
-    tricky = render_conversation([{"role": "user", "content": "<<rubric_item>> <<"}])
-    prompt = grader_prompt(tricky, "[1] x")
-    expected = (
-        grader_template().replace("<<conversation>>", tricky).replace("<<rubric_item>>", "[1] x")
-    )
-    assert prompt == expected
-
-
-def test_the_server_receives_the_body_json_dumps_writes() -> None:
-    conversation = render_conversation([{"role": "user", "content": 'a "quoted"\nreply é'}])
-    body = grader_body(conversation, "[5] criterion")
-    received: list[bytes] = []
-
-    async def scenario() -> object:
-        async def answer(request: web.Request) -> web.Response:
-            received.append(await request.read())
-            reply = {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
-            return web.json_response(reply)
-
-        application = web.Application()
-        application.router.add_post("/v1/chat/completions", answer)
-        runner = web.AppRunner(application)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        poster = DirectPoster(
-            f"http://127.0.0.1:{runner.addresses[0][1]}/v1",
-            "sk-test",
-            max_retries=0,
-            timeout_s=10,
-            connect_timeout_s=10,
-            tls=ssl.create_default_context(),
-            on_response=lambda status, headers: None,
-        )
-        try:
-            return await poster.post(body)
-        finally:
-            await poster.close()
-            await runner.cleanup()
-
-    reply = asyncio.run(scenario())
-    assert reply == {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
-    assert received == [json.dumps(body, ensure_ascii=False).encode()]
-    assert json.loads(received[0])["messages"][0]["content"] == grader_template().replace(
-        "<<conversation>>", conversation
-    ).replace("<<rubric_item>>", "[5] criterion")
