@@ -69,7 +69,9 @@ class EndpointHealth:
         self.last_errors: deque[str] = deque(maxlen=LAST_ERRORS)
         self.dead = False
         self.why = ""
+        # the tasks awaiting a call to it (see `guard`), and those `_stop` cancelled
         self.pending: set[asyncio.Task[object]] = set()
+        self.stopped: set[asyncio.Task[object]] = set()
 
     def answers_without_success(self) -> int:
         return self.failures + self.stats.rate_limited - self.rate_limited_before
@@ -115,6 +117,7 @@ class EndpointHealth:
             f"{errors})"
         )
         for task in self.pending:
+            self.stopped.add(task)
             task.cancel()
 
     def reason(self) -> str:
@@ -123,30 +126,44 @@ class EndpointHealth:
 
     async def guard(self, call: Awaitable[Reply]) -> Reply:
         """Await one call to the endpoint, counting how it ended; raise `EndpointStopped` if the
-        endpoint is (or is declared while the call waits) dead."""
+        endpoint is (or is declared while the call waits) dead.
+
+        The call is awaited in the calling task (no task of its own: one fewer per request);
+        `_stop` cancels that task, and the cancellation it caused is taken back here (as
+        `asyncio.timeout` does), so a task also cancelled from elsewhere stays cancelled."""
         if self.dead:
             if asyncio.iscoroutine(call):
                 call.close()
             raise EndpointStopped(self.why)
         if self.since is None:
             self.since = self.clock()
-        inner: asyncio.Task[Reply] = asyncio.ensure_future(call)
-        self.pending.add(inner)
+        task: asyncio.Task[object] | None = asyncio.current_task()
+        assert task is not None, "guard runs in a task"
+        self.pending.add(task)
         try:
-            reply = await inner
+            reply = await call
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if self.dead and not (current is not None and current.cancelling()):
+            if self._taken_back(task):  # cancelled by `_stop` alone
                 raise EndpointStopped(self.why) from None
             raise
         except RequestFailed as exc:
+            self.pending.discard(task)  # not cancelled if this failure declares it dead
             self.failed(exc)
             raise
         finally:
-            self.pending.discard(inner)
+            self.pending.discard(task)
+            self._taken_back(task)  # (a cancellation the call did not end with)
         if not reply.cached:
             self.succeeded()
         return reply
+
+    def _taken_back(self, task: asyncio.Task[object]) -> bool:
+        """Take back the cancellation `_stop` made of `task`, if it made one; whether the task
+        is then no longer being cancelled."""
+        if task not in self.stopped:
+            return False
+        self.stopped.discard(task)
+        return task.uncancel() == 0
 
 
 class Guarded:

@@ -7,15 +7,17 @@ endpoint, the judge a loopback endpoint that fails every call (a third HTTP 429,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
 
 import pytest
 
+from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import RequestFailed
 from healthbench_exp.core.outcome import EXIT_UNGRADED
-from healthbench_exp.model.health import EndpointHealth
+from healthbench_exp.model.health import EndpointHealth, EndpointStopped
 from tests.e2e.test_e2e import run_cli
 
 
@@ -86,6 +88,49 @@ def test_an_endpoint_that_also_answers_is_never_given_up_on() -> None:
     assert not health.check()
     now[0] += 1.0
     assert health.check() and "no success in the 60 s since its last success" in health.reason()
+
+
+def test_calls_waiting_on_an_endpoint_declared_dead_end_not_run_and_their_tasks_go_on() -> None:
+    """`guard` awaits the call in the caller's task; declaring the endpoint dead ends the calls
+    waiting on it with EndpointStopped, and the tasks themselves are not left cancelled: they
+    record the row and go on. A task also cancelled from elsewhere stays cancelled."""
+
+    async def scenario() -> tuple[list[str], list[int], bool]:
+        health = EndpointHealth("judge", "http://j", Stats(), 3, 0.0)
+        forever = asyncio.Event()
+
+        async def silent() -> Reply:
+            await forever.wait()
+            return Reply("never")
+
+        async def failing() -> Reply:
+            await asyncio.sleep(0)
+            raise RequestFailed("HTTP 500")
+
+        async def one(call: object) -> str:
+            try:
+                reply = await health.guard(call)  # type: ignore[arg-type]
+            except EndpointStopped:
+                await asyncio.sleep(0)  # not cancelled: the row is recorded, the task goes on
+                return "stopped"
+            except RequestFailed:
+                await asyncio.sleep(0)
+                return "failed"
+            return reply.text
+
+        waiting = [asyncio.create_task(one(silent())) for _ in range(2)]
+        cancelled_too = asyncio.create_task(one(silent()))
+        await asyncio.sleep(0.01)
+        cancelled_too.cancel()  # cancelled from elsewhere in the same pass as the stop
+        failures = [asyncio.create_task(one(failing())) for _ in range(3)]  # the third: dead
+        done = await asyncio.gather(*waiting, *failures)
+        await asyncio.gather(cancelled_too, return_exceptions=True)
+        tasks = [*waiting, *failures]
+        return done, [t.cancelling() for t in tasks], cancelled_too.cancelled()
+
+    done, cancelling, cancelled = asyncio.run(scenario())
+    assert done == ["stopped", "stopped", "failed", "failed", "failed"]
+    assert cancelling == [0] * 5 and cancelled
 
 
 @pytest.mark.parametrize("setting", ["runner.dead_endpoint_calls=-1", "runner.dead_endpoint_s=-5"])

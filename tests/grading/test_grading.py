@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 
 import pytest
 
@@ -19,6 +20,7 @@ from healthbench_exp.grading.grader import (
     parse_verdict,
     render_conversation,
     rubric_item_text,
+    unfenced,
 )
 from healthbench_exp.model.endpoint import ChatEndpoint, Transport
 
@@ -77,6 +79,30 @@ def test_grader_prompt_is_plain_replacement() -> None:
 def test_parse_verdict_accepts_only_a_real_boolean(reply: str, expected: bool | None) -> None:
     verdict = parse_verdict(reply)
     assert (verdict.criteria_met if verdict else None) is expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '```json\n{"criteria_met": true}\n```',
+        '```json{"criteria_met": false}```',
+        "```json```",
+        "```json  ```",
+        "```",
+        "``````",
+        "```json",
+        "```jsonx```",
+        "x```",
+        "```json x ```  y```",
+        "```json\u00a0{}\u2003```",  # Unicode whitespace: the pattern's \s matches it
+        '{"criteria_met": true}',
+        "",
+    ],
+)
+def test_fences_are_stripped_as_the_reference_pattern_strips_them(reply: str) -> None:
+    reference = re.compile(r"^```json\s*|\s*```$")  # simple-evals' parse
+    text = reply.strip()
+    assert unfenced(text) == reference.sub("", text)
 
 
 def test_parse_verdict_defaults_the_explanation() -> None:

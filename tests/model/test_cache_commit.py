@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from healthbench_exp.model.cache import CACHE_FILE, CachedReply, ResponseCache
+from healthbench_exp.model.cache import CACHE_FILE, CHECKPOINT_PAGES, CachedReply, ResponseCache
 
 
 def stored(directory: Path) -> int:
@@ -32,3 +32,25 @@ def test_replies_of_one_loop_pass_are_committed_together(tmp_path: Path) -> None
     assert stored(tmp_path) == 4
     cache.close()
     assert ResponseCache(tmp_path).get("outside") == CachedReply("no loop", 1, 1)
+
+
+def test_the_log_is_checkpointed_after_so_many_pages_and_stays_bounded(tmp_path: Path) -> None:
+    """The write-ahead log is copied back into the file once it holds CHECKPOINT_PAGES pages
+    (not SQLite's 1,000: each checkpoint held the event loop), then written from its start
+    again: it never grows much past that, and every committed reply stays readable."""
+    cache = ResponseCache(tmp_path)
+    log = tmp_path / (CACHE_FILE + "-wal")
+
+    async def replies() -> int:
+        largest = 0
+        for i in range(2500):  # one reply per pass: one commit each, several pages each
+            cache.put(f"key-{i:05d}", CachedReply("x" * 200, 10, 2))
+            await asyncio.sleep(0)
+            largest = max(largest, log.stat().st_size)
+        return largest
+
+    largest = asyncio.run(replies())
+    pages = largest // 4096
+    assert CHECKPOINT_PAGES * 0.9 < pages < CHECKPOINT_PAGES * 1.1, pages  # at the threshold
+    assert stored(tmp_path) == 2500
+    cache.close()
