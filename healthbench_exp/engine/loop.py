@@ -177,13 +177,17 @@ def steady_collector(young_threshold: int = 20_000) -> Iterator[None]:
     """
     thresholds = gc.get_threshold()
     frozen_before = gc.get_freeze_count()
+    enabled_before = gc.isenabled()  # `python -m healthbench_exp` starts up with it off
     gc.collect()
     gc.freeze()
     gc.set_threshold(young_threshold, *thresholds[1:])
+    gc.enable()
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
+        if not enabled_before:
+            gc.disable()
         if not frozen_before:
             gc.unfreeze()
 

@@ -13,7 +13,14 @@ import pytest
 
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.types import Example, ExampleResult
-from healthbench_exp.output.dataset import write_results_dataset
+from healthbench_exp.output.dataset import (
+    BATCH,
+    SHARD,
+    results_features,
+    results_record,
+    write_results_dataset,
+    write_results_records,
+)
 from healthbench_exp.output.sinks import EvalFiles
 from tests.engine.test_stream_summary import graded, sample
 from tests.output.test_console import EVAL
@@ -97,3 +104,29 @@ def test_the_results_directory_is_what_save_to_disk_writes(tmp_path: Path) -> No
     assert sorted(p.name for p in saved.iterdir()) == sorted(
         p.name for p in (tmp_path / "ours").iterdir()
     )
+
+
+@pytest.mark.parametrize("points", ["int", "float"])
+def test_the_shard_is_what_datasets_writes_record_by_record(tmp_path: Path, points) -> None:
+    """Records are encoded and written a batch of columns at a time: the shard must hold the
+    same bytes as `datasets`' own `ArrowWriter.write(features.encode_example(record))` of each
+    record, over several full batches and a last partial one."""
+    from datasets.arrow_writer import ArrowWriter
+
+    rng = random.Random(6)
+    examples = sample()
+    if points == "float":
+        examples[2] = with_float_points(examples[2])
+    results = [graded(e, r, rng) for r in range(40) for e in examples]
+    records = [results_record(r) for r in results if r.metrics is not None]
+    assert len(records) > 2 * BATCH and len(records) % BATCH  # two full batches and a part
+    integral = points == "int"
+    write_results_records(tmp_path / "ours", records, integral)
+
+    features = results_features(integral)
+    expected = tmp_path / "record_by_record.arrow"
+    with ArrowWriter(features=features, path=str(expected), writer_batch_size=BATCH) as writer:
+        for record in records:
+            writer.write(features.encode_example(record))
+        writer.finalize()
+    assert (tmp_path / "ours" / SHARD).read_bytes() == expected.read_bytes()

@@ -41,8 +41,8 @@ def example_record(
 ) -> dict[str, object]:
     """One example as the pager reads it; criteria that cost points first."""
     graded = []
-    for c in sorted(criteria, key=lambda c: outcome(c)[0]):
-        _, label, css = outcome(c)
+    outcomes = [(outcome(c), c) for c in criteria]  # sorted by the key alone: stable, as before
+    for (_, label, css), c in sorted(outcomes, key=lambda pair: pair[0][0]):
         entry = [c["points"], label, css, c["criterion"], c["explanation"] or c["error"]]
         judges = judge_verdicts(c, outcome)  # a jury run: every judge's verdict
         graded.append(entry if judges is None else [*entry, judges])
@@ -94,7 +94,9 @@ def write_companion(output_dir: Path) -> tuple[int, list[str]]:
         for _, _, example_offset, criteria_start, count in sorted(index, key=lambda i: i[:2]):
             examples.seek(example_offset)
             criteria.seek(criteria_start)
-            rows = [json.loads(criteria.readline()) for _ in range(count)]
+            # the example's criterion lines as one JSON array: one decode, not one per line
+            lines = b",".join(criteria.readline().rstrip(b"\n") for _ in range(count))
+            rows = json.loads(b"[" + lines + b"]")
             record = example_record(json.loads(examples.readline()), rows)
             theme = record["theme"]
             if isinstance(theme, str):

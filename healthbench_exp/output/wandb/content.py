@@ -206,8 +206,9 @@ def add_table(
     document = plain_table(columns, []).to_json(artifact)
     document.update(data=rows, nrows=len(rows))
     path = staging / f"{name}.table.json"
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(document, f, ensure_ascii=False, allow_nan=False)
+    # json.dumps, not json.dump: the same text, from the C encoder (json.dump always encodes in
+    # Python, token by token: 0.7 s of CPU for the 23,000 criteria of a 2,000-example run)
+    path.write_text(json.dumps(document, ensure_ascii=False, allow_nan=False), encoding="utf-8")
     artifact.add_file(str(path), name=f"{name}.table.json")
 
 

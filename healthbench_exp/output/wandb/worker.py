@@ -15,6 +15,7 @@ written to `<run dir>/wandb/run.json` once the run is open (see `tracker.saved_r
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -132,4 +133,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        gc.freeze()  # done: the exit frees what wandb loaded without scanning it for cycles
