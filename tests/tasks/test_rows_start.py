@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,31 @@ def test_a_bad_row_fails_before_any_request(loopback_server, tmp_path, write_jso
     with pytest.raises(DataError, match=r"data\.jsonl line 22 \(prompt_id r21\): needs exactly"):
         run_eval(config, tmp_path / "run", {})
     assert server.stats()["requests"] == 0
+
+
+@dataclass
+class Rewritten(FirstRows[RowItem, ExampleResult]):
+    """The eval, with its data file rewritten in place once its rows are validated."""
+
+    path: Path = Path()
+
+    def items(self) -> list[RowItem]:
+        items = super().items()
+        text = self.path.read_text().replace('"r7"', '"x7"')  # the same length, another row
+        with open(self.path, "r+") as file:
+            file.write(text)
+        return items
+
+
+def test_a_row_changed_under_the_run_stops_it_naming_its_line(
+    loopback_server, tmp_path, write_jsonl
+) -> None:
+    server = loopback_server()
+    data = write_jsonl([make_row(f"r{i}") for i in range(12)])
+    config = make_config(
+        server.base_url, dataset=DatasetConfig(path=str(data)), sampling=SamplingConfig()
+    )
+    config = replace(config, runner=replace(config.runner, max_concurrent=2))
+    task = Rewritten(build_task(config, {}), 12, path=data)
+    with pytest.raises(DataError, match=r"data\.jsonl line 8 changed since the run validated it"):
+        run(task, RunSettings(config, RunDirectory(tmp_path)), [])
