@@ -4,7 +4,7 @@ results. Standard library only; nothing here knows about config, endpoints or fi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -91,6 +91,24 @@ class WorkItem:
     # the conversation the given reply answered (file replies); None: the dataset prompt
     messages: tuple[dict[str, str], ...] | None = None
     error: str | None = None  # the item cannot be graded (the file has no reply for it)
+
+
+@dataclass(frozen=True, slots=True)  # no __dict__: one per row the run holds
+class RowItem:
+    """A `WorkItem` before its row starts: its example's position in the dataset's examples
+    instead of the example, which is built when the row starts (`work_item`), so a run holds
+    no parsed rows but the ones running (`data.example_rows.ExampleRows`)."""
+
+    position: int  # the example's index in the dataset's examples
+    rollout: int
+    completion: str | None = None
+    messages: tuple[dict[str, str], ...] | None = None
+    error: str | None = None
+
+    def work_item(self, examples: Sequence[Example]) -> WorkItem:
+        """This item with its example, `examples[position]` (built then, for lazy examples)."""
+        example = examples[self.position]
+        return WorkItem(example, self.rollout, self.completion, self.messages, self.error)
 
 
 @dataclass(frozen=True, slots=True)  # no __dict__: one per criterion the run grades

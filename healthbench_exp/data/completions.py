@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from healthbench_exp.config.checks import check_professional_physician
@@ -39,7 +39,7 @@ from healthbench_exp.config.schema import (
     ConfigError,
     SamplingConfig,
 )
-from healthbench_exp.core.types import Example, WorkItem
+from healthbench_exp.core.types import Example, RowItem, WorkItem
 from healthbench_exp.data.healthbench import (
     DataError,
     jsonl_rows,
@@ -53,57 +53,41 @@ log = logging.getLogger(__name__)
 
 
 def work_items(
-    examples: list[Example],
+    examples: Sequence[Example],
     completions: CompletionsConfig,
     sampling: SamplingConfig,
     *,
     system_message: str | None,
 ) -> tuple[list[WorkItem], dict[str, object]]:
-    """The items to grade, in grading order, and a description of the choice for summary.json.
+    """The items to grade, in grading order, each with its example, and a description of the
+    choice for summary.json (`row_items`, whose arguments it takes)."""
+    items, info = row_items(examples, completions, sampling, system_message=system_message)
+    return [item.work_item(examples) for item in items], info
 
-    `system_message` is `model.system_message`: file replies without recorded `messages` were
-    answers to it and the dataset prompt.
+
+def row_items(
+    examples: Sequence[Example],
+    completions: CompletionsConfig,
+    sampling: SamplingConfig,
+    *,
+    system_message: str | None,
+) -> tuple[list[RowItem], dict[str, object]]:
+    """The items to grade, in grading order, each naming its example by its position in
+    `examples`, and a description of the choice for summary.json.
+
+    `examples` may build each example when asked (`data.example_rows.ExampleRows`): with
+    sampled replies none is asked for; the other sources read each example as few times as
+    they need it. `system_message` is `model.system_message`: file replies without recorded
+    `messages` were answers to it and the dataset prompt.
     """
     source = completions.source
     n, seed, repeats = sampling.num_examples, sampling.seed, sampling.rollouts_per_example
     physician_modes = (CompletionSource.physician, CompletionSource.physician_references)
     info: dict[str, object] = {"source": source.value}
     if source is CompletionSource.model:
-        chosen = sample_examples(examples, n, seed)
-        items = [WorkItem(e, r) for r in range(repeats) for e in chosen]
-    elif source in physician_modes and any(e.professional for e in examples):
-        rows = professional_physician_rows(examples, completions)
-        info.update(rows_in_group=len(rows))
-        chosen = sample_examples(rows, n, seed)
-        items = [
-            WorkItem(e, r, completion=e.physician_response) for r in range(repeats) for e in chosen
-        ]
-    elif source in physician_modes:
-        group = f"Group {completions.group}"
-        rows = [
-            e for e in examples if _ideal(e) and _ideal(e).get("ideal_completions_group") == group
-        ]
-        info.update(group=completions.group, rows_in_group=len(rows))
-        if not rows:
-            raise DataError(
-                f"no example has physician completions of {group} "
-                f"(of {len(examples)} examples; groups present: {_groups(examples)})"
-            )
-        if source is CompletionSource.physician:
-            chosen = sample_examples(rows, n, seed)
-            items = [
-                WorkItem(e, r, completion=_ideal_text(e)) for r in range(repeats) for e in chosen
-            ]
-        else:
-            pairs = [(e, k, text) for e in rows for k, text in enumerate(_references(e))]
-            if n is not None and n < len(pairs):
-                pairs = random.Random(seed).sample(pairs, n)
-            items = [
-                WorkItem(e, r * 4 + k, completion=text)
-                for r in range(repeats)
-                for e, k, text in pairs
-            ]
-    else:
+        chosen = sample_examples(range(len(examples)), n, seed)  # the same picks as of examples
+        return [RowItem(i, r) for r in range(repeats) for i in chosen], info
+    if source is CompletionSource.file:
         if repeats != 1 and completions.regrade_of is None:  # a regrade keeps its source's
             raise ConfigError(
                 "completions=file grades each reply in the file once; "
@@ -116,7 +100,44 @@ def work_items(
         info.update(path=completions.path, examples_without_completion=skipped)
         if completions.regrade_of is not None:
             info.update(regrade_of=regrade_source(Path(completions.regrade_of)))
-    return items, info
+        return items, info
+    assert source in physician_modes
+    return physician_items(examples, completions, n, seed, repeats, info), info
+
+
+def physician_items(
+    examples: Sequence[Example],
+    completions: CompletionsConfig,
+    n: int | None,
+    seed: int,
+    repeats: int,
+    info: dict[str, object],
+) -> list[RowItem]:
+    """`row_items` for the physician sources (the module docstring); adds the rows in the
+    group to `info`."""
+    group = f"Group {completions.group}"
+    in_group = []  # the positions of the rows of `group`, until a Professional row is seen
+    for i, example in enumerate(examples):
+        if example.professional:
+            rows = professional_physician_rows(examples, completions)
+            info.update(rows_in_group=len(rows))
+            picked = sample_examples(rows, n, seed)
+            return [RowItem(p, r, completion=text) for r in range(repeats) for p, text in picked]
+        if _ideal(example).get("ideal_completions_group") == group:
+            in_group.append(i)
+    info.update(group=completions.group, rows_in_group=len(in_group))
+    if not in_group:
+        raise DataError(
+            f"no example has physician completions of {group} "
+            f"(of {len(examples)} examples; groups present: {_groups(examples)})"
+        )
+    if completions.source is CompletionSource.physician:
+        chosen = [(i, _ideal_text(examples[i])) for i in sample_examples(in_group, n, seed)]
+        return [RowItem(i, r, completion=text) for r in range(repeats) for i, text in chosen]
+    pairs = [(i, k, text) for i in in_group for k, text in enumerate(_references(examples[i]))]
+    if n is not None and n < len(pairs):
+        pairs = random.Random(seed).sample(pairs, n)
+    return [RowItem(i, r * 4 + k, completion=text) for r in range(repeats) for i, k, text in pairs]
 
 
 def regrade_source(run_dir: Path) -> dict[str, object]:
@@ -139,11 +160,11 @@ def regrade_source(run_dir: Path) -> dict[str, object]:
 
 
 def professional_physician_rows(
-    examples: list[Example], completions: CompletionsConfig
-) -> list[Example]:
+    examples: Sequence[Example], completions: CompletionsConfig
+) -> list[tuple[int, str]]:
     """The HealthBench Professional rows whose `physician_response` `completions=physician`
-    grades (rows without one are skipped); ConfigError for a group or reference completions,
-    which Professional data does not have."""
+    grades (rows without one are skipped), each as (its position in `examples`, that reply);
+    ConfigError for a group or reference completions, which Professional data does not have."""
     try:
         check_professional_physician(completions)
     except ConfigError as exc:
@@ -151,11 +172,15 @@ def professional_physician_rows(
             f"the data is HealthBench Professional: {exc}; with difficulty=professional no "
             "group is asked for"
         ) from None
-    professional = [e for e in examples if e.professional]
-    rows = [e for e in professional if e.physician_response is not None]
+    professional, rows = 0, []
+    for i, example in enumerate(examples):
+        if example.professional:
+            professional += 1
+            if example.physician_response is not None:
+                rows.append((i, example.physician_response))
     if not rows:
         raise DataError(
-            f"no HealthBench Professional row has a physician_response (of {len(professional)})"
+            f"no HealthBench Professional row has a physician_response (of {professional})"
         )
     if len(rows) < len(examples):
         log.warning(
@@ -171,7 +196,7 @@ def _ideal(example: Example) -> Mapping[str, object]:
     return example.ideal_completions_data or {}
 
 
-def _groups(examples: list[Example]) -> list[str]:
+def _groups(examples: Sequence[Example]) -> list[str]:
     return sorted({str(_ideal(e).get("ideal_completions_group")) for e in examples if _ideal(e)})
 
 
@@ -257,11 +282,11 @@ def results_rows(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
 
 def file_items(
     path: Path,
-    examples: list[Example],
+    examples: Sequence[Example],
     num_examples: int | None,
     seed: int,
     system_message: str | None,
-) -> tuple[list[WorkItem], int]:
+) -> tuple[list[RowItem], int]:
     """Items from a completions file (or a run's results dataset), and how many dataset
     examples it has no reply for.
 
@@ -276,14 +301,15 @@ def file_items(
         rows = jsonl_rows(path)
     else:
         raise ConfigError(f"completions.path={path}: no such file or directory")
-    by_id = {e.prompt_id: e for e in examples}
-    found: dict[str, list[WorkItem]] = {}
+    ids = [e.prompt_id for e in examples]
+    by_id = {prompt_id: i for i, prompt_id in enumerate(ids)}
+    found: dict[str, list[RowItem]] = {}
     seen: dict[tuple[str, int], str] = {}
     for where, decoded in rows:
         prompt_id, where = row_label(decoded, where)
         row = json_object(decoded, where)
-        example = by_id.get(prompt_id)
-        if example is None:
+        position = by_id.get(prompt_id)
+        if position is None:
             raise DataError(f"{where}: no example with this prompt_id in the dataset")
         if "completion" not in row:
             raise DataError(f"{where}: no 'completion'")
@@ -295,31 +321,32 @@ def file_items(
             raise DataError(f"{where}: rollout {rollout} repeats {seen[prompt_id, rollout]}")
         seen[prompt_id, rollout] = where
         text = _reply_text(row["completion"], where)
+        messages = _messages(row.get("messages"), examples[position], system_message, where)
         items.append(
-            WorkItem(
-                example,
+            RowItem(
+                position,
                 rollout,
                 completion=text,
-                messages=_messages(row.get("messages"), example, system_message, where),
+                messages=messages,
                 error=None if text is not None else f"{where}: the file has no reply",
             )
         )
     if not found:
         raise DataError(f"{path}: no completions in the file")
-    covered = [e for e in examples if e.prompt_id in found]
-    skipped = len(examples) - len(covered)
+    covered = [i for i, prompt_id in enumerate(ids) if prompt_id in found]
+    skipped = len(ids) - len(covered)
     if skipped:
         log.warning(
             "%s has replies for %d of the %d examples; the other %d are not graded",
             path.name,
             len(covered),
-            len(examples),
+            len(ids),
             skipped,
         )
-    drawn = sample_examples(examples, num_examples, seed)
-    if found.keys() <= {e.prompt_id for e in drawn}:
-        chosen = [e for e in drawn if e.prompt_id in found]
+    drawn = sample_examples(range(len(ids)), num_examples, seed)
+    if found.keys() <= {ids[i] for i in drawn}:
+        chosen = [i for i in drawn if ids[i] in found]
     else:
         chosen = sample_examples(covered, num_examples, seed)
-    items = [item for e in chosen for item in found[e.prompt_id]]
+    items = [item for i in chosen for item in found[ids[i]]]
     return sorted(items, key=lambda item: item.rollout), skipped

@@ -15,10 +15,10 @@ import random
 import shutil
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from healthbench_exp.config.schema import ConfigError, DatasetConfig, DataSource
 from healthbench_exp.core.types import AXES, Criterion, Example, tag_value
@@ -31,6 +31,9 @@ from healthbench_exp.data.rows import (
     row_label,
     rubric_items,
 )
+
+if TYPE_CHECKING:
+    import datasets
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +103,9 @@ def parse_row(row: object, where: str) -> Example:
     return parse_example(row, where)
 
 
-def parse_examples(rows: Iterable[tuple[str, object]]) -> list[Example]:
-    """Validate (where, row) pairs, each in either format; also rejects an id seen twice."""
-    examples: list[Example] = []
+def validated(rows: Iterable[tuple[str, object]]) -> Iterator[Example]:
+    """Each of the (where, row) pairs validated, in either format, as it is read; DataError for
+    a bad row, an id seen twice (naming both rows) or no rows at all."""
     seen: dict[str, str] = {}
     for where, row in rows:
         example = parse_row(row, where)
@@ -110,10 +113,14 @@ def parse_examples(rows: Iterable[tuple[str, object]]) -> list[Example]:
             first = seen[example.prompt_id]
             raise DataError(f"{where}: duplicate prompt_id {example.prompt_id} (first at {first})")
         seen[example.prompt_id] = where
-        examples.append(example)
-    if not examples:
+        yield example
+    if not seen:
         raise DataError("the dataset has no examples")
-    return examples
+
+
+def parse_examples(rows: Iterable[tuple[str, object]]) -> list[Example]:
+    """Validate (where, row) pairs, each in either format; also rejects an id seen twice."""
+    return list(validated(rows))
 
 
 def check_jsonl_file(path: Path, chunk_bytes: int = 1 << 20) -> None:
@@ -142,8 +149,9 @@ def check_jsonl_file(path: Path, chunk_bytes: int = 1 << 20) -> None:
         raise DataError(f"JSONL file {path} is empty; expected one JSON object per line")
 
 
-def jsonl_rows(path: Path, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[tuple[str, object]]:
-    """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line.
+def jsonl_lines(path: Path, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line of a JSONL file, read through the HF `text`
+    builder.
 
     Read as `utf-8-sig`: a file that starts with a UTF-8 byte order mark (as some Windows
     editors save it) reads as the same rows as one without."""
@@ -159,18 +167,29 @@ def jsonl_rows(path: Path, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[tup
     # a batch of lines at a time: never every line of the file as Python strings at once
     batches = lines.iter(batch_size=rows_per_batch)
     for number, line in enumerate((text for batch in batches for text in batch["text"]), 1):
-        if not line.strip():
-            continue
-        where = f"{path.name} line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        yield where, row
+        if line.strip():
+            yield number, line
     # the table is read: hand its memory back (Arrow's allocator keeps freed pages for reuse,
     # 20 MB at 5,000 rows that the run would otherwise hold to its end)
     del lines, batches
     pyarrow.default_memory_pool().release_unused()
+
+
+def decode_line(name: str, number: int, line: str) -> tuple[str, object]:
+    """(where, decoded row) of line `number` of the JSONL file `name`; DataError if it is not
+    JSON."""
+    where = f"{name} line {number}"
+    try:
+        return where, json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def jsonl_rows(path: Path, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[tuple[str, object]]:
+    """Decode a JSONL file through the HF `text` builder, one (where, row) per non-blank line
+    (`jsonl_lines`)."""
+    for number, line in jsonl_lines(path, rows_per_batch):
+        yield decode_line(path.name, number, line)
 
 
 def unreachable(url: str, timeout_s: float = SOURCE_TIMEOUT_S) -> str | None:
@@ -188,9 +207,10 @@ def unreachable(url: str, timeout_s: float = SOURCE_TIMEOUT_S) -> str | None:
         return "no answer" if isinstance(reason, TimeoutError) else str(reason)
 
 
-def _hf_rows(repo: str, split: str, has_official_file: bool) -> Iterator[tuple[str, object]]:
-    """The rows of a Hugging Face dataset; a failure names the alternatives (`official_file`:
-    the set has an official simple-evals file, `dataset.source=openai`; else the bundled sample)."""
+def hf_table(repo: str, split: str, has_official_file: bool) -> datasets.Dataset:
+    """A Hugging Face dataset's split (memory-mapped from `datasets`' cache); a failure names the
+    alternatives (`official_file`: the set has an official simple-evals file,
+    `dataset.source=openai`; else the bundled sample)."""
     import datasets
 
     instead = (
@@ -219,8 +239,7 @@ def _hf_rows(repo: str, split: str, has_official_file: bool) -> Iterator[tuple[s
             f"could not load Hugging Face dataset {repo!r} split {split!r}: {exc}. "
             f"Use {instead} or dataset.path=FILE for a local copy."
         ) from exc
-    for index, row in enumerate(table):
-        yield f"{repo} row {index}", row
+    return table
 
 
 def official_file(
@@ -274,42 +293,64 @@ def bundled_sample_path(name: str = SAMPLE_FILE) -> Path:
     return Path(str(resources.files("healthbench_exp") / "data" / name))
 
 
-def load_examples(config: DatasetConfig) -> list[Example]:
-    """All validated examples of the configured dataset, in file order.
-
-    A full official set (`source` hf or openai) of another size than `dataset.official_rows`
-    is loaded with one WARNING naming the set, both counts and the source.
-    """
+def dataset_origin(config: DatasetConfig) -> tuple[Path | datasets.Dataset, str | None]:
+    """Where the configured dataset's rows are: a JSONL file, or a Hugging Face dataset's table;
+    and for an official set (`source` hf or openai) how to name it (None: a local or the
+    bundled file)."""
     if config.path:
         path = Path(config.path).expanduser()
         if not path.is_file():
             raise ConfigError(f"dataset.path={config.path}: no such file")
-        return parse_examples(jsonl_rows(path))
+        return path, None
     if config.source is DataSource.bundled:
-        return parse_examples(jsonl_rows(bundled_sample_path(config.bundled_file)))
+        return bundled_sample_path(config.bundled_file), None
     if config.source is DataSource.openai:
-        examples = parse_examples(jsonl_rows(official_file(config)))
-        where = f"dataset.source=openai ({config.openai_file})"
-    else:
-        examples = parse_examples(
-            _hf_rows(config.hf_repo, config.hf_split, has_official_file=bool(config.openai_file))
-        )
-        where = f"dataset.source=hf ({config.hf_repo} split {config.hf_split})"
-    if config.official_rows is not None and len(examples) != config.official_rows:
+        return official_file(config), f"dataset.source=openai ({config.openai_file})"
+    table = hf_table(config.hf_repo, config.hf_split, has_official_file=bool(config.openai_file))
+    return table, f"dataset.source=hf ({config.hf_repo} split {config.hf_split})"
+
+
+def table_rows(table: datasets.Dataset, name: str) -> Iterator[tuple[str, object]]:
+    """(where, row) of every row of a Hugging Face dataset's table, `name` its repo."""
+    for index, row in enumerate(table):
+        yield f"{name} row {index}", row
+
+
+def check_size(config: DatasetConfig, rows: int, where: str | None) -> None:
+    """One WARNING when a full official set (`where` names its source) has another size than
+    `dataset.official_rows`."""
+    if where is not None and config.official_rows is not None and rows != config.official_rows:
         log.warning(
             "difficulty=%s: loaded %d examples, the official set has %d (from %s)",
             config.difficulty,
-            len(examples),
+            rows,
             config.official_rows,
             where,
         )
+
+
+def load_examples(config: DatasetConfig) -> list[Example]:
+    """All validated examples of the configured dataset, in file order (a run holds them as
+    references instead: `data.example_rows.load_rows`).
+
+    A full official set (`source` hf or openai) of another size than `dataset.official_rows`
+    is loaded with one WARNING naming the set, both counts and the source.
+    """
+    origin, where = dataset_origin(config)
+    if isinstance(origin, Path):
+        examples = parse_examples(jsonl_rows(origin))
+    else:
+        examples = parse_examples(table_rows(origin, config.hf_repo))
+    check_size(config, len(examples), where)
     return examples
 
 
-def sample_examples(examples: list[T], num_examples: int | None, seed: int) -> list[T]:
+def sample_examples(examples: Sequence[T], num_examples: int | None, seed: int) -> list[T]:
     """The reference's subset: `random.Random(seed).sample(...)` when fewer than all are asked.
 
-    With seed 0 this picks exactly the examples simple-evals picks for `--examples`.
+    With seed 0 this picks exactly the examples simple-evals picks for `--examples`. The picks
+    depend only on the number of examples, so `sample_examples(range(n), ...)` gives the
+    positions of the examples it picks from n.
     """
     if num_examples is None or num_examples >= len(examples):
         return list(examples)

@@ -23,6 +23,7 @@ from healthbench_exp.config.schema import BudgetConfig, CacheConfig, RunnerConfi
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.run_files import RunFiles
+from healthbench_exp.data.rows import DataError
 from healthbench_exp.engine.progress import Progress
 from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -62,7 +63,8 @@ async def evaluate(
     Rows are started as places free: `task.concurrency` rows at first, then each row that ends
     starts the next at once (in the same pass of the event loop, as soon as a row waiting for
     a place would have had it), so at most that many rows, each with its requests, exist at
-    once and none waits for a place. A FatalEndpointError in any row cancels the rest and
+    once and none waits for a place. A FatalEndpointError in any row (or a DataError: the data
+    file changed under the run, `data.example_rows`) cancels the rest and
     propagates. An endpoint given up on (`model.health`: it answered nothing usable) ends its
     rows' waiting calls as `not run`; the rows are finished and recorded, and `healths` (filled
     here, by role) says why. A batched judge is not watched (its replies come when the batch
@@ -124,7 +126,7 @@ async def evaluate(
         ):
             for _ in range(places):
                 start_next()
-    except* FatalEndpointError as errors:
+    except* (FatalEndpointError, DataError) as errors:  # DataError: a row's data file changed
         raise errors.exceptions[0] from None
     finally:
         progress.close()

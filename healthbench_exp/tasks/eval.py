@@ -32,9 +32,16 @@ from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
 from healthbench_exp.core.summary import Completions, RunSummary
-from healthbench_exp.core.types import Criterion, CriterionGrade, ExampleResult, WorkItem
-from healthbench_exp.data.completions import work_items
-from healthbench_exp.data.healthbench import load_examples
+from healthbench_exp.core.types import (
+    Criterion,
+    CriterionGrade,
+    Example,
+    ExampleResult,
+    RowItem,
+    WorkItem,
+)
+from healthbench_exp.data.completions import row_items
+from healthbench_exp.data.example_rows import load_rows
 from healthbench_exp.grading.grader import grade_criterion, render_conversation, rubric_item_text
 from healthbench_exp.grading.scoring import example_metrics
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -69,19 +76,23 @@ class EvalTask:
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
+    examples: Sequence[Example] = ()  # the dataset's examples, built as rows start: set by `items`
 
     def continue_from(self, output_dir: Path) -> None:
         self.records = records_to_continue(output_dir, self.config_dict)
 
-    def items(self) -> list[WorkItem]:
-        work, self.completions_info = work_items(
-            load_examples(self.dataset),
+    def items(self) -> list[RowItem]:
+        """Every row validated before the run's first request; each item names its example by
+        position in `examples`, where `run_item` builds it when the row starts."""
+        self.examples = load_rows(self.dataset)
+        work, self.completions_info = row_items(
+            self.examples,
             self.completions,
             self.sampling,
             system_message=self.model.system_message,
         )
         sampled = self.completions.source is CompletionSource.model
-        rows = len({item.example.prompt_id for item in work})
+        rows = len({item.position for item in work})
         asked = self.sampling.num_examples
         if asked is not None and asked > rows:  # said once: the run is smaller than asked
             log.warning(
@@ -93,14 +104,15 @@ class EvalTask:
             self.sampling.rollouts_per_example,
             self.completions.source.value,
             len(work) if sampled else 0,
-            sum(len(item.example.rubrics) for item in work),
+            sum(self.examples.criteria[item.position] for item in work),
         )
         return work
 
     def concurrency(self, rows: int) -> int:
         return self.runner.max_concurrent  # (a batched judge: every row at once, see the engine)
 
-    async def run_item(self, item: WorkItem, clients: Clients) -> ExampleResult:
+    async def run_item(self, row: RowItem, clients: Clients) -> ExampleResult:
+        item = row.work_item(self.examples)  # the row's example is built as it starts
         return await run_example(
             item,
             clients.model,
@@ -176,13 +188,12 @@ class EvalTask:
         return summary
 
     def estimate(self, counter: CallCounter) -> int:
-        items, _ = work_items(
-            load_examples(self.dataset),
-            self.completions,
-            self.sampling,
-            system_message=self.model.system_message,
+        examples = load_rows(self.dataset)
+        rows, _ = row_items(
+            examples, self.completions, self.sampling, system_message=self.model.system_message
         )
-        for item in items:
+        for row in rows:
+            item = row.work_item(examples)
             if item.error is not None:
                 continue
             example = item.example
@@ -206,7 +217,7 @@ class EvalTask:
             else:
                 conversation = render_conversation([*sent, {"role": "assistant", "content": reply}])
                 counter.judge_calls(conversation, 0, rubric, True, item.rollout)
-        return len(items)
+        return len(rows)
 
 
 @dataclass

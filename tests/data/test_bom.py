@@ -49,5 +49,5 @@ def test_every_reader_of_user_files_takes_a_bom(tmp_path) -> None:
     lines = [json.dumps({"prompt_id": e.prompt_id, "completion": "ok"}) for e in plain[:3]]
     completions.write_bytes(BOM + "\n".join(lines).encode())
     items, skipped = file_items(completions, plain, None, 0, None)
-    assert [i.example.prompt_id for i in items] == [e.prompt_id for e in plain[:3]]
+    assert [plain[i.position].prompt_id for i in items] == [e.prompt_id for e in plain[:3]]
     assert skipped == len(plain) - 3

@@ -9,7 +9,7 @@ from typing import Any
 
 from healthbench_exp.cli.job import build_task
 from healthbench_exp.config.schema import SamplingConfig
-from healthbench_exp.core.types import ExampleResult, WorkItem
+from healthbench_exp.core.types import ExampleResult, RowItem
 from healthbench_exp.engine.pilot import FirstRows
 from healthbench_exp.engine.run import RunSettings, run
 from healthbench_exp.output.run_dir import RunDirectory
@@ -21,7 +21,7 @@ IN_FLIGHT = 3
 
 
 @dataclass
-class Watched(FirstRows[WorkItem, ExampleResult]):
+class Watched(FirstRows[RowItem, ExampleResult]):
     """The eval, watched: how many rows exist and what is left of its list of rows as each
     row starts."""
 
@@ -29,13 +29,13 @@ class Watched(FirstRows[WorkItem, ExampleResult]):
     running: int = 0
     peak_running: int = 0
     row_tasks: list[int] = field(default_factory=list)  # the engine's row tasks alive
-    items_list: list[WorkItem] = field(default_factory=list)
+    items_list: list[RowItem] = field(default_factory=list)
 
-    def items(self) -> list[WorkItem]:
+    def items(self) -> list[RowItem]:
         self.items_list = super().items()
         return self.items_list
 
-    async def run_item(self, item: WorkItem, clients: Clients) -> ExampleResult:
+    async def run_item(self, item: RowItem, clients: Clients) -> ExampleResult:
         self.rows_left.append(len(self.items_list))
         self.row_tasks.append(
             sum(
@@ -94,5 +94,7 @@ def test_rows_start_as_places_free_and_their_items_are_let_go(loopback_server, t
     assert task.row_tasks == [IN_FLIGHT] * ROWS
     # every row once, with its place in the run's rows (the order of `items()`)
     assert sorted(position for position, _, _ in sink.rows) == list(range(ROWS))
-    order = [(item.example.prompt_id, item.rollout) for item in build_task(config, {}).items()]
+    fresh = build_task(config, {})
+    items = fresh.items()  # each names its example by position in the task's examples
+    order = [(fresh.examples[item.position].prompt_id, item.rollout) for item in items]
     assert sorted(sink.rows) == [(p, *key) for p, key in enumerate(order)]
