@@ -22,14 +22,24 @@ def finite_or_null(data: object) -> object:
     return data
 
 
+# the encoders `json.dumps(..., allow_nan=False, ensure_ascii=...)` makes on every call, made once
+# (half the CPU of a short line, such as a results row, is making its encoder)
+_ENCODERS = {flag: json.JSONEncoder(ensure_ascii=flag, allow_nan=False) for flag in (True, False)}
+
+
+def _dumps(data: object, indent: int | None, ensure_ascii: bool) -> str:
+    if indent is None:
+        return _ENCODERS[ensure_ascii].encode(data)
+    return json.dumps(data, allow_nan=False, indent=indent, ensure_ascii=ensure_ascii)
+
+
 def dumps(data: object, *, indent: int | None = None, ensure_ascii: bool = True) -> str:
     """`json.dumps(data, indent=..., ensure_ascii=...)`, with non-finite floats written as null.
 
-    The common case (all finite) costs one `json.dumps`; only data holding a non-finite float is
+    The common case (all finite) costs one encoding; only data holding a non-finite float is
     copied and written again.
     """
     try:
-        return json.dumps(data, allow_nan=False, indent=indent, ensure_ascii=ensure_ascii)
+        return _dumps(data, indent, ensure_ascii)
     except ValueError:
-        plain = finite_or_null(data)
-        return json.dumps(plain, allow_nan=False, indent=indent, ensure_ascii=ensure_ascii)
+        return _dumps(finite_or_null(data), indent, ensure_ascii)
