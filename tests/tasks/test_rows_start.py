@@ -21,6 +21,7 @@ from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.tasks.base import Clients
 from tests.conftest import make_row
 from tests.engine.test_runner import make_config
+from tests.engine.test_stream import Positions
 
 ROWS = 30
 IN_FLIGHT = 3
@@ -56,28 +57,6 @@ class Counted(FirstRows[RowItem, ExampleResult]):
         return await super().run_item(item, clients)
 
 
-class PromptIds:
-    """A sink that keeps each finished row's prompt_id."""
-
-    def __init__(self) -> None:
-        self.prompt_ids: list[str] = []
-
-    def start(self) -> None:
-        pass
-
-    def on_result(self, result: ExampleResult, position: int) -> None:
-        self.prompt_ids.append(result.example.prompt_id)
-
-    def describe(self) -> dict[str, object]:
-        return {}
-
-    def finish(self, summary: object) -> None:
-        pass
-
-    def fail(self, error: BaseException) -> None:
-        pass
-
-
 def test_only_the_running_rows_examples_exist(loopback_server, tmp_path, write_jsonl) -> None:
     server = loopback_server(latency_ms=10, jitter_ms=10, seed=2)
     data = write_jsonl([make_row(f"r{i:02d}") for i in range(ROWS)])
@@ -86,7 +65,7 @@ def test_only_the_running_rows_examples_exist(loopback_server, tmp_path, write_j
     )
     config = replace(config, runner=replace(config.runner, max_concurrent=IN_FLIGHT))
     task = Counted(build_task(config, {}), ROWS)
-    sink = PromptIds()
+    sink = Positions()  # each finished row's (position, prompt_id, rollout)
     summary = run(task, RunSettings(config, RunDirectory(tmp_path)), [sink])
 
     assert summary.eval_counts.rows_scored == ROWS
@@ -96,7 +75,7 @@ def test_only_the_running_rows_examples_exist(loopback_server, tmp_path, write_j
     # as each row starts, the examples of the rows running exist (this one's is built next),
     # never the run's other rows
     assert len(task.alive) == ROWS and max(task.alive) <= IN_FLIGHT - 1, task.alive
-    assert sorted(sink.prompt_ids) == [f"r{i:02d}" for i in range(ROWS)]
+    assert sorted(prompt_id for _, prompt_id, _ in sink.rows) == [f"r{i:02d}" for i in range(ROWS)]
 
 
 def test_a_bad_row_fails_before_any_request(loopback_server, tmp_path, write_jsonl) -> None:
