@@ -59,7 +59,14 @@ class RunInterrupted(BaseException):
         return 128 + self.signum
 
 
+# the stopping signals `signals_interrupt` raised as RunInterrupted in its scope: an exception
+# raised while a finalizer or a weakref callback runs is printed and dropped by Python, so
+# `interruptible` stops the run at its start for a signal whose exception never arrived
+_received: list[int] = []
+
+
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     raise RunInterrupted(signum)
 
 
@@ -76,6 +83,7 @@ def signals_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
+        _received.clear()  # delivered, or the scope ended without a run to stop
         for s, handler in previous.items():
             signal.signal(s, handler)
 
@@ -99,10 +107,15 @@ def signal_handlers_kept() -> Iterator[None]:
 async def interruptible(coroutine: Awaitable[T]) -> T:
     """Await `coroutine` as the loop's main task; the STOPPING_SIGNALS cancel it, and once it has
     unwound (every `finally` and `async with` run) RunInterrupted is raised. Another signal
-    while it unwinds cancels again."""
+    while it unwinds cancels again. A signal `signals_interrupt` received before, whose
+    exception Python dropped (raised in a finalizer), stops it before it starts."""
     task = asyncio.current_task()
     if threading.current_thread() is not threading.main_thread() or task is None:
         return await coroutine
+    if _received:
+        if asyncio.iscoroutine(coroutine):
+            coroutine.close()
+        raise RunInterrupted(_received[0])
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
