@@ -226,7 +226,7 @@ class RunnerConfig:
     max_concurrent: int = 64  # examples in flight
     max_parallel_judges: int = 48  # judge calls in flight per example
     max_in_flight: int | None = None  # model and judge requests in flight together; null: no cap
-    max_retries: int = 4  # HTTP retries per request (429, 5xx, timeouts), by the openai client
+    max_retries: int = 4  # HTTP retries (5xx, 408, 409, timeouts); a 429 is waited out, not here
     http_client: HttpClient = HttpClient.aiohttp  # aiohttp | httpx (openai client) | direct
     # per attempt: no byte of a reply for so long and the request is retried (runner.max_retries)
     request_timeout_s: float = 180.0
