@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Override
-from omegaconf import DictConfig, OmegaConf, ValueNode
+from omegaconf import DictConfig, ListConfig, OmegaConf, ValueNode
 from omegaconf.errors import OmegaConfBaseException
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode
 
@@ -147,6 +147,9 @@ def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> N
     if not isinstance(container, DictConfig) or container._is_none():
         return
     node = container._get_node(name, throw_on_missing_key=False)
+    if isinstance(node, ListConfig):
+        _check_list(key, override, arg)
+        return
     if not isinstance(node, ValueNode):  # not a leaf of the schema
         return
     expected = _expected(node)
@@ -159,3 +162,13 @@ def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> N
             node.validate_and_convert(value)
         except (OmegaConfBaseException, ValueError):
             raise ConfigError(f"{arg}: {key} takes {expected}, not {value!r}") from None
+
+
+def _check_list(key: str, override: Override, arg: str) -> None:
+    """A key the schema types as a list given a single value (`jury=gpt54`, the brackets
+    forgotten): Hydra would refuse it with its own lines and exit 1."""
+    for value in _values(override) or []:
+        if value is None:
+            raise ConfigError(f"{arg}: {key} takes a list, not null; write {key}=[] for none")
+        if not isinstance(value, list):
+            raise ConfigError(f"{arg}: {key} takes a list, not {value!r}; write {key}=[{value}]")

@@ -23,7 +23,7 @@ from healthbench_exp.config.checks import validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
 from healthbench_exp.model.access import resolve_api_key
-from healthbench_exp.model.retired import check_shutdowns
+from healthbench_exp.model.retired import ModelRetired, check_shutdowns
 from healthbench_exp.model.roles import Roles
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
 from healthbench_exp.output.wandb.mode import check as wandb_check
@@ -127,6 +127,8 @@ def check(config: Config, dry_run: bool = False) -> Readiness:
         if not problems:  # only then ask the W&B server (online runs)
             readiness = wandb_check(config.wandb)
             problems += readiness.problems
+    if problems:  # a retired preset is one more of them (its server is asked only later)
+        problems += retired_presets(config)
     if len(problems) == 1:
         raise ConfigError(problems[0])
     if problems:
@@ -144,6 +146,19 @@ def check_models(config: Config, dry_run: bool = False, warn: bool = True) -> li
     roles = {name: role.endpoint for name, role in Roles.of(config).needed.items()}
     timeout = config.runner.connect_timeout_s
     return check_shutdowns(roles, date.today(), ask=not dry_run, timeout_s=timeout, warn=warn)
+
+
+def retired_presets(config: Config) -> list[str]:
+    """Each endpoint the run talks to whose preset's shutdown date has passed, found without a
+    network (no server asked): reported beside the other start-up problems, so that a missing
+    key does not hide that the model is retired."""
+    problems = []
+    for name, role in Roles.of(config).needed.items():
+        try:
+            check_shutdowns({name: role.endpoint}, date.today(), ask=False, warn=False)
+        except ModelRetired as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def is_fresh(output_dir: Path) -> bool:

@@ -30,6 +30,10 @@ DEMO = ("experiment=demo", "wandb=disabled", "runner.progress=false")
         ("sampling.temperature=hot", "sampling.temperature takes a number or null, not 'hot'"),
         ("task.kind=evl", "task.kind takes one of eval, meta_eval, not 'evl'"),
         ("+sampling.temperature=0", "set it without '+' (sampling.temperature=0)"),
+        (  # the brackets forgotten: Hydra's "Error merging override ... ListConfig", exit 1
+            "jury=gpt54",
+            "jury=gpt54: jury takes a list, not 'gpt54'; write jury=[gpt54]",
+        ),
     ],
 )
 def test_a_configuration_mistake_exits_2_with_one_line_naming_the_key(

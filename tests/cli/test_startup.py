@@ -191,3 +191,17 @@ def test_a_failed_start_in_a_run_directory_keeps_its_results(tmp_path) -> None:
     assert (out / "summary.json").read_bytes() == summary
     assert f"{out} holds a run" in again.stderr  # refused before its own checks: nothing written
     assert json.loads((out / "status.json").read_text())["status"] == "completed"
+
+
+def test_a_missing_key_and_a_retired_preset_are_named_together(tmp_path, monkeypatch) -> None:
+    """`model=o4mini` (its preset's shutdown date passed) without a key: both problems at once,
+    not the key first and the retirement only once a key is set."""
+    env = no_keys(monkeypatch, tmp_path)
+    out = tmp_path / "run"
+    result = run_cli("model=o4mini", "wandb=disabled", f"hydra.run.dir={out}", env=env)
+    assert result.returncode == 2, result.stderr
+    assert "3 problems, nothing was sent" in result.stderr, result.stderr
+    assert "model: set the environment variable OPENAI_API_KEY" in result.stderr
+    assert "model: model o4-mini-2025-04-16 is retired" in result.stderr
+    assert "use model=gpt61sol, model=gpt54 instead" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
