@@ -56,15 +56,30 @@ def test_a_change_to_what_is_measured_is_refused_before_anything_is_written(
     assert json.loads((completed_run / "status.json").read_text())["status"] == "completed"
 
 
-def test_resuming_a_completed_run_sends_and_writes_nothing(completed_run: Path) -> None:
-    before = file_hashes(completed_run)
-    # how it runs may change; it still has nothing to do
-    result = run_cli(f"resume={completed_run}", "runner.max_concurrent=3", "wandb=offline")
+def test_resuming_a_completed_run_sends_and_writes_nothing(loopback_server, tmp_path) -> None:
+    server = loopback_server()
+    run_dir = tmp_path / "run"
+    endpoints = (
+        "model=openai_compatible", "model.name=offline-model", f"model.base_url={server.base_url}",
+        "judge=openai_compatible", "judge.name=judge-a", f"judge.base_url={server.base_url}",
+    )  # fmt: skip
+    result = run_cli(
+        "experiment=demo", "wandb=disabled", "runner.progress=false", "sampling.num_examples=3",
+        *endpoints, f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert f"{completed_run} is already complete" in result.stdout
-    assert str(completed_run / "summary.json") in result.stdout
-    assert "requests:" not in result.stdout  # no evaluation ran
-    assert file_hashes(completed_run) == before
+    assert server.stats()["model_requests"] == 3 and server.stats()["judge_requests"] > 0
+    server.reset()
+    before = file_hashes(run_dir)
+    # how it runs may change (here: no response cache to answer from); it still has nothing to do
+    result = run_cli(
+        f"resume={run_dir}", "runner.max_concurrent=3", "wandb=offline", "cache.enabled=false"
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"{run_dir} is already complete" in result.stdout
+    assert str(run_dir / "summary.json") in result.stdout
+    assert server.stats()["requests"] == 0  # the server was sent nothing
+    assert file_hashes(run_dir) == before
 
 
 def test_resume_is_documented_in_help_and_readme() -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
 from tests.e2e.test_e2e import run_cli
+from tests.engine.test_runner import verdicts as recorded_verdicts
 
 DEMO = ("experiment=demo", "wandb=disabled", "runner.progress=false")
 RATES = {"offline-judge": 0.0, "offline-judge-b": 0.1, "offline-judge-c": 0.3}  # primary first
@@ -109,16 +110,16 @@ def test_verdicts_agreement_and_jury_score_equal_the_rule_by_hand(jury_run: Path
 
 
 def test_a_judge_not_named_keeps_its_verdicts(tmp_path: Path) -> None:
-    """The setting changes only the judges it names: the demo's own judge, unnamed, still gives
-    the demo its score (with no response cache, so every verdict is asked again)."""
-    result = run_cli(
-        *DEMO,
-        flip_setting({"offline-judge-b": 0.5}),
-        "cache.enabled=false",
-        f"hydra.run.dir={tmp_path / 'run'}",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    """The setting changes only the judges it names: the demo's own judge, unnamed, gives every
+    verdict it gives without the setting (with no response cache, so every verdict is asked
+    again), and so the demo its score."""
+    for name, setting in (("flips", [flip_setting({"offline-judge-b": 0.5})]), ("plain", [])):
+        result = run_cli(*DEMO, *setting, "cache.enabled=false", f"hydra.run.dir={tmp_path / name}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    with_rates = recorded_verdicts(tmp_path / "flips")
+    without = recorded_verdicts(tmp_path / "plain")
+    assert len(with_rates) == 106 and with_rates == without
+    summary = json.loads((tmp_path / "flips" / "summary.json").read_text(encoding="utf-8"))
     assert summary["metrics"]["overall_score"] == pytest.approx(0.2879, abs=5e-5)
 
 

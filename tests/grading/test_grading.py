@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from aiohttp import web
 
 from healthbench_exp.config.schema import EndpointConfig
 from healthbench_exp.core.completer import Reply
@@ -23,6 +24,9 @@ from healthbench_exp.grading.grader import (
     unfenced,
 )
 from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.testing.replies import judge_reply
+from tests.e2e.test_e2e import REPO
+from tests.model.test_reasoning_effort import RecordingServer
 
 
 def test_template_is_the_official_one() -> None:
@@ -140,27 +144,36 @@ def test_unparseable_judge_is_ungraded_after_bounded_retries(loopback_server) ->
     assert server.stats()["judge_requests"] == 3
 
 
-def test_judge_sees_system_message_then_filled_template(loopback_server) -> None:
-    server = loopback_server()
+def test_judge_sees_system_message_then_filled_template() -> None:
+    conversation, item = "user: hi\n\nassistant: hello", "[5] Greets"
 
     async def go():
-        judge = judge_endpoint(server.base_url)
+        server = RecordingServer()
+        runner = web.AppRunner(server.app(), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        judge = judge_endpoint(f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
         try:
-            sent = judge.messages_for([{"role": "user", "content": "x"}])
-            grade = await grade_criterion(judge, "user: hi\n\nassistant: hello", "[5] Greets", 0)
-            return sent, grade
+            grade = await grade_criterion(judge, conversation, item, 0)
         finally:
             await judge.close()
+            await runner.cleanup()
+        return server.bodies, grade
 
-    sent, grade = asyncio.run(go())
-    assert sent[0] == {"role": "system", "content": "You are a helpful assistant."}
+    bodies, grade = asyncio.run(go())
+    # what reached the server: the system message, then the official template filled in by
+    # plain replacement (the file whitespace-stripped as simple-evals has it, read here)
+    template = (REPO / "healthbench_exp" / "reference" / "grader_template.txt").read_text().strip()
+    filled = template.replace("<<conversation>>", conversation).replace("<<rubric_item>>", item)
+    (body,) = bodies
+    assert body["messages"] == [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": filled},
+    ]
+    assert body["temperature"] == 0.5 and body["max_tokens"] == 2048
     assert grade.criteria_met in (True, False) and grade.attempts == 1
     # the built-in judge's verdict is a pure function of the grader prompt
-    from healthbench_exp.testing.replies import judge_reply
-
-    expected = json.loads(
-        judge_reply(grader_prompt("user: hi\n\nassistant: hello", "[5] Greets"))[8:-4]
-    )
+    expected = json.loads(judge_reply(filled)[8:-4])
     assert grade.criteria_met is expected["criteria_met"]
 
 

@@ -22,7 +22,7 @@ from healthbench_exp.model.cache_admin import groups, last_runs, open_cache, pro
 from healthbench_exp.model.limits import AdaptiveLimit
 from healthbench_exp.testing.server import server_args
 from tests import zygote
-from tests.e2e.test_e2e import run_cli
+from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts
 from tests.zygote import ForkedServer
 
@@ -299,8 +299,26 @@ def test_an_unparseable_judge_is_reported_as_ungraded(tmp_path: Path) -> None:
     assert len(rows) == 106 and all(r["criteria_met"] is None for r in rows)
 
 
-def test_judge_config_has_bounded_parse_retries() -> None:
+def test_judge_config_has_bounded_parse_retries(loopback_server, tmp_path) -> None:
     assert JudgeConfig().max_parse_retries == 3
+    # a judge whose every verdict is unparseable: each criterion is asked 1 + max_parse_retries
+    # times, then left ungraded; the server counts what it was sent
+    server = loopback_server(malformed_rate=1.0)
+    config = make_config(server.base_url, sampling=SamplingConfig(num_examples=2))
+    judge = replace(config.judge, max_parse_retries=2, early_stop_unparseable=0)  # grade anyway
+    config = replace(config, judge=judge)
+    summary = run_eval(config, tmp_path / "run", {})
+    criteria = read_jsonl(tmp_path / "run" / "per_criterion.jsonl")
+    ran = {e["prompt_id"] for e in read_jsonl(tmp_path / "run" / "examples.jsonl")}
+    sample = read_jsonl(REPO / "healthbench_exp" / "data" / "sample.jsonl")
+    rubric_items = sum(len(row["rubrics"]) for row in sample if row["prompt_id"] in ran)
+    assert len(ran) == 2
+    assert len(criteria) == rubric_items > 0
+    assert all(c["criteria_met"] is None for c in criteria)
+    assert summary["counts"]["ungraded_criteria"] == rubric_items
+    stats = server.stats()
+    assert stats["model_requests"] == 2
+    assert stats["judge_requests"] == stats["malformed_injected"] == rubric_items * (1 + 2)
 
 
 def test_adaptive_limit_survives_cancelled_waiters() -> None:

@@ -16,6 +16,7 @@ from healthbench_exp.config.checks import validate
 from healthbench_exp.config.schema import (
     REFERENCE_SYSTEM_MESSAGE,
     BudgetConfig,
+    CacheConfig,
     ConfigError,
     EndpointConfig,
     PriceConfig,
@@ -157,14 +158,28 @@ def test_budget_stops_the_run_and_the_resumed_run_equals_an_uncapped_one(
     not_run = [e for e in read_jsonl(tmp_path / "run" / "examples.jsonl") if e["error"]]
     assert len(not_run) == partial["counts"]["rows_not_run"]
     assert all(e["error"].startswith("not run: budget.max_usd=0.05 reached") for e in not_run)
-    # resume: the same directory, no cap; finished calls are not paid again (the run's records)
-    resumed = run_eval(replace(capped, budget=BudgetConfig()), tmp_path / "run", {})
+    sent = server.stats()
+    assert sent["model_requests"] <= 24 and sent["judge_requests"] < 106  # it stopped early
+    # resume: the same directory, no cap, a response cache of its own (empty), so only the run's
+    # records say what was done: each call reaches the server once over both invocations
+    fresh_cache = CacheConfig(dir=str(tmp_path / "resume-cache"))
+    resumed = run_eval(
+        replace(capped, budget=BudgetConfig(), cache=fresh_cache), tmp_path / "run", {}
+    )
     assert resumed["counts"]["rows_not_run"] == 0
-    uncapped = run_eval(priced_config(server.base_url), tmp_path / "uncapped", {})
+    sent = server.stats()
+    assert (sent["model_requests"], sent["judge_requests"]) == (24, 106)
+    # the uncapped run: its own server and an empty cache, so every call is sent
+    other = loopback_server()
+    uncapped_config = replace(
+        priced_config(other.base_url), cache=CacheConfig(dir=str(tmp_path / "uncapped-cache"))
+    )
+    uncapped = run_eval(uncapped_config, tmp_path / "uncapped", {})
+    assert (other.stats()["model_requests"], other.stats()["judge_requests"]) == (24, 106)
     assert resumed["metrics"] == uncapped["metrics"]
     # summed over both invocations: each call was paid once
-    assert resumed["usage"]["model"]["requests"] == resumed["counts"]["rows"]
-    assert resumed["usage"]["judge"]["requests"] == resumed["counts"]["criteria"]
+    assert resumed["usage"]["model"]["requests"] == 24
+    assert resumed["usage"]["judge"]["requests"] == 106
 
 
 def test_budget_needs_prices() -> None:

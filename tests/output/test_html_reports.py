@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import DemoRun
 from tests.e2e.test_e2e import run_cli
-from tests.sweep.test_aggregate import overflow, render
+from tests.sweep.test_aggregate import assert_fits, render
 from tests.sweep.test_aggregate_cli import aggregate
 
 
@@ -45,7 +45,7 @@ def test_run_report_opens_with_its_context_and_pages_its_examples(
     # the demo's placeholder prices are labelled as such (issue 27 item 7)
     assert f"<th>cost</th><td>${cost:.4f} (illustrative model and judge prices" in dom
     assert "24 examples x 1 rollout (24 of 24 rows scored)" in dom
-    assert overflow(run / "report.html", tmp_path) <= (0, 0)
+    assert_fits(run / "report.html", tmp_path)
     # a page copied without its companion says where the detail is
     alone = tmp_path / "alone"
     alone.mkdir()
@@ -93,4 +93,4 @@ def test_meta_eval_report_has_its_context_and_fits_the_page(tmp_path: Path) -> N
     dom = render(run / "report.html", tmp_path)
     assert 'id="banner-DEMO"' in dom and "<th>judge</th><td>offline-judge</td>" in dom
     assert "judge T=0.5, seed 0" in dom and "40 rows, 40 graded" in dom
-    assert overflow(run / "report.html", tmp_path) <= (0, 0)
+    assert_fits(run / "report.html", tmp_path)

@@ -20,7 +20,7 @@ from healthbench_exp.grading.scoring import aggregate_metrics, example_metrics
 from healthbench_exp.output.files import criterion_rows, example_row
 from healthbench_exp.output.html.examples import COMPANION, VARIABLE
 from healthbench_exp.output.html.pages import write_run_report
-from tests.sweep.test_aggregate import overflow, render
+from tests.sweep.test_aggregate import assert_fits, render
 
 MEMBERS = ["judge-a", "judge-b", "judge/c"]  # the primary first; a name with a slash
 T, F, U = True, False, None
@@ -172,4 +172,4 @@ def test_the_jury_report_renders_and_fits_the_page(tmp_path: Path) -> None:
     explained = 'title="judge-b explains criterion 1 of p1"'
     assert f'<div class="verdict muted" {explained}>judge-b: ungraded</div>' in dom
     assert dom.count("<th>each judge</th>") == 2  # every example's table has the column
-    assert overflow(report, tmp_path) <= (0, 0)
+    assert_fits(report, tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.output.test_jury_html import write_jury_run
-from tests.sweep.test_aggregate import overflow, render
+from tests.sweep.test_aggregate import assert_fits, render
 from tests.sweep.test_aggregate_cli import aggregate
 
 
@@ -71,4 +71,4 @@ def test_the_comparison_report_with_a_jury_fits_the_page(tmp_path: Path) -> None
     result = aggregate(str(tmp_path / "sweep"), "--out", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert 'id="juries"' in render(out / "report.html", tmp_path)
-    assert overflow(out / "report.html", tmp_path) <= (0, 0)
+    assert_fits(out / "report.html", tmp_path)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import healthbench_exp
 from healthbench_exp.config.schema import WandbMode
 from healthbench_exp.output.wandb import content as wandb_content
 from healthbench_exp.output.wandb import tracker as tracking
@@ -61,7 +62,7 @@ def test_offline_run_holds_config_summary_tables_and_artifact(tmp_path) -> None:
         assert run.config[key] == summary["config"][key]
     assert run.config["model"]["api_key_env"] == "HB_WANDB_SECRET"
     assert "experiment=demo" in run.config["hydra_overrides"]
-    assert run.config["harness_version"]
+    assert run.config["harness_version"] == healthbench_exp.__version__
     for path in (tmp_path / "wandb_dir").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
