@@ -98,9 +98,9 @@ def test_a_source_whose_judges_disagree_otherwise_is_flagged_beyond_the_interval
     shutil.copytree(sources.jury, other)
     records = [json.loads(r) for r in (other / "per_criterion.jsonl").read_text().splitlines()]
     for r in records:
-        if r["points"] > 0 and r["cluster"] is None and r["axis"] == "accuracy":
-            if r["verdicts"][NEW]:
-                r["verdicts"][OLD] = True
+        accuracy = r["points"] > 0 and r["cluster"] is None and r["axis"] == "accuracy"
+        if accuracy and r["verdicts"][NEW]:
+            r["verdicts"][OLD] = True
     (other / "per_criterion.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     bridged = sources.bridged("disagreeing", sources.jury, other)
     cell = next(
