@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import Metrics, RunSummary, Usage
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
+from healthbench_exp.output.bridged_text import bridged_lines
 from healthbench_exp.output.run_context import protocol_label
 
 
@@ -137,6 +138,7 @@ def format_meta_report(summary: RunSummary) -> str:
     )
     if counts.rows_failed:
         lines.append("  ungraded rows are left out of the judge's metrics (see meta_eval.jsonl)")
+    lines += bridged_lines(summary.bridged)  # the judge's run on the reference grader's scale
     lines += _cost_lines(summary)
     return "\n".join(lines)
 
