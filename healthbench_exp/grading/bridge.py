@@ -110,7 +110,18 @@ class BridgeData:
 
     @classmethod
     def of(cls, pairs: Sequence[Pair], cells: Cells) -> BridgeData:
-        ordered = sorted(pairs, key=lambda p: cells.index[(p.stratum, p.points > 0)])
+        # a canonical order (not the records' finishing order): the resamples are reproducible
+        ordered = sorted(
+            pairs,
+            key=lambda p: (
+                cells.index[(p.stratum, p.points > 0)],
+                p.source,
+                p.example,
+                p.points,
+                p.new,
+                p.old,
+            ),
+        )
         group = np.array([cells.index[(p.stratum, p.points > 0)] for p in ordered], dtype=int)
         cell = np.array(
             [cells.cell(p.stratum, p.points > 0, p.new) for p in ordered], dtype=int

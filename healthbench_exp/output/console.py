@@ -138,7 +138,6 @@ def format_meta_report(summary: RunSummary) -> str:
     )
     if counts.rows_failed:
         lines.append("  ungraded rows are left out of the judge's metrics (see meta_eval.jsonl)")
-    lines += bridged_lines(summary.bridged)  # the judge's run on the reference grader's scale
     lines += _cost_lines(summary)
     return "\n".join(lines)
 
@@ -245,5 +244,6 @@ def format_report(summary: RunSummary) -> str:
             f"  jury ({jury.rule} of {len(jury.members)} judges): overall_score "
             f"{_value(jury.metrics.get(OVERALL_SCORE))}; by judge: {judges}"
         )
+    lines += bridged_lines(summary.bridged)  # the judge's run on the reference grader's scale
     lines += _cost_lines(summary)
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import pytest
 
 from tests.e2e.bridge_runs import (
     AS_OLD,
+    JUDGES,
     NEW,
     OLD,
     bridge_pairs,
@@ -23,6 +24,8 @@ from tests.e2e.bridge_runs import (
     stratum,
     write_data,
 )
+from tests.e2e.test_e2e import run_cli, run_module
+from tests.wandb_log import read_run
 
 
 class Runs:
@@ -37,12 +40,22 @@ class Runs:
         )
         # the reference grader's own score on set B, and the new judge's run bridged
         self.old_b = run(root / "old_b", self.cache, *AS_OLD, f"dataset.path={self.data_b}")
-        self.new_b = run(
-            root / "new_b",
-            self.cache,
+        # the new judge's run, bridged, with an offline W&B run to read back
+        self.new_b = root / "new_b"
+        self.result = run_cli(
+            *JUDGES,
+            "wandb=offline",
             f"dataset.path={self.data_b}",
             f"bridge.runs=[{self.source}]",
+            f"hydra.run.dir={self.new_b}",
+            env={
+                "HEALTHBENCH_CACHE_DIR": str(self.cache),
+                "WANDB_DIR": str(root / "wandb_dir"),
+                "WANDB_DATA_DIR": str(root / "wandb_data"),
+                "WANDB_CACHE_DIR": str(root / "wandb_cache"),
+            },
         )
+        assert self.result.returncode == 0, self.result.stderr[-3000:]
 
     def summary(self, name: str) -> dict:
         return json.loads((self.root / name / "summary.json").read_text())
@@ -143,3 +156,41 @@ def test_holdout_error_is_the_five_fold_check_by_hand(runs: Runs) -> None:
     assert holdout["mean"] == pytest.approx(sum(errors) / len(errors), abs=1e-12)
     low, high = holdout["ci"]
     assert low <= holdout["mean"] <= high and low <= 0 <= high  # a lenient judge, bridged right
+
+
+def test_the_bridged_score_is_shown_beside_the_runs_own_everywhere(
+    runs: Runs, tmp_path: Path
+) -> None:
+    """The end-of-run table, report.html, the W&B run's summary (read back from its offline
+    log) and a comparison's summary all show the bridged score and its interval beside the
+    run's own score."""
+    bridged = runs.summary("new_b")["bridged"]
+    score = bridged["metrics"]["bridged_score"]
+    low, high = bridged["ci"]["bridged_score"]
+    cell = f"{score:.4f} [{low:.4f}, {high:.4f}]"
+    assert f"bridged_score (on {OLD}'s scale, not a reference metric): {cell}" in runs.result.stdout
+    html = (runs.new_b / "report.html").read_text()
+    assert "id='bridged'" in html and f"{score:.4f} [{low:.4f}, {high:.4f}]" in html
+    (folder,) = sorted((runs.root / "wandb_dir" / "wandb").glob("offline-run-*"))
+    logged = read_run(folder).summary
+    assert logged["bridged/bridged_score"] == pytest.approx(score)
+    assert logged["bridged/bridged_score/ci_low"] == pytest.approx(low)
+    assert logged["bridged/pairs"] == bridged["pairs"]
+    assert logged["bridged/holdout_error"] == pytest.approx(bridged["holdout_error"]["mean"])
+    out = tmp_path / "comparison"
+    result = run_module(
+        "healthbench_exp.aggregate",
+        str(runs.new_b),
+        str(runs.old_b),
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {r["job"]: r for r in json.loads((out / "sweep_summary.json").read_text())["jobs"]}
+    assert rows["new_b"]["bridged_score"] == pytest.approx(score)
+    assert "bridged_sources" not in rows["old_b"]
+    table = (out / "sweep_summary.md").read_text()
+    (line,) = [x for x in table.splitlines() if x.startswith("| new_b |")]
+    assert line.rstrip(" |").endswith(cell)
+    assert "id='bridged'" in (out / "report.html").read_text()
