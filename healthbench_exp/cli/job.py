@@ -64,6 +64,7 @@ def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]
         config_dict,
         calibration=config.calibration,
         jury=[member.name for member in config.jury_members],
+        bridge=config.bridge,
     )
 
 

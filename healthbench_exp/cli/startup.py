@@ -27,6 +27,7 @@ from healthbench_exp.model.retired import ModelRetired, check_shutdowns
 from healthbench_exp.model.roles import Roles
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
 from healthbench_exp.output.wandb.mode import check as wandb_check
+from healthbench_exp.tasks.bridge_source import bridge_problem
 from healthbench_exp.tasks.calibration_source import calibration_problem
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,12 @@ def key_problems(config: Config) -> list[str]:
 def run_protocol(config: Config) -> ProtocolCheck:
     """The run's protocol: its set's reference bundle and every deviation from it."""
     return protocol_check(
-        config.task, config.dataset, config.sampling, config.judge, config.scoring
+        config.task,
+        config.dataset,
+        config.sampling,
+        config.judge,
+        config.scoring,
+        bridge_runs=config.bridge.runs,
     )
 
 
@@ -116,6 +122,9 @@ def check(config: Config, dry_run: bool = False) -> Readiness:
     calibration = calibration_problem(config)  # a meta-eval run of another judge: refused
     if calibration is not None:
         problems.append(calibration)
+    bridge = bridge_problem(config.bridge, config.judge, config.task.kind is TaskKind.eval)
+    if bridge is not None:  # a source without both judges, or whose verdicts do not pair
+        problems.append(bridge)
     protocol = run_protocol(config)
     refusal = protocol_problem(protocol, config.protocol.strict)
     if refusal is not None:

@@ -36,6 +36,9 @@ def validate(config: Config) -> None:
             )
     try:
         judge_flip_rates(config.offline_server.judge_flip_rates)
+        judge_flip_rates(
+            config.offline_server.judge_lenient_rates, "offline_server.judge_lenient_rates"
+        )
     except ValueError as error:
         bad.append(str(error))
     if config.offline_server.limited_role not in ("all", "model", "judge"):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -269,9 +270,11 @@ def protocol_check(
     sampling: SamplingConfig,
     judge: JudgeConfig,
     scoring: ScoringConfig,
+    bridge_runs: Sequence[str] = (),
 ) -> ProtocolCheck:
     """The run's protocol name and every deviation from that set's reference bundle (see the
-    module docstring), in a fixed order: judge, scoring, data."""
+    module docstring), in a fixed order: judge, scoring, data, then a bridge (`bridge.runs`:
+    the bridged figures are the judge's verdicts mapped to the reference grader's scale)."""
     name = protocol_name(task, dataset)
     out = _Deviations()
     professional = name == PROFESSIONAL_PROTOCOL
@@ -285,6 +288,8 @@ def protocol_check(
     else:
         # a label with no official file (the bundled sample) stands in for all 5000
         _data(out, dataset, sampling, OFFICIAL_2025.get(dataset.difficulty, OFFICIAL_2025["all"]))
+    if bridge_runs:
+        out.add("bridge.runs", f"[] -> {json.dumps(list(bridge_runs))}", "[]")
     return ProtocolCheck(name, out.lines, out.fixes, out.data_file)
 
 

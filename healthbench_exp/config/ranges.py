@@ -135,10 +135,11 @@ def out_of_range(config: object) -> list[str]:
     return problems
 
 
-def judge_flip_rates(text: str) -> dict[str, float]:
+def judge_flip_rates(text: str, key: str = "offline_server.judge_flip_rates") -> dict[str, float]:
     """`offline_server.judge_flip_rates` (`"model=rate,..."`) as a mapping: each named judge's
-    share of verdicts flipped from the built-in endpoint's base verdict. ValueError (one line,
-    naming the entry) for an entry that is not `<judge model name>=<rate in [0, 1]>`."""
+    share of verdicts flipped from the built-in endpoint's base verdict (`key`: the option read,
+    `offline_server.judge_lenient_rates` has the same form). ValueError (one line, naming the
+    entry) for an entry that is not `<judge model name>=<rate in [0, 1]>`."""
     rates = {}
     for entry in filter(None, (part.strip() for part in text.split(","))):
         name, sep, value = entry.rpartition("=")
@@ -147,9 +148,6 @@ def judge_flip_rates(text: str) -> dict[str, float]:
         except ValueError:
             rate = math.nan
         if not sep or not name.strip() or not 0.0 <= rate <= 1.0:  # nan fails the range too
-            raise ValueError(
-                f"offline_server.judge_flip_rates: {entry!r} is not "
-                "<judge model name>=<rate from 0 to 1>"
-            )
+            raise ValueError(f"{key}: {entry!r} is not <judge model name>=<rate from 0 to 1>")
         rates[name.strip()] = rate
     return rates

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
+from healthbench_exp.config.bridge import BridgeConfig
+
 REFERENCE_SYSTEM_MESSAGE = "You are a helpful assistant."
 # `reasoning_effort` values the openai SDK's `ReasoningEffort` type allows (openai.types.shared;
 # tests/model/test_reasoning_effort.py checks this against the installed SDK)
@@ -313,6 +315,7 @@ class OfflineServerConfig:
     # judges that disagree by known rates ("model=rate,..."): a named judge's verdict is the
     # base verdict (a hash of the grader prompt alone) flipped at its rate; others: see replies
     judge_flip_rates: str = ""
+    judge_lenient_rates: str = ""  # "model=rate,...": these judges also say met where not met
     seed: int = 0
     # reply lengths, in tokens (4 characters each): 0 keeps the 1 to 5 canned sentences (about
     # 15 to 90 tokens); N gives model replies of about N tokens (seeded per reply, N/2 to 3N/2)
@@ -352,6 +355,7 @@ class Config:
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    bridge: BridgeConfig = field(default_factory=BridgeConfig)  # docs/bridge.md
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)

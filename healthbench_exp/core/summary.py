@@ -37,6 +37,8 @@ The top level, in file order (`eval` / `meta_eval`: written by that task only):
   met rates corrected by its sensitivity and specificity against physicians (SPEC 7.3).
 - `jury` (eval, with `jury=[...]`): `Jury`, the jury's metrics under the `mean` rule, each
   judge's metrics, and every pair's agreement with Cohen's kappa (SPEC 7.1).
+- `bridged` (eval, with `bridge.runs`): `Bridged`, the run rescored on the reference
+  grader's scale through verdicts of both judges on the same replies (docs/bridge.md).
 - `partial`: true when rows were not run (the budget stopped the run): a resume finishes them.
 - `demo`: true when the built-in offline endpoint answered: the scores mean nothing.
 - `wandb`: `WandbInfo`, where the W&B run is; null when W&B was disabled.
@@ -55,6 +57,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
+from healthbench_exp.core.bridged import Bridged
+from healthbench_exp.core.calibrated_record import Calibrated, CalibratedCategory
 from healthbench_exp.core.protocol_record import Protocol
 from healthbench_exp.core.record import OMIT_NONE, Record, encode
 from healthbench_exp.core.run_config import RunConfig
@@ -69,7 +73,10 @@ from healthbench_exp.core.usage_record import (
 
 __all__ = [  # the parts defined beside this module, importable from here as before
     "USAGE_FIELDS",
+    "Bridged",
     "BudgetState",
+    "Calibrated",
+    "CalibratedCategory",
     "Invocation",
     "Price",
     "Protocol",
@@ -231,33 +238,6 @@ class Completions(Record):
 
 
 @dataclass
-class CalibratedCategory(Record):
-    """One `cluster:` category's calibrated consensus rate (SPEC 7.3, `grading.calibration`)."""
-
-    category: str
-    n_eval: int  # graded eval criteria with the tag
-    observed: float | None  # the judge's met rate p_c in this run
-    sensitivity: float | None  # against the physicians' majority, in the meta-eval run
-    specificity: float | None
-    n_pos: int  # majority-positive meta-eval rows the judge graded
-    n_neg: int
-    corrected: float | None  # Rogan-Gladen; None: not corrected (see `reason`)
-    ci_low: float | None  # 95% bootstrap interval of `corrected`
-    ci_high: float | None
-    reason: str | None  # why not corrected
-
-
-@dataclass
-class Calibrated(Record):
-    """`calibrated` of an eval run with `calibration.meta_eval_run`: beside the reference
-    metrics, never instead of them."""
-
-    meta_eval_run: str  # the meta-eval run's directory, as given
-    judge: str  # the judge both runs were graded by
-    criteria: list[CalibratedCategory]
-
-
-@dataclass
 class PairStats(Record):
     """Two jury members' agreement over the criteria both graded (SPEC 7.1)."""
 
@@ -329,6 +309,8 @@ class RunSummary(Record):
     calibrated: Calibrated | None = field(default=None, metadata=OMIT_NONE)
     # eval with `jury=[...]`: the jury's and each judge's metrics and their agreement (SPEC 7.1)
     jury: Jury | None = field(default=None, metadata=OMIT_NONE)
+    # eval with `bridge.runs`: the run on the reference grader's scale (`core.bridged`)
+    bridged: Bridged | None = field(default=None, metadata=OMIT_NONE)
     # partial, demo: None when not recorded (an older version)
     partial: bool | None = field(default=None, metadata=OMIT_NONE)
     demo: bool | None = field(default=None, metadata=OMIT_NONE)

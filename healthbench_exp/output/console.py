@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import Metrics, RunSummary, Usage
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
+from healthbench_exp.output.bridged_text import bridged_lines
 from healthbench_exp.output.run_context import protocol_label
 
 
@@ -243,5 +244,6 @@ def format_report(summary: RunSummary) -> str:
             f"  jury ({jury.rule} of {len(jury.members)} judges): overall_score "
             f"{_value(jury.metrics.get(OVERALL_SCORE))}; by judge: {judges}"
         )
+    lines += bridged_lines(summary.bridged)  # the judge's run on the reference grader's scale
     lines += _cost_lines(summary)
     return "\n".join(lines)

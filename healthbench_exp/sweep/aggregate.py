@@ -41,6 +41,7 @@ from healthbench_exp.output.files import write_json
 from healthbench_exp.output.html.charts import number, text
 from healthbench_exp.output.html.pages import sweep_report
 from healthbench_exp.output.run_context import utc_date
+from healthbench_exp.sweep.bridged import bridged_columns
 from healthbench_exp.sweep.compare import judge_agreement, paired_comparisons
 from healthbench_exp.sweep.jobs import (
     Job,
@@ -128,6 +129,7 @@ def job_row(job: Job) -> dict[str, object]:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
     row.update(headline_columns(summary))
     row.update(jury_columns(summary))  # a jury run: its jury's overall score (SPEC 7.1)
+    row.update(bridged_columns(summary))  # bridge.runs: on the reference grader's scale
     repeats = summary.repeats
     if repeats:
         row["run_to_run_std"] = repeats.run_to_run_std

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from healthbench_exp.output.html.charts import context_parts, listed, records, text
+from healthbench_exp.sweep.bridged import bridged_cell, has_bridged
 from healthbench_exp.sweep.judge_table import judge_table_markdown
 from healthbench_exp.sweep.jury import has_jury, jury_cell
 from healthbench_exp.sweep.regrade_compare import regrade_markdown
@@ -118,11 +119,14 @@ def markdown(data: Mapping[str, object]) -> str:
         header += ["cost", "estimated cost", "wall s"]
         jury = has_jury(evals)  # a jury run: its jury's overall score beside the primary's
         header += ["jury overall_score"] * jury
+        bridged = has_bridged(evals)  # bridge.runs: the bridged score beside the job's own
+        header += ["bridged_score [95% CI]"] * bridged
         rows: list[list[object]] = [
             [
                 *(r["job"], f"`{r['label']}`", r["status"], r["banners"], r["replies"]),
                 *(r["judge"], r["data"], r["temperature"], protocol_cell(r), *_score_cells(r)),
                 *[jury_cell(r)] * jury,
+                *[bridged_cell(r)] * bridged,
             ]
             for r in evals
         ]

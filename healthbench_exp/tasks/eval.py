@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import (
     CalibrationConfig,
@@ -46,6 +47,8 @@ from healthbench_exp.grading.grader import grade_criterion, render_conversation,
 from healthbench_exp.grading.scoring import example_metrics
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.tasks.base import CallCounter, Clients, Juror, Measured
+from healthbench_exp.tasks.bridge_result import bridged
+from healthbench_exp.tasks.bridge_source import load_sources
 from healthbench_exp.tasks.calibration_source import calibrated, load_source
 from healthbench_exp.tasks.eval_summary import EvalTally, build_summary
 from healthbench_exp.tasks.jury import juror_grades, jury_of
@@ -76,6 +79,7 @@ class EvalTask:
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
+    bridge: BridgeConfig = field(default_factory=BridgeConfig)
     examples: Sequence[Example] = ()  # the dataset's examples, built as rows start: set by `items`
 
     def continue_from(self, output_dir: Path) -> None:
@@ -132,7 +136,12 @@ class EvalTask:
     def protocol(self) -> ProtocolCheck:
         """The run's reference protocol and its deviations (`config.protocol`)."""
         return protocol_check(
-            TaskConfig(kind=TaskKind.eval), self.dataset, self.sampling, self.judge, self.scoring
+            TaskConfig(kind=TaskKind.eval),
+            self.dataset,
+            self.sampling,
+            self.judge,
+            self.scoring,
+            bridge_runs=self.bridge.runs,
         )
 
     def summarizer(self, rows: int) -> EvalSummarizer:
@@ -143,6 +152,7 @@ class EvalTask:
             repeats=self.sampling.rollouts_per_example > 1,
             jury=(self.judge.name, *self.jury) if self.jury else (),
             clusters=self.calibration.meta_eval_run is not None,
+            bridge=bool(self.bridge.runs),
         )
         return EvalSummarizer(self, tally)
 
@@ -185,6 +195,11 @@ class EvalTask:
             samples, seed = self.runner.bootstrap_samples, self.sampling.seed
             counts = tally.clusters_in_order()
             summary.calibrated = calibrated(counts, source, self.judge.name, samples, seed)
+        if self.bridge.runs:  # beside the metrics, which stay the judge's
+            sources = load_sources(self.bridge, self.judge)
+            samples, seed = self.runner.bootstrap_samples, self.sampling.seed
+            rows = tally.bridge_in_order()
+            summary.bridged = bridged(rows, sources, self.judge.name, samples, seed)
         return summary
 
     def estimate(self, counter: CallCounter) -> int:

@@ -30,6 +30,7 @@ from healthbench_exp.core.summary import (
     Usage,
 )
 from healthbench_exp.core.types import ExampleResult
+from healthbench_exp.grading.bridge import RunRow
 from healthbench_exp.grading.comparison import ScoredReply, run_to_run_std, worst_at_k
 from healthbench_exp.grading.jury import JuryRow
 from healthbench_exp.grading.scoring import consensus_breakdown, series_statistics
@@ -69,7 +70,7 @@ class EvalTally:
     `length`: keep each scored row's reply length (a length penalty is set); `repeats`: keep
     (prompt_id, rollout, score) of each scored row (several rollouts); `jury`: the judges of a
     jury, the primary first (empty: none); `clusters`: count each `cluster:` tag's verdicts per
-    example (calibration).
+    example (calibration); `bridge`: keep each scored row's criteria and verdicts (a bridge).
     """
 
     rows: int
@@ -77,6 +78,7 @@ class EvalTally:
     repeats: bool = False
     jury: tuple[str, ...] = ()
     clusters: bool = False
+    bridge: bool = False
     counts: RunCounts = field(init=False)
     examples: set[str] = field(default_factory=set)
     criteria: int = 0
@@ -87,6 +89,7 @@ class EvalTally:
     scores: list[tuple[int, str, int, float]] = field(default_factory=list)
     jury_rows: list[tuple[int, JuryRow]] = field(default_factory=list)
     cluster_counts: ClusterCounts = field(default_factory=lambda: defaultdict(dict))
+    bridge_rows: list[tuple[int, RunRow]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.counts = RunCounts(rows=self.rows)
@@ -109,6 +112,11 @@ class EvalTally:
                 self.replies.append((position, reply))
             if self.repeats:
                 self.scores.append((position, example.prompt_id, result.rollout, score))
+            if self.bridge:
+                verdicts = [g.criteria_met for g in result.grades]
+                self.bridge_rows.append(
+                    (position, RunRow(example.example_tags, example.rubrics, verdicts))
+                )
         if len(self.jury) > 1 and (row := jury_row(result, self.jury)) is not None:
             self.jury_rows.append((position, row))
         if self.clusters:
@@ -146,6 +154,9 @@ class EvalTally:
 
     def scored_replies(self) -> list[ScoredReply]:
         return [reply for _, reply in sorted(self.replies, key=lambda pair: pair[0])]
+
+    def bridge_in_order(self) -> list[RunRow]:
+        return [row for _, row in sorted(self.bridge_rows, key=lambda pair: pair[0])]
 
     def jury_in_order(self) -> list[JuryRow]:
         return [row for _, row in sorted(self.jury_rows, key=lambda pair: pair[0])]

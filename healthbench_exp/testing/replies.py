@@ -5,7 +5,9 @@ A model reply is derived from the model name, temperature and messages; a judge 
 judge's name and the grader prompt, so the same judge always gives the same prompt the same
 verdict (the server tells a judge request by `JUDGE_MARKER`, the grader template's first words).
 Judges named in `judge_flip_rates` disagree by known rates: each says the prompt's base verdict,
-flipped at its own rate (`judge_met`).
+flipped at its own rate (`judge_met`). Judges named in `judge_lenient_rates` are biased: each
+starts from the base verdict (flipped at its flip rate, if it has one) and says met where that
+says not met, at its own rate (a lenient judge; an independent draw per judge and prompt).
 `Faults` injects latency, 429/500/503 errors, malformed verdicts and empty replies at the rates of
 an `OfflineServerConfig` (seeded), and judge-only faults: verdicts fenced without the `json` label
 (which the reference parse rejects), empty verdicts and 500s; a model request whose last message
@@ -95,28 +97,49 @@ def flip_draw(judge: str, grader_prompt: str) -> float:
     return int.from_bytes(_digest(judge, grader_prompt)[:8], "big") / 2**64
 
 
-def judge_met(grader_prompt: str, judge: str, flip_rates: Mapping[str, float]) -> bool:
+def lenient_draw(judge: str, grader_prompt: str) -> float:
+    """A uniform draw in [0, 1) per judge and grader prompt, independent of `flip_draw`: a
+    lenient judge says met where its verdict was not met and this falls below its rate."""
+    return int.from_bytes(_digest("lenient", judge, grader_prompt)[:8], "big") / 2**64
+
+
+def judge_met(
+    grader_prompt: str,
+    judge: str,
+    flip_rates: Mapping[str, float],
+    lenient_rates: Mapping[str, float] | None = None,
+) -> bool:
     """The judge's verdict. A judge named in `flip_rates` says `base_verdict` flipped where
     `flip_draw` falls below its rate (so judges at rates 0 and r disagree exactly where the
-    second flips, a share of about r); any other judge, a hash of its name and the prompt (so
-    two differently named judges disagree on about half the items)."""
+    second flips, a share of about r); a judge named in `lenient_rates` starts from that (or
+    from `base_verdict` without a flip rate) and turns a not met into met where `lenient_draw`
+    falls below its rate; any other judge, a hash of its name and the prompt (so two
+    differently named judges disagree on about half the items)."""
+    lenient = lenient_rates or {}
+    if judge in lenient:
+        met = judge_met(grader_prompt, judge, flip_rates) if judge in flip_rates else None
+        met = base_verdict(grader_prompt) if met is None else met
+        return met or lenient_draw(judge, grader_prompt) < lenient[judge]
     if judge in flip_rates:
         return base_verdict(grader_prompt) != (flip_draw(judge, grader_prompt) < flip_rates[judge])
     return _digest(judge, grader_prompt)[0] % 2 == 0
 
 
 def judge_reply(
-    grader_prompt: str, judge: str = "", flip_rates: Mapping[str, float] | None = None
+    grader_prompt: str,
+    judge: str = "",
+    flip_rates: Mapping[str, float] | None = None,
+    lenient_rates: Mapping[str, float] | None = None,
 ) -> str:
     """A verdict in the format the official template asks for (`judge_met`'s)."""
-    rates = flip_rates or {}
+    rates, lenient = flip_rates or {}, lenient_rates or {}
     verdict = {
         "explanation": (
             "Offline verdict: a hash of the grader prompt, flipped at this judge's rate."
-            if judge in rates
+            if judge in rates or judge in lenient
             else "Offline verdict derived from a hash of the judge name and grader prompt."
         ),
-        "criteria_met": judge_met(grader_prompt, judge, rates),
+        "criteria_met": judge_met(grader_prompt, judge, rates, lenient),
     }
     return "```json\n" + json.dumps(verdict, indent=2) + "\n```"
 
@@ -130,6 +153,9 @@ class Faults:
         self.require_key = require_key
         self.rng = random.Random(settings.seed)
         self.flip_rates = judge_flip_rates(settings.judge_flip_rates)
+        self.lenient_rates = judge_flip_rates(
+            settings.judge_lenient_rates, "offline_server.judge_lenient_rates"
+        )
         self.prefixes: dict[str, str] = {}
         self.reset()
 
@@ -220,7 +246,9 @@ def completion_response(
             text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
         elif draw < fenced:  # ``` without `json`: the reference parse cannot read it
             faults.count("fenced_injected")
-            text = judge_reply(last, model, faults.flip_rates).replace("```json\n", "```\n", 1)
+            text = judge_reply(last, model, faults.flip_rates, faults.lenient_rates).replace(
+                "```json\n", "```\n", 1
+            )
         elif draw < empty:
             faults.count("judge_empty_injected")
             text = ""
@@ -228,7 +256,10 @@ def completion_response(
             faults.count("judge_errors_injected")
             return 500, {"error": {"message": "injected judge 500", "type": "injected"}}, None
         else:
-            text = sized_verdict(judge_reply(last, model, faults.flip_rates), rates.verdict_tokens)
+            text = sized_verdict(
+                judge_reply(last, model, faults.flip_rates, faults.lenient_rates),
+                rates.verdict_tokens,
+            )
     elif draw < rates.empty_reply_rate:
         faults.count("empty_injected")
         text = ""

@@ -58,6 +58,7 @@ HELP = {
     "fenced_rate": "share of verdicts fenced without `json`",
     "judge_error_rate": "judge 500s",
     "judge_flip_rates": "model=rate,...: these judges flip the base verdict at these rates",
+    "judge_lenient_rates": "model=rate,...: these judges say met where not met at these rates",
     "batch_delay_s": "Batch API batches stay in_progress so long",
     "rate_limit_requests": "per window; 0: none",
     "rate_limit_tokens": "per window; 0: none",

@@ -26,6 +26,7 @@ from pathlib import Path
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import Metrics, RunSummary, read_summary
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names, tag_metric_names
+from healthbench_exp.output.html.bridged import bridged_section
 from healthbench_exp.output.html.calibrated import calibrated_section
 from healthbench_exp.output.html.charts import (
     bar_chart,
@@ -197,6 +198,7 @@ def run_page(summary: RunSummary, context: RunContext) -> str:
         body.append("<h2>Consensus criteria</h2>" + table(header, rows))
     body.append(calibrated_section(summary.calibrated))  # SPEC 7.3: beside, never instead
     body.append(jury_html(summary.jury))  # SPEC 7.1: beside the primary judge's metrics
+    body.append(bridged_section(summary.bridged))  # on the reference scale, beside
     themes = [n.removeprefix("theme:") for n in tag_metric_names(metrics, "theme:")]
     body.append(examples_section(counts.rows, themes))
     return page(f"HealthBench run · {context.title()}", "".join(body))

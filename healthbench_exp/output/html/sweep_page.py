@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from healthbench_exp.output.html.bridged import sweep_bridged_html
 from healthbench_exp.output.html.charts import (
     banner_html,
     bar_chart,
@@ -168,6 +169,7 @@ def sweep_report(data: Mapping[str, object], out_dir: Path) -> str:
         rows = [_job_row(j, out_dir, estimates, varying) for j in jobs]
         body.append("<h2>Runs</h2>" + table([*header, "files"], rows, "runs") + _deviations(jobs))
         body.append(sweep_jury_html(jobs))  # runs graded by a jury (SPEC 7.1)
+        body.append(sweep_bridged_html(jobs))  # bridge.runs: beside each job's own score
     if meta:
         rows = [
             "<tr>"

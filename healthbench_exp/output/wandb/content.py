@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
 from healthbench_exp.grading.scoring import tag_metric_names
+from healthbench_exp.output.wandb.bridged import bridged_metrics
 from healthbench_exp.output.wandb.jury import (
     jury_metrics,
     verdict_cells,
@@ -119,6 +120,7 @@ def update_summary(run: wandb.Run, summary: RunSummary) -> None:
     run.summary.update({"partial": bool(summary.partial), "demo": bool(summary.demo)})
     run.summary.update(calibrated_metrics(summary))
     run.summary.update(jury_metrics(summary))
+    run.summary.update(bridged_metrics(summary.bridged))
 
 
 CALIBRATED_FIELDS = ("observed", "sensitivity", "specificity", "corrected", "ci_low", "ci_high")

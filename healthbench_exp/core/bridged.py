@@ -1,0 +1,93 @@
+"""`bridged` of summary.json: a run graded by a new judge, rescored on the reference grader's
+scale through a bridge (verdicts of both judges on the same replies; `grading.bridge`).
+
+Beside the run's own metrics, which stay the new judge's, never instead of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from healthbench_exp.core.record import OMIT_NONE, Record
+
+POSITIVE = "positive"
+NEGATIVE = "negative"
+MET = "met"
+NOT_MET = "not"
+
+
+@dataclass
+class BridgeStratum(Record):
+    """One stratum and sign of the bridge: the new judge's verdict cells behind it.
+
+    `n_met` / `n_not`: bridge pairs of the stratum and sign where the new judge said met / not
+    met; `q_met` / `q_not`: the probability, used for the run, that the reference grader said met
+    there (Jeffreys' (k + 0.5) / (n + 1)); `pooled`: the cells (`met`, `not`) with fewer than the
+    minimum pairs, whose q is their sign's pooled cell's (all strata of that sign)."""
+
+    stratum: str  # `cluster:<c>`, `axis:<a>`, `none`; `pooled` for a sign's pooled cells
+    sign: str  # positive | negative (the sign of the criterion's points)
+    n_met: int
+    n_not: int
+    q_met: float
+    q_not: float
+    pooled: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HoldoutError(Record):
+    """The bridge checked on itself: k-fold by example, each held-out bridge example's bridged
+    score (from the other folds' q) minus the reference grader's own score on it."""
+
+    mean: float | None  # mean over the bridge's examples; None: no example scored
+    ci: list[float] | None  # 95% bootstrap interval of the mean (examples resampled)
+    folds: int
+    examples: int = 0  # bridge examples scored (with graded positive points)
+
+
+@dataclass
+class SourceCell(Record):
+    """One bridge source's pairs in one cell: n pairs, k with the reference grader's met."""
+
+    n: int
+    k: int
+    q: float | None  # Jeffreys' (k + 0.5) / (n + 1), unpooled; None: n is 0
+
+
+@dataclass
+class SpreadCell(Record):
+    """How much one cell's q varies between bridge sources (replies of different models).
+
+    `spread`: the largest minus the smallest source q (sources with pairs there); `chi2`, `df`,
+    `p_value`: Pearson's chi-square test that every source has the same met rate; `ci`: the
+    bridge's 95% bootstrap interval of the pooled (all sources) q; `beyond_interval`: a source's
+    q lies outside it and the test rejects equality at 0.05."""
+
+    stratum: str
+    sign: str
+    verdict: str  # met | not: the new judge's verdict
+    q: float  # all sources together, unpooled
+    ci: list[float]
+    by_source: dict[str, SourceCell]
+    spread: float
+    chi2: float
+    df: int
+    p_value: float
+    beyond_interval: bool
+
+
+@dataclass
+class Bridged(Record):
+    """`bridged` of an eval run with `bridge.runs` (see the module docstring)."""
+
+    bridge: list[str]  # the bridge sources' run directories, as given
+    old_judge: str  # the reference grader
+    new_judge: str  # this run's judge
+    pairs: int  # criteria both judges graded, over every source
+    strata: list[BridgeStratum]
+    metrics: dict[str, float | None]  # `bridged_score`, `bridged:<tag>`
+    ci: dict[str, list[float] | None]  # 95% interval of each metric; None: undefined
+    holdout_error: HoldoutError
+    # several sources: how much q varies between them (cells where two or more have pairs)
+    spread: list[SpreadCell] | None = field(default=None, metadata=OMIT_NONE)
+    warnings: list[str] = field(default_factory=list)  # what a reader must know (one line each)

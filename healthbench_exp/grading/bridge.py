@@ -1,0 +1,309 @@
+"""The bridged score: a run graded by a new judge N, on the reference grader O's scale.
+
+Bridge data: pairs, one per criterion both judges graded on the same reply (`Pair`).
+
+- Stratum of a criterion (`stratum_of`): its `cluster:` tag (consensus criteria), else its
+  `axis:` tag, else `none`; the sign of its points splits each stratum in two.
+- Per stratum s (with its sign) and N's verdict v: q_s(v) = (k + 0.5) / (n + 1), n pairs of s
+  with N = v, k of them with O = met (Jeffreys). A cell with n < MIN_PAIRS takes its sign's
+  pooled cell's q (the pairs of every stratum of that sign, with N = v), and says so; a stratum
+  of the run that the bridge never saw has n = 0 there, so it is pooled too.
+- Bridged example score: section 3 with each graded criterion counted as met with weight
+  q_s(v) for its stratum and N's verdict: sum(points * q) / sum(positive points), over the
+  graded criteria (ungraded ones left out of both). Example tags take the example's score;
+  rubric tags the same formula over their criteria (skipped without positive points); per name
+  the mean over the rows where it is defined, clipped to [0, 1]: `bridged_score`,
+  `bridged:<tag>`.
+- 95% interval: `samples` seeded resamples, each drawing the run's rows with replacement and,
+  independently, the bridge's pairs with replacement within each stratum and sign (q recomputed,
+  pooling included); the 2.5th and 97.5th percentiles of each metric.
+
+Pure: arrays in, `core.bridged` records out; no config, no files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from healthbench_exp.core.bridged import MET, NEGATIVE, NOT_MET, POSITIVE, BridgeStratum
+from healthbench_exp.core.types import Criterion
+
+MIN_PAIRS = 30  # a cell with fewer pairs takes its sign's pooled q
+POOLED = "pooled"
+NONE = "none"
+OVERALL = "bridged_score"
+PREFIX = "bridged:"
+
+
+def stratum_of(tags: Sequence[str]) -> str:
+    """The criterion's `cluster:` tag, else its `axis:` tag, else `none`."""
+    for kind in ("cluster:", "axis:"):
+        for tag in tags:
+            if tag.startswith(kind):
+                return tag
+    return NONE
+
+
+def jeffreys(k: float, n: float) -> float:
+    """(k + 0.5) / (n + 1): the share of n with k met, Jeffreys' estimate (0.5 when n is 0)."""
+    return (k + 0.5) / (n + 1)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One criterion graded by both judges on one reply of a bridge source."""
+
+    source: int  # which bridge source (its index)
+    example: str  # the row it belongs to within its source (prompt_id and rollout)
+    stratum: str  # `stratum_of` its tags
+    points: float
+    new: bool  # N's verdict
+    old: bool  # O's verdict
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One scored row of the run graded by N: its example tags, criteria and N's verdicts
+    (index-aligned; None: ungraded)."""
+
+    example_tags: Sequence[str]
+    criteria: Sequence[Criterion]
+    verdicts: Sequence[bool | None]
+
+
+class Cells:
+    """Every stratum-and-sign of the bridge and the run, and their q cells (`2 * s + v`)."""
+
+    def __init__(self, strata: Sequence[tuple[str, bool]]) -> None:
+        self.strata = sorted(set(strata), key=lambda s: (not s[1], s[0] == NONE, s[0]))
+        self.index = {s: i for i, s in enumerate(self.strata)}
+        self.positive = np.array([p for _, p in self.strata], dtype=bool)
+
+    def cell(self, stratum: str, positive: bool, verdict: bool) -> int:
+        return 2 * self.index[(stratum, positive)] + int(verdict)
+
+    def q(self, n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(q of every cell, which cells are pooled) from the pairs' n and k per cell."""
+        sign = np.repeat(self.positive, 2)
+        verdict = np.tile([False, True], len(self.strata))
+        pooled_q = np.empty(len(n))
+        for positive in (True, False):
+            for met in (False, True):
+                mask = (sign == positive) & (verdict == met)
+                pooled_q[mask] = jeffreys(k[mask].sum(), n[mask].sum())
+        pooled = n < MIN_PAIRS
+        return np.where(pooled, pooled_q, (k + 0.5) / (n + 1)), pooled
+
+
+@dataclass
+class BridgeData:
+    """The bridge's pairs as arrays over `cells`, grouped by stratum and sign for resampling."""
+
+    cells: Cells
+    cell: np.ndarray  # per pair
+    old: np.ndarray  # per pair: O said met
+    start: np.ndarray  # per pair: where its stratum-and-sign group starts (pairs sorted by it)
+    size: np.ndarray  # per pair: its group's size
+
+    @classmethod
+    def of(cls, pairs: Sequence[Pair], cells: Cells) -> BridgeData:
+        # a canonical order (not the records' finishing order): the resamples are reproducible
+        ordered = sorted(
+            pairs,
+            key=lambda p: (
+                cells.index[(p.stratum, p.points > 0)],
+                p.source,
+                p.example,
+                p.points,
+                p.new,
+                p.old,
+            ),
+        )
+        group = np.array([cells.index[(p.stratum, p.points > 0)] for p in ordered], dtype=int)
+        cell = np.array(
+            [cells.cell(p.stratum, p.points > 0, p.new) for p in ordered], dtype=int
+        ).reshape(-1)
+        counts = np.bincount(group, minlength=len(cells.strata)) if len(group) else np.zeros(0)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
+        return cls(
+            cells,
+            cell,
+            np.array([p.old for p in ordered], dtype=bool),
+            starts[group] if len(group) else np.zeros(0, dtype=int),
+            counts[group].astype(int) if len(group) else np.zeros(0, dtype=int),
+        )
+
+    def counts(self, drawn: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(n, k) per cell over the pairs (or the `drawn` pair indices)."""
+        cell = self.cell if drawn is None else self.cell[drawn]
+        old = self.old if drawn is None else self.old[drawn]
+        size = 2 * len(self.cells.strata)
+        n = np.bincount(cell, minlength=size).astype(float)
+        k = np.bincount(cell, weights=old.astype(float), minlength=size)
+        return n, k
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """Pair indices resampled with replacement within each stratum and sign."""
+        offsets: np.ndarray = (rng.random(len(self.start)) * self.size).astype(int)
+        drawn: np.ndarray = self.start + offsets
+        return drawn
+
+
+@dataclass
+class Layout:
+    """The run's bridged metrics as linear terms in q: each (row, metric) group's numerator is
+    sum(points * q[cell]) over its terms, its denominator the positive points graded."""
+
+    names: list[str]
+    term_group: np.ndarray
+    term_cell: np.ndarray
+    term_points: np.ndarray
+    group_den: np.ndarray
+    group_row: np.ndarray
+    group_metric: np.ndarray
+    rows: int
+
+    @classmethod
+    def of(cls, rows: Sequence[RunRow], cells: Cells) -> Layout:
+        names: dict[str, int] = {OVERALL: 0}
+        terms: list[tuple[int, int, float]] = []
+        groups: list[tuple[float, int, int]] = []  # (den, row, metric)
+        scored = 0
+        for row in rows:
+            graded = [
+                (c, v) for c, v in zip(row.criteria, row.verdicts, strict=True) if v is not None
+            ]
+            if sum(c.points for c, _ in graded if c.points > 0) <= 0:
+                continue
+            by_name: dict[str, list[tuple[Criterion, bool]]] = {OVERALL: graded}
+            for tag in row.example_tags:
+                by_name[PREFIX + tag] = graded
+            for c, v in graded:
+                for tag in c.tags:
+                    by_name.setdefault(PREFIX + tag, []).append((c, v))
+            for name, chosen in by_name.items():
+                den = sum(c.points for c, _ in chosen if c.points > 0)
+                if den <= 0:
+                    continue
+                group = len(groups)
+                groups.append((den, scored, names.setdefault(name, len(names))))
+                for c, v in chosen:
+                    terms.append((group, cells.cell(stratum_of(c.tags), c.points > 0, v), c.points))
+            scored += 1
+        t = np.array(terms, dtype=float).reshape(-1, 3)
+        g = np.array(groups, dtype=float).reshape(-1, 3)
+        return cls(
+            list(names),
+            t[:, 0].astype(int),
+            t[:, 1].astype(int),
+            t[:, 2],
+            g[:, 0],
+            g[:, 1].astype(int),
+            g[:, 2].astype(int),
+            scored,
+        )
+
+    def means(self, q: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+        """Each metric's clipped mean over its rows (row `weight`s: a resample's counts); NaN
+        where no row of it is drawn."""
+        groups = len(self.group_den)
+        num = np.bincount(
+            self.term_group, weights=self.term_points * q[self.term_cell], minlength=groups
+        )
+        score = num / self.group_den if groups else num
+        w = np.ones(groups) if weight is None else weight[self.group_row]
+        total = np.bincount(self.group_metric, weights=w * score, minlength=len(self.names))
+        count = np.bincount(self.group_metric, weights=w, minlength=len(self.names))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.clip(total / count, 0.0, 1.0)
+
+
+def strata_rows(cells: Cells, n: np.ndarray, k: np.ndarray) -> list[BridgeStratum]:
+    """The strata table: each stratum and sign's cells, then each sign's pooled cells."""
+    q, pooled = cells.q(n, k)
+    out = []
+    for i, (stratum, positive) in enumerate(cells.strata):
+        sign = POSITIVE if positive else NEGATIVE
+        flags = [name for name, v in ((NOT_MET, 0), (MET, 1)) if pooled[2 * i + v]]
+        out.append(
+            BridgeStratum(
+                stratum,
+                sign,
+                int(n[2 * i + 1]),
+                int(n[2 * i]),
+                float(q[2 * i + 1]),
+                float(q[2 * i]),
+                sorted(flags),
+            )
+        )
+    for positive in (True, False):
+        mask = np.repeat(cells.positive == positive, 2)
+        if not mask.any():
+            continue
+        met = mask & np.tile([False, True], len(cells.strata))
+        nope = mask & ~met
+        out.append(
+            BridgeStratum(
+                POOLED,
+                POSITIVE if positive else NEGATIVE,
+                int(n[met].sum()),
+                int(n[nope].sum()),
+                jeffreys(k[met].sum(), n[met].sum()),
+                jeffreys(k[nope].sum(), n[nope].sum()),
+            )
+        )
+    return out
+
+
+@dataclass
+class Bridging:
+    """The bridged metrics of a run, their intervals, the strata table and the q draws."""
+
+    metrics: dict[str, float | None]
+    ci: dict[str, list[float] | None]
+    strata: list[BridgeStratum]
+    q_draws: np.ndarray  # (samples, cells): q of each bootstrap resample
+    cells: Cells
+    q: np.ndarray
+
+
+def bridge_run(rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int) -> Bridging:
+    """The bridged metrics of `rows` (N's verdicts) through `pairs` (see the module docstring)."""
+    strata = {(p.stratum, p.points > 0) for p in pairs}
+    strata |= {(stratum_of(c.tags), c.points > 0) for r in rows for c in r.criteria}
+    cells = Cells(sorted(strata))
+    data = BridgeData.of(pairs, cells)
+    layout = Layout.of(rows, cells)
+    n, k = data.counts()
+    q, _ = cells.q(n, k)
+    point = layout.means(q)
+    rng = np.random.default_rng(seed)
+    draws = np.empty((samples, len(point)))
+    q_draws = np.empty((samples, len(q)))
+    for i in range(samples):
+        drawn_rows = rng.integers(0, max(1, layout.rows), layout.rows)
+        weight = np.bincount(drawn_rows, minlength=layout.rows)
+        q_draws[i] = cells.q(*data.counts(data.draw(rng)))[0]
+        draws[i] = layout.means(q_draws[i], weight.astype(float))
+    metrics: dict[str, float | None] = {}
+    ci: dict[str, list[float] | None] = {}
+    for j, name in enumerate(layout.names):
+        defined = draws[:, j][~np.isnan(draws[:, j])]
+        metrics[name] = None if np.isnan(point[j]) else float(point[j])
+        ci[name] = (
+            [float(v) for v in np.percentile(defined, [2.5, 97.5])]
+            if len(defined) and not np.isnan(point[j])
+            else None
+        )
+    order = [OVERALL, *sorted(n for n in layout.names if n != OVERALL)]
+    return Bridging(
+        {name: metrics[name] for name in order},
+        {name: ci[name] for name in order},
+        strata_rows(cells, n, k),
+        q_draws,
+        cells,
+        q,
+    )

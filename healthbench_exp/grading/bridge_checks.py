@@ -1,0 +1,161 @@
+"""Checks of a bridge (`grading.bridge`): on its own held-out examples, and between its sources.
+
+- `holdout_error`: k-fold by example (k = FOLDS; the bridge's examples shuffled with the seed,
+  the i-th in fold i mod k). For each fold, q from the other folds' pairs (pooling as the
+  bridge pools); each held-out example's bridged score (its pairs, N's verdicts weighted by q)
+  minus O's own score on the same pairs (section 3, not clipped); examples without positive
+  points are left out. `mean`: the mean error over every example; `ci`: the 2.5th and 97.5th
+  percentiles of that mean over `samples` seeded resamples of the examples.
+- `spread`: with several sources (replies of different models), per cell (stratum, sign, N's
+  verdict) where two or more sources have pairs: each source's n, k and unpooled q; the largest
+  minus the smallest q; Pearson's chi-square test of one met rate for every source (2 x S table;
+  df = S - 1; 0 with p = 1 where every pair agrees on O); `beyond_interval` where a source's q
+  lies outside the bridge's 95% bootstrap interval of the cell's q (`q_draws`, the same
+  resamples as the bridged score's) and the test rejects at ALPHA.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from healthbench_exp.core.bridged import (
+    MET,
+    NEGATIVE,
+    NOT_MET,
+    POSITIVE,
+    HoldoutError,
+    SourceCell,
+    SpreadCell,
+)
+from healthbench_exp.grading.bridge import BridgeData, Cells, Pair, jeffreys
+
+FOLDS = 5
+ALPHA = 0.05
+
+
+def holdout_error(
+    pairs: Sequence[Pair], cells: Cells, samples: int, seed: int, folds: int = FOLDS
+) -> HoldoutError:
+    """The k-fold check of the bridge on its own examples (see the module docstring)."""
+    examples = sorted({(p.source, p.example) for p in pairs})
+    order = np.random.default_rng(seed).permutation(len(examples))
+    fold_of = {examples[j]: i % folds for i, j in enumerate(order)}
+    by_example: dict[tuple[int, str], list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_example[(p.source, p.example)].append(p)
+    errors: list[float] = []
+    for fold in range(folds):
+        train = [p for p in pairs if fold_of[(p.source, p.example)] != fold]
+        q, _ = cells.q(*BridgeData.of(train, cells).counts())
+        for key in examples:
+            if fold_of[key] != fold:
+                continue
+            held = by_example[key]
+            den = sum(p.points for p in held if p.points > 0)
+            if den <= 0:
+                continue
+            bridged = sum(p.points * q[cells.cell(p.stratum, p.points > 0, p.new)] for p in held)
+            own = sum(p.points for p in held if p.old)
+            errors.append(float(bridged - own) / den)
+    if not errors:
+        return HoldoutError(None, None, folds, 0)
+    values = np.asarray(errors)
+    rng = np.random.default_rng(seed)
+    means = [values[rng.integers(0, len(values), len(values))].mean() for _ in range(samples)]
+    low, high = np.percentile(means, [2.5, 97.5])
+    return HoldoutError(float(values.mean()), [float(low), float(high)], folds, len(values))
+
+
+def chi2_sf(statistic: float, df: int) -> float:
+    """P(X >= statistic) for X chi-square with `df` degrees of freedom (regularized upper
+    incomplete gamma Q(df / 2, statistic / 2): series below a + 1, continued fraction above)."""
+    if df <= 0 or statistic <= 0:
+        return 1.0
+    a, x = df / 2.0, statistic / 2.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1.0 / a
+        for n in range(1, 1000):
+            term *= x / (a + n)
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - math.exp(log_front) * total)
+    b, c, d = x + 1 - a, 1e300, 1.0 / (x + 1 - a)
+    h = d
+    for n in range(1, 1000):
+        an = -n * (n - a)
+        b += 2
+        d = an * d + b
+        d = 1e-300 if abs(d) < 1e-300 else d
+        c = b + an / c
+        c = 1e-300 if abs(c) < 1e-300 else c
+        d = 1.0 / d
+        h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(log_front) * h)
+
+
+def chi2_equal_rates(counts: Sequence[tuple[int, int]]) -> tuple[float, int]:
+    """Pearson's chi-square statistic and df for (n, k) per group: one rate for every group."""
+    used = [(n, k) for n, k in counts if n > 0]
+    total_n = sum(n for n, _ in used)
+    total_k = sum(k for _, k in used)
+    if len(used) < 2 or total_k in (0, total_n):
+        return 0.0, max(0, len(used) - 1)
+    rate = total_k / total_n
+    statistic = 0.0
+    for n, k in used:
+        for observed, expected in ((k, n * rate), (n - k, n * (1 - rate))):
+            statistic += (observed - expected) ** 2 / expected
+    return statistic, len(used) - 1
+
+
+def spread(
+    pairs: Sequence[Pair], cells: Cells, q_draws: np.ndarray, sources: Sequence[str]
+) -> list[SpreadCell]:
+    """Per cell where two or more sources have pairs: how q varies between them."""
+    counts: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])  # (cell, source)
+    for p in pairs:
+        tally = counts[(cells.cell(p.stratum, p.points > 0, p.new), p.source)]
+        tally[0] += 1
+        tally[1] += p.old
+    out = []
+    for index, (stratum, positive) in enumerate(cells.strata):
+        for verdict in (True, False):
+            cell = 2 * index + int(verdict)
+            per = {s: counts.get((cell, s), [0, 0]) for s in range(len(sources))}
+            present = {s: nk for s, nk in per.items() if nk[0] > 0}
+            if len(present) < 2:
+                continue
+            qs = {s: jeffreys(k, n) for s, (n, k) in present.items()}
+            low, high = (float(v) for v in np.percentile(q_draws[:, cell], [2.5, 97.5]))
+            statistic, df = chi2_equal_rates([(n, k) for n, k in present.values()])
+            p_value = chi2_sf(statistic, df)
+            outside = any(q < low or q > high for q in qs.values())
+            n_all = sum(n for n, _ in present.values())
+            k_all = sum(k for _, k in present.values())
+            out.append(
+                SpreadCell(
+                    stratum,
+                    POSITIVE if positive else NEGATIVE,
+                    MET if verdict else NOT_MET,
+                    jeffreys(k_all, n_all),
+                    [low, high],
+                    {
+                        sources[s]: SourceCell(n, k, jeffreys(k, n) if n else None)
+                        for s, (n, k) in per.items()
+                    },
+                    max(qs.values()) - min(qs.values()),
+                    statistic,
+                    df,
+                    p_value,
+                    outside and p_value < ALPHA,
+                )
+            )
+    return out

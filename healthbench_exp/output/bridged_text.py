@@ -1,0 +1,43 @@
+"""The bridged score in text: the end-of-run table's lines and the sweep summary's cell
+(summary.json's `bridged`, docs/bridge.md), beside the run's own score, never instead of it."""
+
+from __future__ import annotations
+
+from healthbench_exp.core.bridged import Bridged
+
+OVERALL = "bridged_score"
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def bridged_cell(bridged: Bridged | None) -> str:
+    """`0.4099 [0.3627, 0.4574]`: the bridged score and its 95% interval; "" without a bridge."""
+    if bridged is None:
+        return ""
+    interval = bridged.ci.get(OVERALL)
+    shown = _number(bridged.metrics.get(OVERALL))
+    return shown if interval is None else f"{shown} [{interval[0]:.4f}, {interval[1]:.4f}]"
+
+
+def bridged_lines(bridged: Bridged | None) -> list[str]:
+    """The end-of-run table's lines: the bridged score with its interval, the bridge, the
+    held-out check, the pooled strata and every warning."""
+    if bridged is None:
+        return []
+    holdout = bridged.holdout_error
+    check = (
+        f"held-out error {holdout.mean:+.4f} [{holdout.ci[0]:+.4f}, {holdout.ci[1]:+.4f}] "
+        f"({holdout.folds}-fold, {holdout.examples} bridge examples)"
+        if holdout.mean is not None and holdout.ci is not None
+        else "no held-out check (no bridge example scored)"
+    )
+    lines = [
+        f"  bridged_score (on {bridged.old_judge}'s scale, not a reference metric): "
+        f"{bridged_cell(bridged)}",
+        f"    bridge: {bridged.pairs} criteria graded by both {bridged.old_judge} and "
+        f"{bridged.new_judge} in {len(bridged.bridge)} run(s); {check}",
+    ]
+    lines += [f"    note: {warning}" for warning in bridged.warnings]
+    return lines

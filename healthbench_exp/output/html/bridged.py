@@ -1,0 +1,98 @@
+"""The bridged score of an eval run in its report.html (summary.json's `bridged`,
+docs/bridge.md): the run graded by its judge on the reference grader's scale, with the strata
+table, the held-out check and, with several sources, the spread of q between them; beside the
+run's own scores, never instead of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from healthbench_exp.core.bridged import Bridged
+from healthbench_exp.output.html.charts import cells, fmt, table
+
+STRATA = ["stratum", "sign", "n met", "n not", "q met", "q not", "pooled"]
+SPREAD = [
+    "stratum",
+    "sign",
+    "new judge",
+    "q (95% CI)",
+    "by source",
+    "spread",
+    "chi2",
+    "p",
+    "beyond",
+]
+
+
+def _interval(ci: list[float] | None) -> str:
+    return "" if ci is None else f" [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def bridged_section(bridged: Bridged | None) -> str:
+    """The section: the metrics with their intervals, the check, the strata, the spread."""
+    if bridged is None:
+        return ""
+    metrics = [
+        f"<tr><td>{escape(name)}</td><td class='num'>{fmt(value)}"
+        f"{_interval(bridged.ci.get(name))}</td></tr>"
+        for name, value in bridged.metrics.items()
+    ]
+    strata = [
+        "<tr>"
+        + cells(s.stratum, s.sign, numeric=False)
+        + cells(s.n_met, s.n_not, s.q_met, s.q_not)
+        + cells(", ".join(s.pooled), numeric=False)
+        + "</tr>"
+        for s in bridged.strata
+    ]
+    holdout = bridged.holdout_error
+    parts = [
+        "<h2 id='bridged'>Bridged score (on the reference grader's scale; not a reference "
+        "metric)</h2>",
+        f"<p class='muted'>This run's judge {escape(bridged.new_judge)}'s verdicts, each counted "
+        f"as met with the probability that {escape(bridged.old_judge)} said met on criteria of "
+        f"its stratum where {escape(bridged.new_judge)} gave that verdict, from "
+        f"{bridged.pairs} criteria both graded in {', '.join(escape(b) for b in bridged.bridge)}. "
+        f"Held-out check ({holdout.folds}-fold, {holdout.examples} bridge examples): mean error "
+        f"{fmt(holdout.mean)}{_interval(holdout.ci)}.</p>",
+        *[f"<p class='bad'>{escape(w)}</p>" for w in bridged.warnings],
+        table(["metric", "value [95% CI]"], metrics),
+        "<h3>Strata</h3>",
+        table(STRATA, strata),
+    ]
+    if bridged.spread:
+        rows = [
+            "<tr>"
+            + cells(c.stratum, c.sign, c.verdict, numeric=False)
+            + f"<td class='num'>{fmt(c.q)}{_interval(c.ci)}</td>"
+            + cells("; ".join(f"{k}: {v.k}/{v.n}" for k, v in c.by_source.items()), numeric=False)
+            + cells(c.spread, c.chi2, c.p_value)
+            + cells("yes" if c.beyond_interval else "", numeric=False)
+            + "</tr>"
+            for c in bridged.spread
+        ]
+        parts += ["<h3>q between the bridge sources</h3>", table(SPREAD, rows)]
+    return "".join(parts)
+
+
+def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
+    """A comparison's bridged runs (rows with `bridged_score`, `sweep.bridged`): each run's own
+    overall score beside its bridged score and interval; "" when no run was bridged."""
+    rows = [
+        "<tr>"
+        + cells(j.get("job"), j.get("label"), j.get("judge"), numeric=False)
+        + cells(j.get("overall_score"))
+        + f"<td class='num job-bridged'>{fmt(j.get('bridged_score'))}</td>"
+        + cells(j.get("bridged_ci_low"), j.get("bridged_ci_high"), j.get("bridged_holdout_error"))
+        + "</tr>"
+        for j in jobs
+        if j.get("bridged_sources")
+    ]
+    if not rows:
+        return ""
+    header = ["job", "label", "judge", "overall score", "bridged", "CI low", "CI high"]
+    return (
+        "<h2 id='bridged'>Bridged scores (each run on the reference grader's scale)</h2>"
+        + table([*header, "held-out error"], rows)
+    )

@@ -1,0 +1,55 @@
+"""summary.json's `bridged` of an eval run with `bridge.runs` (`grading.bridge`, docs/bridge.md):
+the run's rows, graded by its judge, rescored through its bridge sources, with the intervals,
+the k-fold check on the bridge's own examples and, with several sources, how q varies between
+them. The run's own metrics stay its judge's; the protocol records the bridge as a deviation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from healthbench_exp.config.protocol import REFERENCE_JUDGE
+from healthbench_exp.core.bridged import Bridged
+from healthbench_exp.grading.bridge import RunRow, bridge_run
+from healthbench_exp.grading.bridge_checks import holdout_error, spread
+from healthbench_exp.tasks.bridge_source import BridgeSource, all_pairs
+
+
+def bridged(
+    rows: Sequence[RunRow],
+    sources: Sequence[BridgeSource],
+    new_judge: str,
+    samples: int,
+    seed: int,
+) -> Bridged:
+    """The `bridged` record of the run's scored `rows` (see the module docstring)."""
+    pairs = all_pairs(sources)
+    result = bridge_run(rows, pairs, samples, seed)
+    paths = [s.path for s in sources]
+    cells = spread(pairs, result.cells, result.q_draws, paths) if len(sources) > 1 else None
+    warnings = []
+    pooled = [f"{s.stratum} ({s.sign})" for s in result.strata if s.pooled]
+    if pooled:
+        warnings.append(
+            f"{len(pooled)} strata take their sign's pooled q for one verdict or both "
+            "(fewer than 30 bridge pairs there)"
+        )
+    beyond = [c for c in cells or [] if c.beyond_interval]
+    if beyond:
+        warnings.append(
+            f"q varies between the bridge sources beyond its interval in {len(beyond)} cells "
+            f"(e.g. {beyond[0].stratum} {beyond[0].sign}, new judge {beyond[0].verdict}): the "
+            "judges' disagreement depends on the replies' model there, and the interval does "
+            "not cover that"
+        )
+    return Bridged(
+        bridge=paths,
+        old_judge=REFERENCE_JUDGE,
+        new_judge=new_judge,
+        pairs=len(pairs),
+        strata=result.strata,
+        metrics=result.metrics,
+        ci=result.ci,
+        holdout_error=holdout_error(pairs, result.cells, samples, seed),
+        spread=cells,
+        warnings=warnings,
+    )
