@@ -141,7 +141,7 @@ class Roles:
         """The run's usage and cost per role (`model.costs.usage_summary`) from its counters:
         `model`, `judge`, and each jury member's under `jury` (by name), and the total."""
         usage = usage_summary(
-            {name: role.endpoint.price for name, role in self.every.items()},
+            {name: role.endpoint for name, role in self.every.items()},
             tuple(self.needed),
             {name for name, role in self.every.items() if role.batch},
             endpoint_stats,
