@@ -231,6 +231,8 @@ class OfflineServerConfig:
     # `GET /v1/models/{id}` reports these shutdown dates ("id=YYYY-MM-DD,..."); past its date a
     # model is answered 404 model_not_found, as OpenAI's API answers a retired model
     shutdown_dates: str = ""
+    no_responses_api: bool = False  # answer POST /v1/responses 404, as an older server does
+    flex_unavailable: int = 0  # answer this many service_tier=flex requests 429 (no capacity)
 
 
 @dataclass

@@ -2,7 +2,12 @@
 account's limits, served on the loopback interface.
 
 `POST /v1/chat/completions` answers as `replies.completion_response` says (after the account's
-limits, see `limits`); `GET /stats` returns request counters, `POST /stats/reset` zeroes them;
+limits, see `limits`), and so does `POST /v1/responses`, through `responses` (the same replies
+and verdicts, as Responses API objects; `no_responses_api` answers it 404 instead, as an older
+OpenAI-compatible server does). Each reply echoes the `service_tier` it was sent (`default` for
+none or `auto`); `flex_unavailable` answers that many `flex` requests 429 "Resource
+Unavailable", as OpenAI answers flex requests it has no capacity for. `GET /stats` returns
+request counters, `POST /stats/reset` zeroes them;
 the files and batches routes are `batches.BatchStore`'s. `GET /v1/models` lists the models given
 a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any model (with its
 `shutdown_date` when one is given); a model past its date is answered, there and on chat
@@ -22,6 +27,7 @@ from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.testing.batches import BatchStore
 from healthbench_exp.testing.limits import AccountLimits, request_tokens
 from healthbench_exp.testing.replies import JUDGE_MARKER, Faults, completion_response
+from healthbench_exp.testing.responses import as_system, chat_request, response_reply
 
 if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
     from aiohttp import web
@@ -38,6 +44,18 @@ def _json(
         content_type="application/json",
         headers=headers,
     )
+
+
+# OpenAI's answer to a flex request it has no capacity for: retried later, not charged
+_FLEX_UNAVAILABLE = {
+    "error": {
+        "message": "Resource Unavailable: flex processing has no capacity for this request "
+        "right now; retry later or use another service tier.",
+        "type": "resource_unavailable",
+        "param": None,
+        "code": "resource_unavailable",
+    }
+}
 
 
 def _not_found(path: str) -> web.Response:
@@ -71,6 +89,8 @@ class OfflineServer:
         self.batches = BatchStore(settings.batch_delay_s)
         self.limits = AccountLimits(settings)
         self.shutdown_dates = parse_shutdown_dates(settings.shutdown_dates)
+        self.responses_api = not settings.no_responses_api
+        self.flex_unavailable = settings.flex_unavailable  # flex requests still to refuse
 
     def retired(self, model: str) -> bool:
         """Whether `model` is past its shutdown date (today, on this machine's clock)."""
@@ -134,16 +154,24 @@ class OfflineServer:
             if batch.get("input_file_id") not in self.batches.files:
                 return _json(404, {"error": {"message": "no such file", "type": "not_found"}})
             return _json(200, self.batches.create(batch, self.faults))
-        if path != "/v1/chat/completions":
+        responses = path == "/v1/responses" and self.responses_api
+        if path != "/v1/chat/completions" and not responses:
             return _not_found(request.path)
         try:
-            body = json.loads(raw)
-            messages = body["messages"]
-            model = body["model"]
+            sent = json.loads(raw)
+            body, messages = chat_request(sent) if responses else (sent, sent["messages"])
+            model = str(body["model"])
+            messages = as_system(messages)  # a developer message is the system message
         except (ValueError, KeyError, TypeError):
             return _json(
                 400, {"error": {"message": "invalid request body", "type": "invalid_request"}}
             )
+        tier = body.get("service_tier")
+        if tier == "flex" and self.flex_unavailable > 0:
+            self.flex_unavailable -= 1
+            counts = self.faults.counts
+            counts["flex_unavailable"] = counts.get("flex_unavailable", 0) + 1
+            return _json(429, _FLEX_UNAVAILABLE)
         faults = self.faults
         if isinstance(model, str) and self.retired(model):
             return _model_not_found(model)
@@ -174,6 +202,10 @@ class OfflineServer:
             if delay:
                 await asyncio.sleep(delay)
             status, payload, extra = completion_response(faults, draw, model, body, messages)
+            if status == 200:
+                payload["service_tier"] = "default" if tier in (None, "auto") else tier
+                if responses:
+                    payload = response_reply(payload, sent.get("max_output_tokens"))
             # as OpenAI's, from admitting the request to answering it: the client learns from
             # it when its request was admitted (model/buckets.py)
             processing = {"openai-processing-ms": f"{(time.perf_counter() - received) * 1e3:.0f}"}
