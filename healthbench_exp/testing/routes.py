@@ -7,7 +7,8 @@ and verdicts, as Responses API objects; `no_responses_api` answers it 404 instea
 OpenAI-compatible server does). Each reply echoes the `service_tier` it was sent (`default` for
 none or `auto`); `flex_unavailable` answers that many `flex` requests 429 "Resource
 Unavailable", as OpenAI answers flex requests it has no capacity for. `GET /stats` returns
-request counters, `POST /stats/reset` zeroes them;
+request counters, `POST /stats/reset` zeroes them; `GET /stats/requests` returns the latest
+RECENT request bodies of either API as received (`{"path", "body"}`, oldest first);
 the files and batches routes are `batches.BatchStore`'s. `GET /v1/models` lists the models given
 a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any model (with its
 `shutdown_date` when one is given); a model past its date is answered, there and on chat
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from collections.abc import Mapping
 from datetime import date
 from typing import TYPE_CHECKING
@@ -31,6 +33,9 @@ from healthbench_exp.testing.responses import as_system, chat_request, response_
 
 if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
     from aiohttp import web
+
+
+RECENT = 512  # request bodies kept for `GET /stats/requests`
 
 
 def _json(
@@ -91,6 +96,7 @@ class OfflineServer:
         self.shutdown_dates = parse_shutdown_dates(settings.shutdown_dates)
         self.responses_api = not settings.no_responses_api
         self.flex_unavailable = settings.flex_unavailable  # flex requests still to refuse
+        self.received: deque[dict[str, object]] = deque(maxlen=RECENT)  # the latest bodies
 
     def retired(self, model: str) -> bool:
         """Whether `model` is past its shutdown date (today, on this machine's clock)."""
@@ -129,6 +135,8 @@ class OfflineServer:
             return web.Response(
                 body=store.files[parts[2]].content, content_type="application/octet-stream"
             )
+        if path.rstrip("/") == "/stats/requests":
+            return _json(200, {"requests": list(self.received)})
         if path.rstrip("/") == "/stats":
             return _json(200, {**self.faults.counts, **self.limits.limit_stats()})
         if path.rstrip("/") == "/v1/models":
@@ -146,6 +154,7 @@ class OfflineServer:
         raw = await request.read()
         if path == "/stats/reset":
             self.faults.reset()
+            self.received.clear()
             return _json(200, {"ok": True})
         if path == "/v1/files":
             return _json(200, self.batches.upload(request.headers["Content-Type"], raw))
@@ -159,6 +168,7 @@ class OfflineServer:
             return _not_found(request.path)
         try:
             sent = json.loads(raw)
+            self.received.append({"path": path, "body": sent})
             body, messages = chat_request(sent) if responses else (sent, sent["messages"])
             model = str(body["model"])
             messages = as_system(messages)  # a developer message is the system message
