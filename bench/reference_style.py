@@ -13,6 +13,13 @@ process, so that both can be timed on one workload against one server:
 - the reply gets the system message "You are a helpful assistant.", and so does the grader
   prompt (the official template: the same prompts the harness sends, so the server gives the
   same verdicts);
+- `--sampler responses` samples the model as simple-evals' `ResponsesSampler` samples o3 and
+  o4-mini (`reasoning_model=True`): `client.responses.create(model=..., input=messages,
+  reasoning={"effort": ...} or None)` with no system message, the reply its `output_text`,
+  retried on any error but a 400 (an empty reply); the grader is still the chat sampler, and it
+  sees the conversation as sent (simple-evals' `actual_queried_message_list`): without a system
+  message. `--model` and `--grader-model` name the models sent (default `bench-model`,
+  `bench-judge`);
 - per example, on its thread: the metrics (overall, example tags, rubric tags with positive
   points), the sorted "[True] criterion / Explanation" lines, and an HTML fragment rendered with
   Jinja2 from templates compiled on every call, as simple-evals' `jinja_env.from_string` does;
@@ -25,6 +32,8 @@ Needs `pip install -e ".[bench]"` (Jinja2). It writes {"requests", "evaluation_s
 
     python bench/reference_style.py --data rows.jsonl --base-url http://127.0.0.1:8000/v1 \
         --threads 128 --out result.json
+    python bench/reference_style.py --data rows.jsonl --base-url http://127.0.0.1:8000/v1 \
+        --sampler responses --model o3-2025-04-16 --out result.json   # simple-evals' "o3"
 
 `bench/throughput.py --runner reference` runs it with the same workload and server as the harness.
 """
@@ -208,6 +217,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=120, help="examples in parallel")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
+        "--sampler",
+        choices=("chat", "responses"),
+        default="chat",
+        help="chat: ChatCompletionSampler with the system message; responses: ResponsesSampler "
+        "as simple-evals makes it for o3 and o4-mini (reasoning model, no system message)",
+    )
+    parser.add_argument("--model", default="bench-model", help="the model name sent")
+    parser.add_argument("--grader-model", default="bench-judge", help="the grader name sent")
+    parser.add_argument("--reasoning-effort", default=None, help="responses: reasoning.effort")
+    parser.add_argument(
         "--requests-only",
         action="store_true",
         help="leave out the per-example HTML and the end-of-run statistics and files",
@@ -247,9 +266,34 @@ def main() -> None:
                 time.sleep(min(2**trial, 30))
                 trial += 1
 
+    def ask_responses(client: openai.OpenAI, model: str, messages: list[dict[str, str]]) -> str:
+        """simple-evals' ResponsesSampler with reasoning_model=True."""
+        nonlocal requests
+        trial = 0
+        reasoning = {"effort": args.reasoning_effort} if args.reasoning_effort else None
+        while True:
+            try:
+                response = client.responses.create(
+                    model=model,
+                    input=messages,  # type: ignore[arg-type]
+                    reasoning=reasoning,  # type: ignore[arg-type]
+                )
+                with counter:
+                    requests += 1
+                return response.output_text
+            except openai.BadRequestError:
+                return ""
+            except Exception:
+                time.sleep(min(2**trial, 30))
+                trial += 1
+
     def run_example(row: dict) -> dict[str, Any]:
-        prompt = [{"role": "system", "content": SYSTEM_MESSAGE}, *row["prompt"]]
-        reply = ask(model_client, "bench-model", prompt)
+        if args.sampler == "responses":  # no system message: the messages as the row has them
+            prompt = list(row["prompt"])
+            reply = ask_responses(model_client, args.model, prompt)
+        else:
+            prompt = [{"role": "system", "content": SYSTEM_MESSAGE}, *row["prompt"]]
+            reply = ask(model_client, args.model, prompt)
         conversation = render_conversation([*prompt, {"role": "assistant", "content": reply}])
 
         def grade(rubric: dict) -> dict:
@@ -259,7 +303,7 @@ def main() -> None:
                 {"role": "user", "content": text},
             ]
             while True:
-                verdict = reply_json(ask(grader_client, "bench-judge", messages))
+                verdict = reply_json(ask(grader_client, args.grader_model, messages))
                 if verdict.get("criteria_met") in (True, False):
                     return verdict
 

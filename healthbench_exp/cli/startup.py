@@ -19,7 +19,7 @@ from datetime import date
 from pathlib import Path
 
 from healthbench_exp.cli.run_lock import LOCK_FILE
-from healthbench_exp.config.checks import validate
+from healthbench_exp.config.checks import needed_roles, validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
 from healthbench_exp.model.access import resolve_api_key
@@ -66,12 +66,14 @@ def key_problems(config: Config) -> list[str]:
 
 def run_protocol(config: Config) -> ProtocolCheck:
     """The run's protocol: its set's reference bundle and every deviation from it."""
+    model = config.model if "model" in needed_roles(config) else None  # when it samples
     return protocol_check(
         config.task,
         config.dataset,
         config.sampling,
         config.judge,
         config.scoring,
+        model,
         bridge_runs=config.bridge.runs,
     )
 

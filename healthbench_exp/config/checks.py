@@ -10,6 +10,7 @@ from healthbench_exp.config.ranges import judge_flip_rates, out_of_range
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
     REASONING_EFFORTS,
+    SERVICE_TIERS,
     CompletionsConfig,
     CompletionSource,
     Config,
@@ -33,6 +34,12 @@ def validate(config: Config) -> None:
             bad.append(
                 f"{role}.reasoning_effort must be one of {', '.join(REASONING_EFFORTS)} "
                 f"(or null: not sent), got {effort!r}"
+            )
+        tier = getattr(config, role).service_tier
+        if tier is not None and tier not in SERVICE_TIERS:
+            bad.append(
+                f"{role}.service_tier must be one of {', '.join(SERVICE_TIERS)} "
+                f"(or null: not sent), got {tier!r}"
             )
     try:
         judge_flip_rates(config.offline_server.judge_flip_rates)
@@ -95,6 +102,18 @@ def validate(config: Config) -> None:
                 + ", ".join(
                     f"{r}.price.input_per_mtok and {r}.price.output_per_mtok" for r in unpriced
                 )
+            )
+        untiered = [
+            f"{role}.service_tier={endpoint.service_tier}"
+            for role, endpoint in endpoints.items()
+            if endpoint.service_tier not in (None, "default", *endpoint.price.tiers)
+        ]
+        if untiered:
+            raise ConfigError(
+                "budget.max_usd needs each tier's price: "
+                + ", ".join(untiered)
+                + " has no known price (set <role>.price.tiers.<tier>, its price as a "
+                "multiple of the standard one)"
             )
     for role, endpoint in endpoints.items():
         if not endpoint.builtin and endpoint.base_url == "":

@@ -15,8 +15,12 @@ and 6) under which its published scores were made:
 
 `protocol_check` compares a run's settings with its set's bundle. A deviation reads
 `"<option>: <reference value> -> <this run's value>"`. Where a run's endpoint is or what key it
-uses is never a deviation (the same model answers); the policy model is what is measured, not
-part of the protocol.
+uses is never a deviation (the same model answers), nor its service tier; the policy model is
+what is measured, not part of the protocol, but a model the reference has a sampler for
+(`REFERENCE_SAMPLERS`: o3 and o4-mini through the Responses API without a system message, the
+GPT-4.1 and GPT-4o models through chat with "You are a helpful assistant.", T 0.5 and 2048
+tokens) is sampled as that sampler samples it: its API, system message, temperature and max
+tokens are compared (the grader sees the conversation as sent, so each changes the scores).
 
 A `dataset.path` run is recorded by the file it read, its name and sha256 (`data_file`; never
 the local path): a file whose sha256 is the official file's (a local copy of the real data) is
@@ -35,8 +39,10 @@ from pathlib import Path
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
     REFERENCE_SYSTEM_MESSAGE,
+    Api,
     DatasetConfig,
     DataSource,
+    EndpointConfig,
     JudgeConfig,
     PromptOrder,
     SamplingConfig,
@@ -95,6 +101,32 @@ class ScoringBundle:
     length_center_chars: int = 2000
 
 
+@dataclass(frozen=True)
+class SamplerBundle:
+    """How the reference samples a model (simple-evals' sampler for it): `reasoning` sends
+    neither temperature nor max tokens."""
+
+    api: Api
+    system_message: str | None
+    reasoning: bool
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+_RESPONSES_REASONING = SamplerBundle(Api.responses, None, reasoning=True)  # ResponsesSampler
+_CHAT_2048 = SamplerBundle(Api.chat, REFERENCE_SYSTEM_MESSAGE, False, 0.5, 2048)
+# simple-evals' samplers (simple_evals.py), by the model name they send
+REFERENCE_SAMPLERS: dict[str, SamplerBundle] = {
+    "o3-2025-04-16": _RESPONSES_REASONING,
+    "o4-mini-2025-04-16": _RESPONSES_REASONING,
+    "gpt-4.1-2025-04-14": _CHAT_2048,
+    "gpt-4.1-mini-2025-04-14": _CHAT_2048,
+    "gpt-4.1-nano-2025-04-14": _CHAT_2048,
+    "gpt-4o-2024-08-06": _CHAT_2048,
+    "gpt-4o-2024-11-20": _CHAT_2048,
+    "gpt-4o-mini-2024-07-18": _CHAT_2048,
+}
+
 JUDGE_2025 = JudgeBundle(REFERENCE_JUDGE, temperature=0.5, max_tokens=2048, reasoning_effort=None)
 JUDGE_PROFESSIONAL = JudgeBundle(
     PROFESSIONAL_JUDGE, temperature=None, max_tokens=None, reasoning_effort="low"
@@ -115,6 +147,9 @@ class ProtocolCheck:
     fixes: list[str] = field(default_factory=list)
     # a dataset.path run: {"name": the file's name, "sha256": its digest (null: unreadable)}
     data_file: dict[str, str | None] | None = None
+    # how each endpoint is sent its calls, by role (`model` when it samples, `judge`):
+    # {"api": chat | responses, "system_message": its text or None, "service_tier": ...}
+    endpoints: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def reference(self) -> bool:
@@ -212,6 +247,7 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str | None:
 
 def _judge(out: _Deviations, judge: JudgeConfig, bundle: JudgeBundle) -> None:
     out.compare("judge.name", bundle.name, judge.name)
+    out.compare("judge.api", Api.chat.value, judge.api.value)
     reasoning_call = bundle.temperature is None and bundle.max_tokens is None
     out.compare("judge.reasoning", reasoning_call, judge.reasoning)
     if not judge.reasoning:  # what is sent; a reasoning call sends neither
@@ -222,6 +258,19 @@ def _judge(out: _Deviations, judge: JudgeConfig, bundle: JudgeBundle) -> None:
     out.compare("judge.prompt_order", PromptOrder.reference.value, judge.prompt_order.value)
     out.compare("judge.batch", False, judge.batch)
     out.compare("judge.extra_body", {}, dict(judge.extra_body))
+
+
+def _model(out: _Deviations, model: EndpointConfig, sampling: SamplingConfig) -> None:
+    """A model the reference has a sampler for, against that sampler (see the docstring)."""
+    bundle = REFERENCE_SAMPLERS.get(model.name)
+    if bundle is None:
+        return
+    out.compare("model.api", bundle.api.value, model.api.value)
+    out.compare("model.system_message", bundle.system_message, model.system_message)
+    out.compare("model.reasoning", bundle.reasoning, model.reasoning)
+    if not model.reasoning:  # what is sent; a reasoning call sends neither
+        out.compare("sampling.temperature", bundle.temperature, sampling.temperature)
+        out.compare("sampling.max_tokens", bundle.max_tokens, sampling.max_tokens)
 
 
 def _scoring(out: _Deviations, scoring: ScoringConfig, bundle: ScoringBundle) -> None:
@@ -270,15 +319,19 @@ def protocol_check(
     sampling: SamplingConfig,
     judge: JudgeConfig,
     scoring: ScoringConfig,
+    model: EndpointConfig | None = None,
     bridge_runs: Sequence[str] = (),
 ) -> ProtocolCheck:
     """The run's protocol name and every deviation from that set's reference bundle (see the
-    module docstring), in a fixed order: judge, scoring, data, then a bridge (`bridge.runs`:
-    the bridged figures are the judge's verdicts mapped to the reference grader's scale)."""
+    module docstring), in a fixed order: judge, model (when it samples: `model`), scoring,
+    data, then a bridge (`bridge.runs`: the bridged figures are the judge's verdicts mapped to
+    the reference grader's scale)."""
     name = protocol_name(task, dataset)
     out = _Deviations()
     professional = name == PROFESSIONAL_PROTOCOL
     _judge(out, judge, JUDGE_PROFESSIONAL if professional else JUDGE_2025)
+    if model is not None:
+        _model(out, model, sampling)
     if task.kind is TaskKind.eval:
         _scoring(out, scoring, SCORING_PROFESSIONAL if professional else SCORING_2025)
     if task.kind is TaskKind.meta_eval:
@@ -290,7 +343,23 @@ def protocol_check(
         _data(out, dataset, sampling, OFFICIAL_2025.get(dataset.difficulty, OFFICIAL_2025["all"]))
     if bridge_runs:
         out.add("bridge.runs", f"[] -> {json.dumps(list(bridge_runs))}", "[]")
-    return ProtocolCheck(name, out.lines, out.fixes, out.data_file)
+    endpoints = {"judge": judge} if model is None else {"model": model, "judge": judge}
+    return ProtocolCheck(
+        name,
+        out.lines,
+        out.fixes,
+        out.data_file,
+        {role: _sending(endpoint) for role, endpoint in endpoints.items()},
+    )
+
+
+def _sending(endpoint: EndpointConfig) -> dict[str, str | None]:
+    """How an endpoint is sent its calls: its API, system message and service tier."""
+    return {
+        "api": endpoint.api.value,
+        "system_message": endpoint.system_message,
+        "service_tier": endpoint.service_tier,
+    }
 
 
 def _meta_eval_data(

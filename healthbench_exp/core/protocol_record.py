@@ -29,7 +29,7 @@ class Protocol(Record):
     grading: str  # what was done, naming every departure from the reference
     grader_template_sha256: str
     prompt_order: str  # reference | shared_prefix_first
-    judge_transport: str  # chat.completions | batch
+    judge_transport: str  # chat.completions | responses | batch
     harness_version: str
     # the reference bundle the run is measured against: healthbench | healthbench-hard |
     # healthbench-consensus | healthbench-professional | healthbench-meta-eval
@@ -41,5 +41,8 @@ class Protocol(Record):
     # a jury run (SPEC 7.1): every judge's model name, the primary judge (whose verdicts make
     # the metrics) first; the further judges' verdicts are figures beside them
     jury: list[str] | None = field(default=None, metadata=OMIT_NONE)
+    # how each endpoint was sent its calls, by role (`model` when it sampled, `judge`): its
+    # `api` (chat | responses), `system_message` (null: none) and `service_tier` (null: not sent)
+    endpoints: dict[str, dict[str, str | None]] | None = field(default=None, metadata=OMIT_NONE)
     # a regrade (`regrade=<run dir>`): the source run whose replies were graded again
     regrade_of: str | None = field(default=None, metadata=OMIT_NONE)

@@ -42,6 +42,9 @@ class RoleUsage(Record):
     cost_usd: float | None  # None: its price is not configured (0 for a role not used)
     # absent in the role entries of `usage.invocations`
     price: Price | None = field(default=None, metadata=OMIT_NONE)
+    # the service tiers the provider reported serving the paid calls at (`service_tier` of
+    # each reply), counted; absent when no reply named one
+    service_tiers: dict[str, int] | None = field(default=None, metadata=OMIT_NONE)
 
 
 USAGE_FIELDS = (

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Protocol, TypedDict
 
 from healthbench_exp.config.schema import RateLimitConfig
-from healthbench_exp.model.endpoint import request_body
 from healthbench_exp.model.roles import Role
+from healthbench_exp.model.wire import reply_limit, request_body
 
 
 class PaidCalls(Protocol):
@@ -65,7 +65,7 @@ def expected_durations(
     durations: dict[str, LimitedDuration] = {}
     for name, role in needed.items():
         endpoint = role.endpoint
-        sent_max = request_body(endpoint, role.temperature, role.max_tokens).get("max_tokens")
+        sent_max = reply_limit(request_body(endpoint, role.temperature, role.max_tokens))
         reserved = sent_max or endpoint.expected_completion_tokens
         duration = limited_duration(usage[name], reserved, endpoint.rate_limit)
         if duration is not None:

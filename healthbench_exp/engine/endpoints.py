@@ -9,12 +9,13 @@ import logging
 from collections.abc import Iterator
 from typing import Protocol
 
-from healthbench_exp.config.schema import EndpointConfig, OfflineServerConfig
+from healthbench_exp.config.schema import Api, EndpointConfig, OfflineServerConfig
 from healthbench_exp.engine.builtin import builtin_identity, builtin_server
 from healthbench_exp.engine.serve import ServedModels, is_served, serve_identity
 from healthbench_exp.model.access import (
     OPENAI_DEFAULT_URL,
     check_reachable,
+    check_responses_api,
     endpoint_url,
     resolve_api_key,
 )
@@ -67,6 +68,8 @@ def reachable_urls(
     }
     for name, role_url in urls.items():
         check_reachable(name, role_url or OPENAI_DEFAULT_URL, connect_timeout_s)
+        if roles[name].endpoint.api is Api.responses:  # a server without it fails here
+            check_responses_api(name, role_url or OPENAI_DEFAULT_URL, connect_timeout_s)
     return urls
 
 

@@ -46,8 +46,10 @@ from healthbench_exp.model.cache import (
     prompt_chars,
 )
 from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES, profile_history
-from healthbench_exp.model.endpoint import messages_sent, request_body
+from healthbench_exp.model.costs import unknown_tier
+from healthbench_exp.model.endpoint import messages_sent
 from healthbench_exp.model.roles import Role, Roles
+from healthbench_exp.model.wire import cache_params, request_body
 from healthbench_exp.tasks.base import Task
 
 Item = TypeVar("Item")
@@ -97,6 +99,7 @@ class CallEstimate:
     completion_tokens: int = 0  # reasoning included
     reasoning_tokens: int = 0
     cost_usd: float | None = 0.0
+    cost_note: str | None = None  # its service tier has no known price (`model.costs`)
 
 
 class Estimator:
@@ -114,8 +117,10 @@ class Estimator:
         template = grader_template().replace("<<conversation>>", "").replace("<<rubric_item>>", "")
         self.template_tokens = self.count(template)
         self.template_chars = len(template)
-        bodies = {
-            name: request_body(role.endpoint, role.temperature, role.max_tokens)
+        bodies = {  # the API is part of the key, as the endpoint makes it
+            name: cache_params(
+                role.endpoint.api, request_body(role.endpoint, role.temperature, role.max_tokens)
+            )
             for name, role in roles.items()
         }
         # each role's cache keys and profile, made as its endpoint makes them
@@ -243,7 +248,8 @@ def estimate_run(
 
     def priced(role: str, role_rates: Rates, model_rates: Rates) -> tuple[TokenUsage, float | None]:
         tokens = estimator.work[role].usage(role_rates, model_rates)
-        return tokens, tokens.cost(roles[role].endpoint.price, roles[role].batch)
+        endpoint = roles[role].endpoint
+        return tokens, tokens.cost(endpoint.price, roles[role].batch, endpoint.service_tier)
 
     total: float | None = 0.0
     for role, usage in estimator.usage.items():
@@ -251,6 +257,10 @@ def estimate_run(
         usage.prompt_tokens, usage.cached_prompt_tokens = tokens.input, tokens.cached_input
         usage.completion_tokens, usage.reasoning_tokens = tokens.output, tokens.reasoning
         usage.cost_usd = cost if role in needed else 0.0
+        batch = roles[role].batch  # a batch sends no tier
+        usage.cost_note = (
+            unknown_tier(roles[role].endpoint) if role in needed and not batch else None
+        )
         total = None if total is None or usage.cost_usd is None else total + usage.cost_usd
 
     def total_at(measured: dict[str, Rates | None]) -> float | None:

@@ -25,6 +25,8 @@ class RoleCalls(Record):
     completion_tokens: int
     reasoning_tokens: int
     cost_usd: float | None
+    # why its cost is unknown though its price is set: its service tier has no known price
+    cost_note: str | None = None
 
 
 @dataclass
@@ -167,7 +169,7 @@ def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
             f"  {role:<5} {e.calls} calls ({e.cached_calls} already in the response cache); "
             f"to pay: ~{e.prompt_tokens:,} input ({e.cached_prompt_tokens:,} cached) + "
             f"~{e.completion_tokens:,} output ({e.reasoning_tokens:,} reasoning) tokens, "
-            f"{dollars(e.cost_usd)}"
+            f"{e.cost_note or dollars(e.cost_usd)}"
         )
     total = f"  estimated cost {dollars(estimate.total_cost_usd)}"
     interval = estimate.interval

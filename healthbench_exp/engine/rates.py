@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.model.cache import CachedReply
 from healthbench_exp.model.cache_admin import History
-from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd
+from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd, tier_factor
 
 BOOTSTRAP_RESAMPLES = 1000
 # how much one model's reply lengths vary across prompts (their coefficient of variation) at
@@ -109,10 +109,14 @@ class TokenUsage:
     output: int  # reasoning included
     reasoning: int
 
-    def cost(self, price: PriceConfig, batch: bool) -> float | None:
-        """Dollars at `price` (None: no price); `batch`: at the Batch API's discount."""
+    def cost(self, price: PriceConfig, batch: bool, tier: str | None = None) -> float | None:
+        """Dollars at `price` and service tier `tier` (None: no price, or none for the tier);
+        `batch`: at the Batch API's discount."""
         dollars = cost_usd(price, self.input, self.cached_input, self.output)
-        return dollars * BATCH_PRICE_FACTOR if dollars is not None and batch else dollars
+        factor = 1.0 if batch else tier_factor(price, tier)  # a batch sends no tier
+        if dollars is None or factor is None:
+            return None
+        return dollars * factor * (BATCH_PRICE_FACTOR if batch else 1.0)
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import urllib.error
+import urllib.request
 from functools import cache
 from typing import TypedDict
 from urllib.parse import urlsplit
@@ -51,6 +53,28 @@ def check_reachable(role: str, base_url: str, timeout_s: float) -> None:
             f"{role} endpoint {base_url} is unreachable ({exc}); check {role}.base_url "
             "and your network"
         ) from exc
+
+
+def check_responses_api(role: str, base_url: str, timeout_s: float) -> None:
+    """For `<role>.api=responses`: POST an empty body (no key: nothing is run or paid) to the
+    endpoint's `/responses`. A server with the Responses API refuses it (400, or 401 without
+    a key); one without it answers 404, and then the run stops here, before any request, with
+    FatalEndpointError naming `<role>.api`. Any other failure is left to the run's requests."""
+    url = base_url.rstrip("/") + "/responses"
+    request = urllib.request.Request(
+        url, data=b"{}", headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=shared_tls_context()):
+            pass
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise FatalEndpointError(
+                f"{role}.api=responses: {url} answers 404 (this server has no Responses API); "
+                f"set {role}.api=chat"
+            ) from None
+    except (urllib.error.URLError, OSError):
+        pass
 
 
 def endpoint_url(config: EndpointConfig, builtin_url: str | None) -> str | None:

@@ -29,7 +29,8 @@ from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
 from healthbench_exp.model.endpoint import ChatEndpoint
-from healthbench_exp.model.reply_json import choice_text, first_choice, json_map
+from healthbench_exp.model.reply_json import json_map
+from healthbench_exp.model.wire import PATHS, read_reply, with_messages
 
 if TYPE_CHECKING:
     import openai
@@ -121,13 +122,17 @@ class BatchJudge:
         return self.endpoint.clients[0]
 
     async def _submit(self, batch: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]]):
+        api = self.endpoint.api
+        url = "/v1" + PATHS[api]  # /v1/chat/completions or /v1/responses: the judge's API
+        # the Batch API is a tier of its own (billed at its rates): no service_tier in its lines
+        body = {k: v for k, v in self.endpoint.body.items() if k != "service_tier"}
         lines = "".join(
             json.dumps(
                 {
                     "custom_id": key,
                     "method": "POST",
-                    "url": "/v1/chat/completions",
-                    "body": {**self.endpoint.body, "messages": sent},
+                    "url": url,
+                    "body": with_messages(api, body, sent),
                 }
             )
             + "\n"
@@ -138,7 +143,7 @@ class BatchJudge:
         )
         created = await self.client.batches.create(
             input_file_id=uploaded.id,
-            endpoint="/v1/chat/completions",
+            endpoint=url,  # type: ignore[arg-type]  # one of the endpoints the SDK lists
             completion_window="24h",
             metadata={"harness": "healthbench-exp"},
         )
@@ -199,9 +204,10 @@ class BatchJudge:
             if future is not None and not future.done():
                 future.set_exception(RequestFailed(f"batch item failed: {line.get('error')}"))
             return key
-        usage = json_map(body.get("usage"))
-        prompt, _, completion = self.stats.count_paid(usage)
-        text = choice_text(first_choice(body))
+        reply = read_reply(self.endpoint.api, body)
+        usage = reply.usage
+        prompt, _, completion = self.stats.count_paid(usage, reply.service_tier)
+        text = reply.text
         if self.endpoint.cache is not None and key is not None and text:
             chars = prompt_chars(waiting[key][0]) if key in waiting else None
             self.endpoint.cache.put(key, CachedReply.of(text, usage, chars), self.endpoint.profile)

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from healthbench_exp.config.schema import PriceConfig
+from healthbench_exp.config.endpoint import STANDARD_TIER, EndpointConfig, PriceConfig
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
 from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.summary import USAGE_FIELDS
@@ -44,9 +44,42 @@ def cost_usd(
     ) / 1e6
 
 
-def request_estimate_usd(price: PriceConfig, prompt_chars: int, completion_tokens: int) -> float:
-    """A request's likely cost before its usage is known: prompt at ~4 characters per token."""
-    return cost_usd(price, prompt_chars // CHARS_PER_TOKEN, 0, completion_tokens) or 0.0
+def tier_factor(price: PriceConfig, tier: str | None) -> float | None:
+    """What service tier `tier` costs, as a multiple of the listed price: 1 for none (not
+    sent) or the standard tier, else `price.tiers[tier]`; None when the tier's price is not
+    known (its cost is then unknown, never the standard one)."""
+    if tier is None or (tier == STANDARD_TIER and tier not in price.tiers):
+        return 1.0
+    return price.tiers.get(tier)
+
+
+def tier_cost_usd(
+    endpoint: EndpointConfig, prompt_tokens: int, cached_prompt_tokens: int, completion_tokens: int
+) -> float | None:
+    """`cost_usd` at the endpoint's `service_tier` (None: its price or its tier's unknown)."""
+    cost = cost_usd(endpoint.price, prompt_tokens, cached_prompt_tokens, completion_tokens)
+    factor = tier_factor(endpoint.price, endpoint.service_tier)
+    return None if cost is None or factor is None else cost * factor
+
+
+def unknown_tier(endpoint: EndpointConfig) -> str | None:
+    """A note when the endpoint's `service_tier` has no known price (None: it has one)."""
+    if tier_factor(endpoint.price, endpoint.service_tier) is not None:
+        return None
+    return (
+        f"service_tier={endpoint.service_tier} of {endpoint.name} has no known price "
+        f"(price.tiers lists {', '.join(sorted(endpoint.price.tiers)) or 'none'}): "
+        "its cost is unknown"
+    )
+
+
+def request_estimate_usd(
+    price: PriceConfig, prompt_chars: int, completion_tokens: int, tier: str | None = None
+) -> float:
+    """A request's likely cost before its usage is known: prompt at ~4 characters per token,
+    at the service tier's price (0 when unknown: a budget refuses such a tier at start-up)."""
+    cost = cost_usd(price, prompt_chars // CHARS_PER_TOKEN, 0, completion_tokens) or 0.0
+    return cost * (tier_factor(price, tier) or 0.0)
 
 
 class Budget:
@@ -81,37 +114,39 @@ class Budget:
 
 
 def usage_summary(
-    prices: Mapping[str, PriceConfig],
+    endpoints: Mapping[str, EndpointConfig],
     used_roles: Collection[str],
     batched: Collection[str],
     endpoint_stats: Mapping[str, object],
 ) -> dict[str, object]:
-    """Per role of `prices` (`model`, `judge`, ...): the usage counters, the price used and
-    `cost_usd`; plus `total_cost_usd`.
+    """Per role of `endpoints` (`model`, `judge`, ...): the usage counters, the price used and
+    `cost_usd` (at its service tier's price); plus `total_cost_usd`.
 
     A role not in `used_roles` (the model, for given replies) shows zeros and cost 0; the tokens
     of a role in `batched` were billed at the Batch API's discount. The total is None when a
-    used role has no price.
+    used role has no price (or its tier none).
     """
     usage: dict[str, object] = {}
     total: float | None = 0.0
-    for role, price in prices.items():
+    for role, endpoint in endpoints.items():
+        price = endpoint.price
         stats = json_map(endpoint_stats[role])
         entry: dict[str, object] = {name: stats[name] for name in USAGE_FIELDS}
         used = role in used_roles
-        cost = (
-            cost_usd(
-                price,
-                tokens(stats, "prompt_tokens"),
-                tokens(stats, "cached_prompt_tokens"),
-                tokens(stats, "completion_tokens"),
-            )
-            if used
-            else 0.0
+        counted = (
+            tokens(stats, "prompt_tokens"),
+            tokens(stats, "cached_prompt_tokens"),
+            tokens(stats, "completion_tokens"),
         )
-        if cost is not None and role in batched:
-            cost *= BATCH_PRICE_FACTOR
+        cost: float | None = 0.0
+        if used and role in batched:  # a batch sends no tier: billed at the Batch API's rates
+            cost = cost_usd(price, *counted)
+            cost = None if cost is None else cost * BATCH_PRICE_FACTOR
+        elif used:
+            cost = tier_cost_usd(endpoint, *counted)
         entry["cost_usd"] = cost
+        if stats.get("service_tiers"):  # the tiers the provider reported, counted
+            entry["service_tiers"] = dict(json_map(stats["service_tiers"]))
         entry["price"] = {
             "input_per_mtok": price.input_per_mtok,
             "cached_input_per_mtok": price.cached_input_per_mtok,
@@ -186,6 +221,9 @@ def cumulative_usage(invocations: Sequence[Mapping[str, object]]) -> dict[str, o
             name: sum(tokens(e, name) for e in entries) for name in USAGE_FIELDS
         }
         summed["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
+        tiers = _tier_counts(entries)
+        if tiers:
+            summed["service_tiers"] = tiers
         summed["price"] = json_map(last[role])["price"]
         usage[role] = summed
     last_jury = json_map(last.get("jury"))
@@ -197,6 +235,8 @@ def cumulative_usage(invocations: Sequence[Mapping[str, object]]) -> dict[str, o
                 field: sum(tokens(e, field) for e in members) for field in USAGE_FIELDS
             }
             counted["cost_usd"] = _sum_or_none(e.get("cost_usd", 0.0) for e in members)
+            if tiers := _tier_counts(members):
+                counted["service_tiers"] = tiers
             jury[name] = {**counted, "price": json_map(last_jury[name])["price"]}
         usage["jury"] = jury
     usage["total_cost_usd"] = _sum_or_none(u["total_cost_usd"] for u in usages)
@@ -222,6 +262,15 @@ def cumulative_usage(invocations: Sequence[Mapping[str, object]]) -> dict[str, o
         for i, u in zip(invocations, usages, strict=True)
     ]
     return usage
+
+
+def _tier_counts(entries: Iterable[Mapping[str, object]]) -> dict[str, int]:
+    """The `service_tiers` counts of role entries, summed per tier."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        for tier, count in json_map(entry.get("service_tiers")).items():
+            counts[tier] = counts.get(tier, 0) + (count if isinstance(count, int) else 0)
+    return counts
 
 
 def _sum_or_none(values: Iterable[object]) -> float | None:

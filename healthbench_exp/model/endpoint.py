@@ -1,6 +1,6 @@
-"""Chat-completions endpoints: the response cache, the pacer, the concurrency limits, the budget
-and the checks of each reply, in front of the transport (`model/transport.py`: the real
-`openai.AsyncOpenAI` client by default)."""
+"""Endpoints (Chat Completions or the Responses API, `model.wire`): the response cache, the
+pacer, the concurrency limits, the budget and the checks of each reply, in front of the
+transport (`model/transport.py`: the real `openai.AsyncOpenAI` client by default)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.completer import Reply
@@ -29,12 +29,21 @@ from healthbench_exp.model.cache import (
     ResponseCache,
     prompt_chars,
 )
-from healthbench_exp.model.costs import Budget, cost_usd, request_estimate_usd
+from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
-from healthbench_exp.model.reply_json import choice_text, first_choice, json_map
+from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.transport import SdkClients, Transport
+from healthbench_exp.model.wire import (
+    PATHS,
+    cache_params,
+    read_reply,
+    reply_limit,
+    request_body,
+    system_role,
+    with_messages,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -103,7 +112,10 @@ class ChatEndpoint:
             "max_retries": transport.max_retries,
         }
         # the openai clients, made at the first request (the Batch API uses them too)
-        self.sdk = SdkClients(settings, transport, config.max_concurrency, self._answered)
+        self.api = config.api
+        self.sdk = SdkClients(
+            settings, transport, config.max_concurrency, self._answered, PATHS[self.api]
+        )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk
         if transport.http_client is HttpClient.direct:
@@ -115,6 +127,7 @@ class ChatEndpoint:
                 connect_timeout_s=transport.connect_timeout_s or transport.timeout_s,
                 tls=shared_tls_context(),
                 on_response=self._answered,
+                path=PATHS[self.api],
             )
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
@@ -123,12 +136,13 @@ class ChatEndpoint:
         # so it is named by its settings instead)
         self.identity = identity or base_url or OPENAI_DEFAULT_URL
         self.body = request_body(config, temperature, max_tokens)
-        self.request_key = RequestKeys(self.identity, self.body)
+        params = cache_params(self.api, self.body)  # the API is part of every cache key
+        self.request_key = RequestKeys(self.identity, params)
         # its replies' profile in the cache (model name and length-changing settings)
         self.profile = (
             None
             if cache is None
-            else cache.profile(Profile.of(role, self.identity, self.body, config.system_message))
+            else cache.profile(Profile.of(role, self.identity, params, config.system_message))
         )
 
     @property
@@ -183,7 +197,7 @@ class ChatEndpoint:
         """Send when the pacer allows; a rate-limited request waits and is sent again."""
         # what a tokens limit counts: the prompt at 4 characters a token, and the completion
         body = self.body
-        reserved = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        reserved = reply_limit(body)
         tokens = prompt_chars(sent) / 4 + reserved
         pacer = self.pacer
         while True:
@@ -219,6 +233,7 @@ class ChatEndpoint:
                 self.config.price,
                 sum(len(m["content"]) for m in sent),
                 self.config.expected_completion_tokens,
+                self.config.service_tier,
             )
             try:
                 self.budget.reserve(estimate)
@@ -234,7 +249,7 @@ class ChatEndpoint:
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False
         try:
-            body = {**self.body, "messages": sent}
+            body = with_messages(self.api, self.body, sent)
             if prefix_key is not None:
                 body["prompt_cache_key"] = prefix_key
             sending()
@@ -249,7 +264,8 @@ class ChatEndpoint:
             if exc.status == 404:
                 raise FatalEndpointError(
                     f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
-                    f"path ({exc.status}); check {self.role}.name and {self.role}.base_url"
+                    f"path {PATHS[self.api]} ({exc.status}); check {self.role}.name, "
+                    f"{self.role}.base_url and {self.role}.api"
                 ) from exc
             if exc.status == 429:
                 refusal = classify_429(exc.headers, exc.body and {"error": exc.body})
@@ -270,22 +286,21 @@ class ChatEndpoint:
                 self.shared_limit.release()
             self.limit.release(success)
             if success:
+                reply = read_reply(self.api, response)
                 prompt_tokens, cached, completion_tokens = stats.count_paid(
-                    json_map(response.get("usage"))
+                    reply.usage, reply.service_tier
                 )
-                cost = cost_usd(self.config.price, prompt_tokens, cached, completion_tokens)
+                cost = tier_cost_usd(self.config, prompt_tokens, cached, completion_tokens)
             if self.budget is not None:
                 self.budget.settle(estimate, cost or 0.0)
-        choice = first_choice(response)
-        text = choice_text(choice)
-        reason = choice.get("finish_reason", "no choices")
+        text, reason = reply.text, reply.finish_reason
         if reason == "content_filter":
             self._failed("Refused")
             raise RequestFailed(f"refused reply (finish_reason={reason})")
         if not text:
             self._failed("EmptyReply")
             raise EmptyReply(f"empty reply (finish_reason={reason})")
-        return CachedReply.of(text, json_map(response.get("usage")), prompt_chars(sent))
+        return CachedReply.of(text, reply.usage, prompt_chars(sent))
 
     def _failed(self, kind: str) -> None:
         self.stats.failures += 1
@@ -302,25 +317,8 @@ class ChatEndpoint:
 
 
 def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """What an endpoint is sent for `messages`: its system message first, if it has one."""
+    """What an endpoint is sent for `messages`: its system message first, if it has one (as a
+    `developer` message through the Responses API, as the reference's ResponsesSampler)."""
     if config.system_message is None:
         return list(messages)
-    return [{"role": "system", "content": config.system_message}, *messages]
-
-
-def request_body(
-    config: EndpointConfig, temperature: float | None, max_tokens: int | None
-) -> dict[str, Any]:  # engine/durations.py reads max_tokens as an int
-    """The request body but the messages; also what identifies the call in cache keys (so a
-    change of reasoning effort is never answered from the cache). A reasoning endpoint is sent
-    no temperature or max_tokens; `reasoning_effort` is sent whenever it is set."""
-    body: dict[str, Any] = {"model": config.name}
-    if not config.reasoning:
-        if temperature is not None:
-            body["temperature"] = temperature
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-    if config.reasoning_effort is not None:
-        body["reasoning_effort"] = config.reasoning_effort
-    body.update(config.extra_body)
-    return body
+    return [{"role": system_role(config.api), "content": config.system_message}, *messages]

@@ -1,4 +1,5 @@
-"""POST a chat completion over one aiohttp session, as the openai client would, for less CPU.
+"""POST a chat completion (or a response) over one aiohttp session, as the openai client
+would, for less CPU.
 
 `runner.http_client=direct` (opt-in) sends requests through `DirectPoster`: the openai client's
 bearer auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx; `x-should-retry`;
@@ -90,7 +91,8 @@ def retry_delay_s(attempt: int, headers: Mapping[str, str]) -> float:
 
 
 class DirectPoster:
-    """`post(body)`: the parsed JSON reply of `{base_url}/chat/completions`, or HttpError."""
+    """`post(body)`: the parsed JSON reply of `{base_url}{path}` (`/chat/completions`, or
+    `/responses`), or HttpError."""
 
     def __init__(
         self,
@@ -102,8 +104,9 @@ class DirectPoster:
         connect_timeout_s: float,
         tls: ssl.SSLContext,
         on_response: Callable[[int, Mapping[str, str]], None],
+        path: str = "/chat/completions",
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = base_url.rstrip("/") + path  # the endpoint's API (`model.wire.PATHS`)
         self.headers = {
             "Authorization": f"Bearer {api_key}",
             "Content-Type": "application/json",

@@ -27,10 +27,16 @@ class EndpointStats:
     replayed_prompt_tokens: int = 0  # usage of the calls answered by the response cache
     replayed_completion_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    # the service tiers the provider reported having served the paid calls at, counted
+    service_tiers: dict[str, int] = field(default_factory=dict)
 
-    def count_paid(self, usage: Mapping[str, object]) -> tuple[int, int, int]:
-        """Count one paid call with the `usage` its endpoint reported; return its (prompt,
-        provider-cached prompt, completion) tokens."""
+    def count_paid(
+        self, usage: Mapping[str, object], service_tier: str | None = None
+    ) -> tuple[int, int, int]:
+        """Count one paid call with the `usage` (Chat Completions' shape) and the service tier
+        its endpoint reported; return its (prompt, provider-cached prompt, completion) tokens."""
+        if service_tier is not None:
+            self.service_tiers[service_tier] = self.service_tiers.get(service_tier, 0) + 1
         prompt = tokens(usage, "prompt_tokens")
         cached = tokens(usage, "cached_tokens", "prompt_tokens_details")
         completion = tokens(usage, "completion_tokens")

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, replace
 
 from healthbench_exp.config.checks import needed_roles
 from healthbench_exp.config.schema import (
+    Api,
     BudgetConfig,
     CacheConfig,
     Config,
@@ -64,8 +65,11 @@ class Role:
 
     @property
     def transport(self) -> str:
-        """How its calls are sent: "batch" or "chat.completions" (the protocol's words)."""
-        return "batch" if self.batch else "chat.completions"
+        """How its calls are sent: "batch", "responses" or "chat.completions" (the protocol's
+        words)."""
+        if self.batch:
+            return "batch"
+        return "responses" if self.endpoint.api is Api.responses else "chat.completions"
 
     @classmethod
     def of_judge(cls, name: str, judge: JudgeConfig, identity: str) -> Role:
@@ -141,7 +145,7 @@ class Roles:
         """The run's usage and cost per role (`model.costs.usage_summary`) from its counters:
         `model`, `judge`, and each jury member's under `jury` (by name), and the total."""
         usage = usage_summary(
-            {name: role.endpoint.price for name, role in self.every.items()},
+            {name: role.endpoint for name, role in self.every.items()},
             tuple(self.needed),
             {name for name, role in self.every.items() if role.batch},
             endpoint_stats,

@@ -1,9 +1,10 @@
 """How an endpoint's requests travel: its transport settings and its `openai.AsyncOpenAI` clients.
 
 `runner.http_client` picks the transport: `aiohttp` (the default) and `httpx` send through the
-real openai client (`SdkClients`), `direct` through `http.DirectPoster`. Either posts a chat
-completion body and returns the reply's JSON, or raises `http.HttpError` named as the openai
-client names its errors, and reports every HTTP answer (retried ones included) to the endpoint.
+real openai client (`SdkClients`), `direct` through `http.DirectPoster`. Either posts a request
+body (to `/chat/completions` or `/responses`: the endpoint's API) and returns the reply's JSON,
+or raises `http.HttpError` named as the openai client names its errors, and reports every HTTP
+answer (retried ones included) to the endpoint.
 
 Clients are created inside the running event loop (one per run), never at import time: a
 module-level client breaks the second job of a multirun with "Event loop is closed".
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     import openai
 
 CONNECTIONS_PER_CLIENT = 16
+FLEX_TIMEOUT_S = 900.0  # OpenAI's advice for service_tier=flex: a 15-minute client timeout
 # the endpoint's hook for every HTTP answer: its status and headers
 OnResponse = Callable[[int, Mapping[str, str]], None]
 
@@ -39,13 +41,14 @@ class Transport:
 
     @classmethod
     def of(cls, runner: RunnerConfig, endpoint: EndpointConfig) -> Transport:
-        """The runner's settings for `endpoint` (a reasoning one waits longer for its reply)."""
-        return cls(
-            runner.max_retries,
-            runner.reasoning_request_timeout_s if endpoint.reasoning else runner.request_timeout_s,
-            runner.connect_timeout_s,
-            runner.http_client,
+        """The runner's settings for `endpoint` (a reasoning one waits longer for its reply, a
+        flex one at least FLEX_TIMEOUT_S: OpenAI advises 15 minutes for flex's slower replies)."""
+        timeout = (
+            runner.reasoning_request_timeout_s if endpoint.reasoning else runner.request_timeout_s
         )
+        if endpoint.service_tier == "flex":
+            timeout = max(timeout, FLEX_TIMEOUT_S)
+        return cls(runner.max_retries, timeout, runner.connect_timeout_s, runner.http_client)
 
 
 class SdkClients:
@@ -58,8 +61,10 @@ class SdkClients:
         transport: Transport,
         max_concurrency: int,
         on_response: OnResponse,
+        path: str = "/chat/completions",
     ) -> None:
         self.settings = settings
+        self.path = path  # what `post` posts to: the endpoint's API (`model.wire.PATHS`)
         self.transport = transport
         self.max_concurrency = max_concurrency
         self.on_response = on_response
@@ -95,7 +100,9 @@ class SdkClients:
         return self._clients
 
     async def _on_response(self, response: httpx.Response) -> None:
-        if response.status_code == 429 and response.request.url.path.endswith("/chat/completions"):
+        if response.status_code == 429 and response.request.url.path.endswith(
+            ("/chat/completions", "/responses")
+        ):
             # not retried by the client's bounded retries: the endpoint waits as the server
             # says and sends it again (or stops the run on insufficient_quota)
             response.headers["x-should-retry"] = "false"
@@ -112,7 +119,7 @@ class SdkClients:
         client = clients[self.sent % len(clients)]
         self.sent += 1
         try:
-            return await client.post("/chat/completions", body=body, cast_to=object)
+            return await client.post(self.path, body=body, cast_to=object)
         except openai.APIStatusError as exc:
             headers = exc.response.headers
             raise HttpError(

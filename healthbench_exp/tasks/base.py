@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from healthbench_exp.config.protocol import ProtocolCheck
-from healthbench_exp.config.schema import JudgeConfig
+from healthbench_exp.config.schema import Api, JudgeConfig
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.protocol_record import Protocol as ProtocolRecord
@@ -191,9 +191,12 @@ def protocol(judge: JudgeConfig, grading: str, check: ProtocolCheck) -> Protocol
         ),
         grader_template_sha256=template_sha256(order),
         prompt_order=order,
-        judge_transport="batch" if judge.batch else "chat.completions",
+        judge_transport="batch"
+        if judge.batch
+        else ("responses" if judge.api is Api.responses else "chat.completions"),
         harness_version=__version__,
         name=check.name,
         deviations=list(check.deviations),
         data_file=check.data_file,
+        endpoints=check.endpoints or None,
     )

@@ -135,12 +135,14 @@ class EvalTask:
 
     def protocol(self) -> ProtocolCheck:
         """The run's reference protocol and its deviations (`config.protocol`)."""
+        sampled = self.completions.source is CompletionSource.model  # the model is sampled
         return protocol_check(
             TaskConfig(kind=TaskKind.eval),
             self.dataset,
             self.sampling,
             self.judge,
             self.scoring,
+            self.model if sampled else None,
             bridge_runs=self.bridge.runs,
         )
 

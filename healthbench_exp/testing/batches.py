@@ -10,6 +10,7 @@ from email.message import Message
 from email.parser import BytesParser
 
 from healthbench_exp.testing.replies import Faults, completion_response
+from healthbench_exp.testing.responses import as_system, chat_request, response_reply
 
 
 @dataclass
@@ -31,8 +32,9 @@ class StoredBatch:
 
 class BatchStore:
     """The files and batches API, enough for the Batch API: upload a JSONL of chat-completion
-    requests, create a batch (answered at once, reported `in_progress` for `delay_s`), poll it,
-    download its output file."""
+    (`/v1/chat/completions`) or Responses API (`/v1/responses`) requests, create a batch
+    (answered at once, reported `in_progress` for `delay_s`), poll it, download its output
+    file."""
 
     def __init__(self, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
@@ -69,10 +71,14 @@ class BatchStore:
         output: list[dict[str, object]] = []
         for line in filter(str.strip, lines):
             item = json.loads(line)
-            body = item["body"]
+            sent = item["body"]
+            responses = item.get("url") == "/v1/responses"
+            body, messages = chat_request(sent) if responses else (sent, sent["messages"])
             status, payload, _ = completion_response(
-                faults, faults.draw()[1], body["model"], body, body["messages"]
+                faults, faults.draw()[1], str(body["model"]), body, as_system(messages)
             )
+            if status == 200 and responses:
+                payload = response_reply(payload, sent.get("max_output_tokens"))
             faults.count("requests")
             faults.count("batch_requests")
             output.append(

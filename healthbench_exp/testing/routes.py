@@ -2,7 +2,13 @@
 account's limits, served on the loopback interface.
 
 `POST /v1/chat/completions` answers as `replies.completion_response` says (after the account's
-limits, see `limits`); `GET /stats` returns request counters, `POST /stats/reset` zeroes them;
+limits, see `limits`), and so does `POST /v1/responses`, through `responses` (the same replies
+and verdicts, as Responses API objects; `no_responses_api` answers it 404 instead, as an older
+OpenAI-compatible server does). Each reply echoes the `service_tier` it was sent (`default` for
+none or `auto`); `flex_unavailable` answers that many `flex` requests 429 "Resource
+Unavailable", as OpenAI answers flex requests it has no capacity for. `GET /stats` returns
+request counters, `POST /stats/reset` zeroes them; `GET /stats/requests` returns the latest
+RECENT request bodies of either API as received (`{"path", "body"}`, oldest first);
 the files and batches routes are `batches.BatchStore`'s. `GET /v1/models` lists the models given
 a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any model (with its
 `shutdown_date` when one is given); a model past its date is answered, there and on chat
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from collections.abc import Mapping
 from datetime import date
 from typing import TYPE_CHECKING
@@ -22,9 +29,13 @@ from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.testing.batches import BatchStore
 from healthbench_exp.testing.limits import AccountLimits, request_tokens
 from healthbench_exp.testing.replies import JUDGE_MARKER, Faults, completion_response
+from healthbench_exp.testing.responses import as_system, chat_request, response_reply
 
 if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
     from aiohttp import web
+
+
+RECENT = 512  # request bodies kept for `GET /stats/requests`
 
 
 def _json(
@@ -38,6 +49,18 @@ def _json(
         content_type="application/json",
         headers=headers,
     )
+
+
+# OpenAI's answer to a flex request it has no capacity for: retried later, not charged
+_FLEX_UNAVAILABLE = {
+    "error": {
+        "message": "Resource Unavailable: flex processing has no capacity for this request "
+        "right now; retry later or use another service tier.",
+        "type": "resource_unavailable",
+        "param": None,
+        "code": "resource_unavailable",
+    }
+}
 
 
 def _not_found(path: str) -> web.Response:
@@ -71,6 +94,9 @@ class OfflineServer:
         self.batches = BatchStore(settings.batch_delay_s)
         self.limits = AccountLimits(settings)
         self.shutdown_dates = parse_shutdown_dates(settings.shutdown_dates)
+        self.responses_api = not settings.no_responses_api
+        self.flex_unavailable = settings.flex_unavailable  # flex requests still to refuse
+        self.received: deque[dict[str, object]] = deque(maxlen=RECENT)  # the latest bodies
 
     def retired(self, model: str) -> bool:
         """Whether `model` is past its shutdown date (today, on this machine's clock)."""
@@ -109,6 +135,8 @@ class OfflineServer:
             return web.Response(
                 body=store.files[parts[2]].content, content_type="application/octet-stream"
             )
+        if path.rstrip("/") == "/stats/requests":
+            return _json(200, {"requests": list(self.received)})
         if path.rstrip("/") == "/stats":
             return _json(200, {**self.faults.counts, **self.limits.limit_stats()})
         if path.rstrip("/") == "/v1/models":
@@ -126,6 +154,7 @@ class OfflineServer:
         raw = await request.read()
         if path == "/stats/reset":
             self.faults.reset()
+            self.received.clear()
             return _json(200, {"ok": True})
         if path == "/v1/files":
             return _json(200, self.batches.upload(request.headers["Content-Type"], raw))
@@ -134,16 +163,25 @@ class OfflineServer:
             if batch.get("input_file_id") not in self.batches.files:
                 return _json(404, {"error": {"message": "no such file", "type": "not_found"}})
             return _json(200, self.batches.create(batch, self.faults))
-        if path != "/v1/chat/completions":
+        responses = path == "/v1/responses" and self.responses_api
+        if path != "/v1/chat/completions" and not responses:
             return _not_found(request.path)
         try:
-            body = json.loads(raw)
-            messages = body["messages"]
-            model = body["model"]
+            sent = json.loads(raw)
+            self.received.append({"path": path, "body": sent})
+            body, messages = chat_request(sent) if responses else (sent, sent["messages"])
+            model = str(body["model"])
+            messages = as_system(messages)  # a developer message is the system message
         except (ValueError, KeyError, TypeError):
             return _json(
                 400, {"error": {"message": "invalid request body", "type": "invalid_request"}}
             )
+        tier = body.get("service_tier")
+        if tier == "flex" and self.flex_unavailable > 0:
+            self.flex_unavailable -= 1
+            counts = self.faults.counts
+            counts["flex_unavailable"] = counts.get("flex_unavailable", 0) + 1
+            return _json(429, _FLEX_UNAVAILABLE)
         faults = self.faults
         if isinstance(model, str) and self.retired(model):
             return _model_not_found(model)
@@ -174,6 +212,10 @@ class OfflineServer:
             if delay:
                 await asyncio.sleep(delay)
             status, payload, extra = completion_response(faults, draw, model, body, messages)
+            if status == 200:
+                payload["service_tier"] = "default" if tier in (None, "auto") else tier
+                if responses:
+                    payload = response_reply(payload, sent.get("max_output_tokens"))
             # as OpenAI's, from admitting the request to answering it: the client learns from
             # it when its request was admitted (model/buckets.py)
             processing = {"openai-processing-ms": f"{(time.perf_counter() - received) * 1e3:.0f}"}
