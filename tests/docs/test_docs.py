@@ -231,6 +231,7 @@ def distinct_jobs(jobs: list[list[str]]) -> list[list[str]]:
     return kept
 
 
+@pytest.mark.filterwarnings("ignore:provider=hydra.searchpath")  # a reader's own directory
 @pytest.mark.parametrize("command", commands(), ids=str)
 def test_every_docs_command_composes_and_names_no_retired_preset(command: Command) -> None:
     """Its groups, presets and keys exist (one line naming the key otherwise, as the CLI says),
