@@ -321,3 +321,25 @@ def test_the_readme_opens_with_the_demo_and_the_tests_and_is_short() -> None:
 def test_the_performance_page_is_at_most_150_lines() -> None:
     lines = (REPO / "docs" / "performance.md").read_text().splitlines()
     assert len(lines) <= 150, f"docs/performance.md has {len(lines)} lines"
+
+
+def programs() -> list[tuple[str, str]]:
+    """(where, what) of every `python -m <module>` and `python <script>.py` in a code block."""
+    found = []
+    for page in PAGES:
+        for number, line in code_lines(page):
+            for kind, name in re.findall(r"python3? (-m )?([\w./-]+)", line):
+                if kind or name.endswith(".py"):
+                    found.append((f"{rel(page)}:{number}", ("-m " if kind else "") + name))
+    return found
+
+
+@pytest.mark.parametrize(("where", "program"), programs(), ids=lambda x: str(x))
+def test_every_program_a_docs_command_runs_exists(where: str, program: str) -> None:
+    if program.startswith("-m "):
+        module = program[3:]
+        if module in ("venv", "pip", "pytest", "llama_cpp.server"):
+            return  # the standard library's, and the tools the install brings
+        assert importlib.util.find_spec(module) is not None, f"{where}: no module {module}"
+    else:
+        assert (REPO / program).is_file(), f"{where}: no script {program}"
