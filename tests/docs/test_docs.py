@@ -8,6 +8,7 @@ the CLI composes it (`healthbench_exp.load_config`, each job of a sweep), and no
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import shlex
@@ -36,6 +37,8 @@ COMMAND = re.compile(r"python3? -m healthbench_exp(?=\s|$)")
 FLAG_WITH_VALUE = {"--cfg", "-c", "--info", "--config-path", "-cp", "--config-name", "-cn"}
 # keys the CLI reads before composing (cli.app): a run directory, not a config key
 RUN_DIR_KEYS = ("resume", "regrade")
+# the overrides that choose presets (what can name a retired model)
+PRESET_KEYS = {"model", "judge", "jury", "experiment", "task", "completions", "difficulty"}
 
 
 def rel(path: Path) -> str:
@@ -209,6 +212,26 @@ def composable(overrides: list[str]) -> list[str]:
     return own
 
 
+@functools.cache
+def composed(job: tuple[str, ...]) -> Config:
+    """A job's config, composed once per distinct command line (pages repeat commands)."""
+    return load_config(list(job))[0]
+
+
+def distinct_jobs(jobs: list[list[str]]) -> list[list[str]]:
+    """The first job of each distinct choice of presets and shutdown dates: jobs that differ
+    only in other values (a temperature sweep) compose alike, and `check_overrides` has checked
+    each value's type already."""
+    seen, kept = set(), []
+    for job in jobs:
+        choice = tuple(a for a in job if a.split("=")[0] in PRESET_KEYS or ".shutdown_date=" in a)
+        if choice not in seen:
+            seen.add(choice)
+            kept.append(job)
+    return kept
+
+
+@pytest.mark.filterwarnings("ignore:provider=hydra.searchpath")  # a reader's own directory
 @pytest.mark.parametrize("command", commands(), ids=str)
 def test_every_docs_command_composes_and_names_no_retired_preset(command: Command) -> None:
     """Its groups, presets and keys exist (one line naming the key otherwise, as the CLI says),
@@ -222,9 +245,8 @@ def test_every_docs_command_composes_and_names_no_retired_preset(command: Comman
     check_overrides(overrides)
     dated = {a.split(".", 1)[0] for a in overrides if ".shutdown_date=" in a}
     today = date.today()
-    for job in job_overrides(overrides) if "-m" in command.args else [overrides]:
-        config, _ = load_config(job)
-        for role, endpoint in endpoints(config):
+    for job in distinct_jobs(job_overrides(overrides) if "-m" in command.args else [overrides]):
+        for role, endpoint in endpoints(composed(tuple(job))):
             day = endpoint.shutdown_date
             assert role in dated or day is None or date.fromisoformat(day) > today, (
                 f"{command}: {role} {endpoint.name} is retired since {day}; use one of "
@@ -292,10 +314,32 @@ def test_the_readme_opens_with_the_demo_and_the_tests_and_is_short() -> None:
     first_block = text.split("```")[1]
     assert "python -m healthbench_exp experiment=demo" in first_block
     assert "python -m pytest -q" in first_block
-    assert text.index("```") < text.index("\n\n", text.index("# ")) + 2  # before any prose
+    assert text.split("\n\n")[1].startswith("```"), "README.md must open with the commands"
     assert len(text.encode()) < 10_000, f"README.md is {len(text.encode())} bytes"
 
 
 def test_the_performance_page_is_at_most_150_lines() -> None:
     lines = (REPO / "docs" / "performance.md").read_text().splitlines()
     assert len(lines) <= 150, f"docs/performance.md has {len(lines)} lines"
+
+
+def programs() -> list[tuple[str, str]]:
+    """(where, what) of every `python -m <module>` and `python <script>.py` in a code block."""
+    found = []
+    for page in PAGES:
+        for number, line in code_lines(page):
+            for kind, name in re.findall(r"python3? (-m )?([\w./-]+)", line):
+                if kind or name.endswith(".py"):
+                    found.append((f"{rel(page)}:{number}", ("-m " if kind else "") + name))
+    return found
+
+
+@pytest.mark.parametrize(("where", "program"), programs(), ids=lambda x: str(x))
+def test_every_program_a_docs_command_runs_exists(where: str, program: str) -> None:
+    if program.startswith("-m "):
+        module = program[3:]
+        if module in ("venv", "pip", "pytest", "llama_cpp.server"):
+            return  # the standard library's, and the tools the install brings
+        assert importlib.util.find_spec(module) is not None, f"{where}: no module {module}"
+    else:
+        assert (REPO / program).is_file(), f"{where}: no script {program}"
