@@ -84,8 +84,10 @@ def test_bridged_score_is_the_hand_computation_and_lands_on_the_reference_scale(
     assert abs(by_hand - reference) < abs(raw - reference)
     assert raw > reference + 0.05  # the lenient judge inflates the raw score
     assert any(d.startswith("bridge.runs:") for d in summary["protocol"]["deviations"])
+    holdout = bridged["holdout_error"]
     print(
         f"bridged {by_hand:.4f} [{low:.4f}, {high:.4f}], reference {reference:.4f}, raw {raw:.4f}"
+        f"; held-out error {holdout['mean']:+.4f} {holdout['ci']}"
     )
 
 
