@@ -77,6 +77,11 @@ def test_bridged_score_is_the_hand_computation_and_lands_on_the_reference_scale(
     assert bridged["bridge"] == [str(runs.source)]
     by_hand = bridged_by_hand(runs.new_b, pairs)
     assert bridged["metrics"]["bridged_score"] == pytest.approx(by_hand, abs=1e-9)
+    for tag in ("theme:hedging", "axis:accuracy", "axis:communication_quality"):
+        expected = bridged_by_hand(runs.new_b, pairs, tag)
+        assert bridged["metrics"][f"bridged:{tag}"] == pytest.approx(expected, abs=1e-9)
+        low, high = bridged["ci"][f"bridged:{tag}"]
+        assert low <= expected <= high
     reference = runs.summary("old_b")["metrics"]["overall_score"]
     raw = summary["metrics"]["overall_score"]  # the run's own metrics stay the new judge's
     low, high = bridged["ci"]["bridged_score"]
