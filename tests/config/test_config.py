@@ -147,7 +147,7 @@ def test_unknown_override_names_the_valid_options() -> None:
         ConfigError,
         match=(
             r"Did you mean 'runner'\?.*"
-            r"the top level: budget, cache, calibration, completions, dataset"
+            r"the top level: bridge, budget, cache, calibration, completions, dataset"
         ),
     ):
         check_overrides(["runer.max_concurrent=4"])

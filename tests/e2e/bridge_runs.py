@@ -137,9 +137,10 @@ def q_table(pairs: list, strata: set[tuple[str, bool]]) -> dict[tuple[str, bool,
     return table
 
 
-def bridged_by_hand(run_dir: Path, pairs: list) -> float:
-    """The run's bridged_score: each example's sum(points * q) / positive points over its
-    graded criteria, the mean over examples, clipped to [0, 1]."""
+def bridged_by_hand(run_dir: Path, pairs: list, tag: str | None = None) -> float:
+    """The run's bridged_score (or `bridged:<tag>`): each example's sum(points * q) / positive
+    points over its graded criteria (with an axis tag: those with the tag only; with a theme
+    tag: the examples of that theme), the mean over examples, clipped to [0, 1]."""
     rows = lines(run_dir / "per_criterion.jsonl")
     strata = {(stratum(r["tags"]), r["points"] > 0) for r in rows}
     strata |= {(p[0], p[1]) for p in pairs}
@@ -148,6 +149,8 @@ def bridged_by_hand(run_dir: Path, pairs: list) -> float:
     den: dict = defaultdict(float)
     for r in rows:
         if not isinstance(r["criteria_met"], bool):
+            continue
+        if tag is not None and tag not in r["tags"] and tag != f"theme:{r['theme']}":
             continue
         key = (r["prompt_id"], r["rollout"])
         num[key] += r["points"] * q[(stratum(r["tags"]), r["points"] > 0, r["criteria_met"])]

@@ -77,6 +77,11 @@ def test_bridged_score_is_the_hand_computation_and_lands_on_the_reference_scale(
     assert bridged["bridge"] == [str(runs.source)]
     by_hand = bridged_by_hand(runs.new_b, pairs)
     assert bridged["metrics"]["bridged_score"] == pytest.approx(by_hand, abs=1e-9)
+    for tag in ("theme:hedging", "axis:accuracy", "axis:communication_quality"):
+        expected = bridged_by_hand(runs.new_b, pairs, tag)
+        assert bridged["metrics"][f"bridged:{tag}"] == pytest.approx(expected, abs=1e-9)
+        low, high = bridged["ci"][f"bridged:{tag}"]
+        assert low <= expected <= high
     reference = runs.summary("old_b")["metrics"]["overall_score"]
     raw = summary["metrics"]["overall_score"]  # the run's own metrics stay the new judge's
     low, high = bridged["ci"]["bridged_score"]
@@ -84,8 +89,10 @@ def test_bridged_score_is_the_hand_computation_and_lands_on_the_reference_scale(
     assert abs(by_hand - reference) < abs(raw - reference)
     assert raw > reference + 0.05  # the lenient judge inflates the raw score
     assert any(d.startswith("bridge.runs:") for d in summary["protocol"]["deviations"])
+    holdout = bridged["holdout_error"]
     print(
         f"bridged {by_hand:.4f} [{low:.4f}, {high:.4f}], reference {reference:.4f}, raw {raw:.4f}"
+        f"; held-out error {holdout['mean']:+.4f} {holdout['ci']}"
     )
 
 

@@ -24,6 +24,7 @@ class Sources:
             root / "jury", self.cache, *AS_OLD, "jury=[offline]", f"dataset.path={self.data}"
         )
         self.old = run(root / "old", self.cache, *AS_OLD, f"dataset.path={self.data}")
+        self.plain = run(root / "plain", self.cache, f"dataset.path={self.data}")  # N alone
         result = run_cli(
             f"regrade={self.old}",
             "judge=offline",
@@ -124,9 +125,12 @@ def test_a_source_whose_judges_disagree_otherwise_is_flagged_beyond_the_interval
     assert any("beyond its interval" in w for w in bridged["warnings"])
 
 
-def test_a_source_without_the_reference_grader_is_refused(sources: Sources) -> None:
-    line = sources.refused("no_reference", f"bridge.runs=[{sources.regrade.parent / 'old'}]")
-    assert "graded by gpt-4.1-2025-04-14" in line and "regrade between them" in line
+def test_a_source_without_both_judges_is_refused(sources: Sources) -> None:
+    """A run of the new judge alone, and one of the reference grader alone (not a regrade)."""
+    line = sources.refused("no_reference", f"bridge.runs=[{sources.plain}]")
+    assert f"graded by {NEW}; a bridge source is a jury run with both {OLD}" in line
+    line = sources.refused("no_new_judge", f"bridge.runs=[{sources.old}]")
+    assert f"graded by {OLD}; a bridge source is a jury run with both {OLD} and this run's" in line
 
 
 def test_a_run_whose_judge_is_not_the_sources_new_judge_is_refused(sources: Sources) -> None:
