@@ -37,7 +37,8 @@ from healthbench_exp.config import schema
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "configuration.md"
 CONF = REPO / "healthbench_exp" / "conf"
-SCHEMA_FILE = Path(schema.__file__)
+# the modules whose dataclasses make up the schema (config.schema re-exports the others)
+SCHEMA_FILES = sorted(Path(schema.__file__).parent.glob("*.py"))
 COMMAND = "python docs/generate_configuration.py"
 GROUPS = (
     "model", "judge", "difficulty", "sampling", "task", "completions", "wandb", "experiment",
@@ -98,9 +99,16 @@ def field_comments() -> dict[tuple[str, str], str]:
     """The schema's comment on each field, by (class, field): its line's trailing comment, or the
     comment lines right above it."""
     comments: dict[tuple[str, str], str] = {}
+    for path in SCHEMA_FILES:
+        comments.update(_file_comments(path.read_text()))
+    return comments
+
+
+def _file_comments(source: str) -> dict[tuple[str, str], str]:
+    """`field_comments` of one module's source."""
+    comments: dict[tuple[str, str], str] = {}
     cls = ""
     above: list[str] = []
-    source = SCHEMA_FILE.read_text()
     lines = source.splitlines()
     trailing: dict[int, str] = {}
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -156,7 +164,7 @@ def shown(value: object) -> str:
 
 def leaves(cls: type, prefix: str, value: object) -> list[tuple[str, str, str, object, str]]:
     """(key, class, field, type words, value) of every leaf under `cls`."""
-    hints = typing.get_type_hints(cls, vars(schema))
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
     rows = []
     for item in dataclasses.fields(cls):
         if item.name in HIDDEN:

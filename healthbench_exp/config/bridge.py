@@ -14,4 +14,6 @@ class BridgeConfig:
     regrade (`regrade=<a gpt-4.1 run> judge=<this judge>`, named by the regrade's directory).
     Empty: no bridge."""
 
+    # finished runs with verdicts of the reference grader and this run's judge on the same replies
+    # (jury runs or regrades): the bridged score beside the run's own; empty: no bridge
     runs: list[str] = field(default_factory=list)
