@@ -203,9 +203,7 @@ def test_a_jury_member_speaks_its_own_api(loopback_server, tmp_path: Path) -> No
     base = replace(base, judge=replace(base.judge, name="primary"))  # "judge" is reserved
     member = JudgeConfig(name="juror", base_url=server.base_url, api_key_env=None)
     by_chat = replace(base, jury=["juror"], jury_members=[member])
-    by_responses = replace(
-        base, jury=["juror"], jury_members=[replace(member, api=Api.responses)]
-    )
+    by_responses = replace(base, jury=["juror"], jury_members=[replace(member, api=Api.responses)])
     run_eval(by_chat, tmp_path / "chat", {})
     paths = {(b["body"].get("model"), b["path"]) for b in received(server.base_url)}
     assert ("juror", "/v1/chat/completions") in paths and ("juror", "/v1/responses") not in paths
