@@ -159,15 +159,27 @@ def test_usage_maps_input_output_cached_and_reasoning_tokens(
 
 
 def test_the_cache_key_differs_by_api(loopback_server, tmp_path: Path, monkeypatch) -> None:
+    """Even where both APIs would send the same parameters and messages (reasoning calls, no
+    system message), a reply of one is never the other's."""
     monkeypatch.setenv("HEALTHBENCH_CACHE_DIR", str(tmp_path / "cache"))
     server = loopback_server()
     chat = make_config(server.base_url)
+    chat = replace(
+        chat,
+        model=replace(chat.model, reasoning=True, system_message=None),
+        judge=replace(chat.judge, reasoning=True, system_message=None),
+    )
+    responses = replace(
+        chat,
+        model=replace(chat.model, api=Api.responses),
+        judge=replace(chat.judge, api=Api.responses),
+    )
     first = run_eval(chat, tmp_path / "chat", {})["usage"]
-    again = run_eval(responses_config(server.base_url), tmp_path / "responses", {})["usage"]
+    again = run_eval(responses, tmp_path / "responses", {})["usage"]
     for role in ("model", "judge"):  # nothing answered by the chat run's replies
         assert again[role]["cache_hits"] == 0
         assert again[role]["requests"] == first[role]["requests"] > 0
-    replay = run_eval(responses_config(server.base_url), tmp_path / "replay", {})["usage"]
+    replay = run_eval(responses, tmp_path / "replay", {})["usage"]
     assert replay["judge"]["cache_hits"] == first["judge"]["requests"]
     assert replay["judge"]["requests"] == 0
     assert verdicts(tmp_path / "responses") == verdicts(tmp_path / "chat")
