@@ -246,3 +246,27 @@ def test_a_server_without_v1_responses_fails_naming_model_api(tmp_path: Path) ->
     lines = [line for line in result.stderr.splitlines() if "model.api" in line]
     assert len(lines) == 1 and "404" in lines[0] and "set model.api=chat" in lines[0]
     assert stats["requests"] == 0  # nothing was sent, nothing paid
+
+
+def test_the_dry_run_probes_and_reserves_through_the_responses_api(tmp_path: Path) -> None:
+    """A dry run's rate-limit probe goes through the role's API, and the reply length it
+    reserves against a tokens limit is the responses body's `max_output_tokens`."""
+    limits = {"rate_limit_requests": 1000, "rate_limit_tokens": 1_000_000}
+    with ForkedServer(server_args(**limits)) as server:
+        result = run_cli(
+            *endpoint_args(server.base_url), "dry_run=true", "judge.api=responses",
+            "judge.rate_limit.probe=true", f"hydra.run.dir={tmp_path}",
+            env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
+        )  # fmt: skip
+        check, probe = received(server.base_url)  # the Responses API's start-up check first
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert check == {"path": "/v1/responses", "body": {}}
+    assert probe == {
+        "path": "/v1/responses",
+        "body": {"model": "j", "input": "Reply with OK.", "max_output_tokens": 16},
+    }
+    estimate = json.loads((tmp_path / "estimate.json").read_text())
+    judge = estimate["rate_limited_duration"]["judge"]
+    assert judge["tokens_per_minute"] == 1_000_000 and judge["requests_per_minute"] == 1000
+    calls = estimate["judge"]["calls"] - estimate["judge"]["cached_calls"]
+    assert judge["tokens"] == estimate["judge"]["prompt_tokens"] + calls * 2048
