@@ -154,3 +154,22 @@ def test_flex_resource_unavailable_is_waited_out(loopback_server, tmp_path: Path
     assert counts["rows_scored"] == counts["rows"] == 24 and counts["rows_failed"] == 0
     assert counts["ungraded_criteria"] == 0
     assert summary["usage"]["model"]["service_tiers"] == {"flex": 24}
+
+
+def test_a_flex_responses_run_stopped_by_its_budget_resumes_like_an_uncapped_one(
+    loopback_server, tmp_path: Path
+) -> None:
+    server = loopback_server()
+    config = tiered(priced_config(server.base_url), "flex", {"flex": 0.5}, Api.responses)
+    capped = replace(config, budget=BudgetConfig(max_usd=0.025))  # half of what 0.05 buys
+    partial = run_eval(capped, tmp_path / "run", {})
+    assert partial["budget"]["stopped"] and partial["counts"]["rows_not_run"] > 0
+    assert partial["budget"]["spent_usd"] <= 0.025
+    resumed = run_eval(replace(capped, budget=BudgetConfig()), tmp_path / "run", {})
+    assert resumed["counts"]["rows_not_run"] == 0
+    uncapped = run_eval(config, tmp_path / "uncapped", {})
+    assert resumed["metrics"] == uncapped["metrics"]
+    for role in ("model", "judge"):  # each call paid once, at flex, over both invocations
+        usage = resumed["usage"][role]
+        assert usage["service_tiers"] == {"flex": usage["requests"]}
+    assert resumed["usage"]["judge"]["requests"] == resumed["counts"]["criteria"]
