@@ -151,7 +151,7 @@ def test_unknown_override_names_the_valid_options() -> None:
         ),
     ):
         check_overrides(["runer.max_concurrent=4"])
-    with pytest.raises(ConfigError, match="Valid options under 'model': api_key_env"):
+    with pytest.raises(ConfigError, match="Valid options under 'model': api, api_key_env"):
         check_overrides(["--config-name", "config", "model.api_key=sk-x"])
 
 

@@ -159,15 +159,27 @@ def test_usage_maps_input_output_cached_and_reasoning_tokens(
 
 
 def test_the_cache_key_differs_by_api(loopback_server, tmp_path: Path, monkeypatch) -> None:
+    """Even where both APIs would send the same parameters and messages (reasoning calls, no
+    system message), a reply of one is never the other's."""
     monkeypatch.setenv("HEALTHBENCH_CACHE_DIR", str(tmp_path / "cache"))
     server = loopback_server()
     chat = make_config(server.base_url)
+    chat = replace(
+        chat,
+        model=replace(chat.model, reasoning=True, system_message=None),
+        judge=replace(chat.judge, reasoning=True, system_message=None),
+    )
+    responses = replace(
+        chat,
+        model=replace(chat.model, api=Api.responses),
+        judge=replace(chat.judge, api=Api.responses),
+    )
     first = run_eval(chat, tmp_path / "chat", {})["usage"]
-    again = run_eval(responses_config(server.base_url), tmp_path / "responses", {})["usage"]
+    again = run_eval(responses, tmp_path / "responses", {})["usage"]
     for role in ("model", "judge"):  # nothing answered by the chat run's replies
         assert again[role]["cache_hits"] == 0
         assert again[role]["requests"] == first[role]["requests"] > 0
-    replay = run_eval(responses_config(server.base_url), tmp_path / "replay", {})["usage"]
+    replay = run_eval(responses, tmp_path / "replay", {})["usage"]
     assert replay["judge"]["cache_hits"] == first["judge"]["requests"]
     assert replay["judge"]["requests"] == 0
     assert verdicts(tmp_path / "responses") == verdicts(tmp_path / "chat")
@@ -203,9 +215,7 @@ def test_a_jury_member_speaks_its_own_api(loopback_server, tmp_path: Path) -> No
     base = replace(base, judge=replace(base.judge, name="primary"))  # "judge" is reserved
     member = JudgeConfig(name="juror", base_url=server.base_url, api_key_env=None)
     by_chat = replace(base, jury=["juror"], jury_members=[member])
-    by_responses = replace(
-        base, jury=["juror"], jury_members=[replace(member, api=Api.responses)]
-    )
+    by_responses = replace(base, jury=["juror"], jury_members=[replace(member, api=Api.responses)])
     run_eval(by_chat, tmp_path / "chat", {})
     paths = {(b["body"].get("model"), b["path"]) for b in received(server.base_url)}
     assert ("juror", "/v1/chat/completions") in paths and ("juror", "/v1/responses") not in paths
@@ -236,3 +246,27 @@ def test_a_server_without_v1_responses_fails_naming_model_api(tmp_path: Path) ->
     lines = [line for line in result.stderr.splitlines() if "model.api" in line]
     assert len(lines) == 1 and "404" in lines[0] and "set model.api=chat" in lines[0]
     assert stats["requests"] == 0  # nothing was sent, nothing paid
+
+
+def test_the_dry_run_probes_and_reserves_through_the_responses_api(tmp_path: Path) -> None:
+    """A dry run's rate-limit probe goes through the role's API, and the reply length it
+    reserves against a tokens limit is the responses body's `max_output_tokens`."""
+    limits = {"rate_limit_requests": 1000, "rate_limit_tokens": 1_000_000}
+    with ForkedServer(server_args(**limits)) as server:
+        result = run_cli(
+            *endpoint_args(server.base_url), "dry_run=true", "judge.api=responses",
+            "judge.rate_limit.probe=true", f"hydra.run.dir={tmp_path}",
+            env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
+        )  # fmt: skip
+        check, probe = received(server.base_url)  # the Responses API's start-up check first
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert check == {"path": "/v1/responses", "body": {}}
+    assert probe == {
+        "path": "/v1/responses",
+        "body": {"model": "j", "input": "Reply with OK.", "max_output_tokens": 16},
+    }
+    estimate = json.loads((tmp_path / "estimate.json").read_text())
+    judge = estimate["rate_limited_duration"]["judge"]
+    assert judge["tokens_per_minute"] == 1_000_000 and judge["requests_per_minute"] == 1000
+    calls = estimate["judge"]["calls"] - estimate["judge"]["cached_calls"]
+    assert judge["tokens"] == estimate["judge"]["prompt_tokens"] + calls * 2048
