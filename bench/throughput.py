@@ -20,6 +20,15 @@ flight (model and judge together), and prints one line of figures per run:
   overhead, which counts against the efficiency);
 - start s: from launching the command to the server receiving its first request.
 
+Under rate limits (`--rate-limit-tokens T` and/or `--rate-limit-requests R` per
+`--rate-limit-window-s W`, for every role: OpenAI's token and requests-per-minute limits, as
+buckets refilled evenly and full at the start, `x-ratelimit-*` headers, 429 "try again in"):
+- refused 429 share: the server's 429s over all the requests it received;
+- limit use: of the binding limit (the more used of the two), what the server admitted over
+  its level at the first request plus its refill until the last reply;
+- limit use evaluation: the same over the harness's whole evaluation time, which also holds
+  its own start before the first request (making its HTTP client).
+
 `--runner simple-evals --simple-evals DIR` runs OpenAI's simple-evals itself from a checkout
 (bench/simple_evals_run.py), and `--runner reference` our re-creation of it (reference_style.py:
 threads, criteria two at a time on 2 cores, its per-example HTML and end-of-run work unless
@@ -180,10 +189,14 @@ COMMANDS = {
 
 def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
     """Under the server's rate limits: the share of requests refused with 429, and the share of
-    what the limits allowed that was used (admitted / (level at the start + refill over the
-    evaluation), for the more used of the requests and tokens limits)."""
+    what the limits allowed that was used, for the more used of the requests and tokens limits
+    (the binding one): admitted over the bucket's level at the server's first request plus its
+    refill until the last reply (`limit_use`: what the pacing controls), and plus its refill
+    over the harness's whole evaluation time instead (`limit_use_evaluation`: also counts the
+    harness's own start before its first request, such as making its HTTP client)."""
     refused = stats["rate_limited"]
-    uses = []
+    sending = max(0.0, stats["last_reply_at"] - stats["first_request_at"])
+    uses, uses_evaluation = [], []
     for kind in ("requests", "tokens"):
         if f"limit_{kind}_per_s" not in stats:
             continue
@@ -191,9 +204,14 @@ def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
         waited = max(0.0, stats["first_request_at"] - before["read_at"])
         start_level = min(capacity, before[f"limit_{kind}_level"] + per_s * waited)
         admitted = stats[f"limited_{kind}"] - before[f"limited_{kind}"]
-        uses.append(admitted / (start_level + per_s * evaluation))
+        uses.append(admitted / (start_level + per_s * sending))
+        uses_evaluation.append(admitted / (start_level + per_s * max(evaluation, sending)))
     sent = stats["requests"] + refused
-    return {"refused_429_share": refused / max(1, sent), "limit_use": max(uses, default=0.0)}
+    return {
+        "refused_429_share": refused / max(1, sent),
+        "limit_use": max(uses, default=0.0),
+        "limit_use_evaluation": max(uses_evaluation, default=0.0),
+    }
 
 
 def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerProcess) -> dict:
@@ -315,8 +333,13 @@ def main() -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="another override for the harness (repeatable), e.g. --set cache.enabled=false",
     )  # fmt: skip
-    parser.add_argument("--rate-limit-tokens", type=int, default=0, help="per window; 0: none")
-    parser.add_argument("--rate-limit-requests", type=int, default=0, help="per window; 0: none")
+    parser.add_argument(
+        "--rate-limit-tokens", type=int, default=0, help="tokens per window (TPM); 0: none"
+    )
+    parser.add_argument(
+        "--rate-limit-requests", type=int, default=0,
+        help="requests per window (RPM; the headers give it per minute); 0: none",
+    )  # fmt: skip
     parser.add_argument("--rate-limit-window-s", type=float, default=60.0)
     args = parser.parse_args()
     if args.runner == "simple-evals" and not args.simple_evals:
@@ -333,7 +356,7 @@ def main() -> None:
               "cpu_ms_per_request", "peak_rss_mb", "peak_in_flight", "mean_in_flight",
               "server_extra_ms", "start_s"]  # fmt: skip
     if limits_of(args):
-        header += ["refused_429_share", "limit_use"]
+        header += ["refused_429_share", "limit_use", "limit_use_evaluation"]
     print("run  " + "  ".join(f"{h:>12}" for h in header))
     results = []
     latency = 0.0 if args.zero_latency else args.latency_ms
