@@ -188,24 +188,27 @@ COMMANDS = {
 
 
 def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
-    """Under the server's rate limits: the share of requests refused with 429, and the share of
-    what the limits allowed that was used, for the more used of the requests and tokens limits
-    (the binding one): admitted over the bucket's level at the server's first request plus its
-    refill until the last reply (`limit_use`: what the pacing controls), and plus its refill
-    over the harness's whole evaluation time instead (`limit_use_evaluation`: also counts the
-    harness's own start before its first request, such as making its HTTP client)."""
+    """Under the server's rate limits (each model its own, as OpenAI's): the share of requests
+    refused with 429, and the share of what the limits allowed that was used, for the most used
+    limit (the binding one: requests or tokens, of the model or the judge): admitted over the
+    bucket's level at the server's first request plus its refill until the last reply
+    (`limit_use`: what the pacing controls), and plus its refill over the harness's whole
+    evaluation time instead (`limit_use_evaluation`: also counts the harness's own start
+    before its first request, such as making its HTTP client)."""
     refused = stats["rate_limited"]
     sending = max(0.0, stats["last_reply_at"] - stats["first_request_at"])
+    waited = max(0.0, stats["first_request_at"] - before["read_at"])
     uses, uses_evaluation = [], []
-    for kind in ("requests", "tokens"):
-        if f"limit_{kind}_per_s" not in stats:
-            continue
-        per_s, capacity = stats[f"limit_{kind}_per_s"], stats[f"limit_{kind}_capacity"]
-        waited = max(0.0, stats["first_request_at"] - before["read_at"])
-        start_level = min(capacity, before[f"limit_{kind}_level"] + per_s * waited)
-        admitted = stats[f"limited_{kind}"] - before[f"limited_{kind}"]
-        uses.append(admitted / (start_level + per_s * sending))
-        uses_evaluation.append(admitted / (start_level + per_s * max(evaluation, sending)))
+    for model, now in stats["limit_models"].items():
+        then = before["limit_models"].get(model, {})
+        for kind in ("requests", "tokens"):
+            if f"limit_{kind}_per_s" not in stats:
+                continue
+            per_s, capacity = stats[f"limit_{kind}_per_s"], stats[f"limit_{kind}_capacity"]
+            start_level = min(capacity, then.get(f"limit_{kind}_level", capacity) + per_s * waited)
+            admitted = now[f"limited_{kind}"] - then.get(f"limited_{kind}", 0)
+            uses.append(admitted / (start_level + per_s * sending))
+            uses_evaluation.append(admitted / (start_level + per_s * max(evaluation, sending)))
     sent = stats["requests"] + refused
     return {
         "refused_429_share": refused / max(1, sent),
