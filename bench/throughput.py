@@ -191,22 +191,26 @@ def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
     """Under the server's rate limits (each model its own, as OpenAI's): the share of requests
     refused with 429, and the share of what the limits allowed that was used, for the most used
     limit (the binding one: requests or tokens, of the model or the judge): admitted over the
-    bucket's level at the server's first request plus its refill until the last reply
+    bucket's level at the model's first request plus its refill until the last reply
     (`limit_use`: what the pacing controls), and plus its refill over the harness's whole
     evaluation time instead (`limit_use_evaluation`: also counts the harness's own start
-    before its first request, such as making its HTTP client)."""
+    before its first request, such as making its HTTP client). A model the server had limited
+    before this run (a shared server, `--reuse-cache`) counts from the run's first request,
+    at its bucket's level then."""
     refused = stats["rate_limited"]
-    sending = max(0.0, stats["last_reply_at"] - stats["first_request_at"])
-    waited = max(0.0, stats["first_request_at"] - before["read_at"])
     uses, uses_evaluation = [], []
     for model, now in stats["limit_models"].items():
-        then = before["limit_models"].get(model, {})
+        then = before["limit_models"].get(model)
+        first = stats["first_request_at"] if then else now["first_request_at"]
+        sending = max(0.0, stats["last_reply_at"] - first)
+        waited = max(0.0, first - before["read_at"])
         for kind in ("requests", "tokens"):
             if f"limit_{kind}_per_s" not in stats:
                 continue
             per_s, capacity = stats[f"limit_{kind}_per_s"], stats[f"limit_{kind}_capacity"]
-            start_level = min(capacity, then.get(f"limit_{kind}_level", capacity) + per_s * waited)
-            admitted = now[f"limited_{kind}"] - then.get(f"limited_{kind}", 0)
+            level = (then or {}).get(f"limit_{kind}_level", capacity)
+            start_level = min(capacity, level + per_s * waited)
+            admitted = now[f"limited_{kind}"] - (then or {}).get(f"limited_{kind}", 0)
             uses.append(admitted / (start_level + per_s * sending))
             uses_evaluation.append(admitted / (start_level + per_s * max(evaluation, sending)))
     sent = stats["requests"] + refused
@@ -365,11 +369,20 @@ def main() -> None:
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
     settings = server_args(latency_ms=latency, jitter_ms=jitter, **limits_of(args))
-    with ServerProcess(settings) as server:
+    # under rate limits each run gets a server of its own (every model's buckets full, as a
+    # fresh account's), unless the runs share a cache (its key holds the server's URL)
+    fresh = bool(limits_of(args)) and not args.reuse_cache
+    server = ServerProcess(settings).__enter__()
+    try:
         for i in range(args.repeat):
+            if fresh and i > 0:
+                server.stop()
+                server = ServerProcess(settings).__enter__()
             result = run_once(data, args, work, server)
             results.append(result)
             print(f"{i + 1:<4} " + "  ".join(f"{result[h]:>12.3f}" for h in header), flush=True)
+    finally:
+        server.stop()
     if args.reuse_cache and len(results) > 1:
         ratio = statistics.median(r["wall_s"] for r in results[1:]) / results[0]["wall_s"]
         print(f"re-runs answered from the cache took {ratio:.1%} of the first run's wall time")

@@ -84,6 +84,7 @@ class AccountLimits:
         # what was admitted under the limits, all models together and each model (bench/)
         self.admitted = {"limited_requests": 0, "limited_tokens": 0}
         self.admitted_by_model: dict[str, dict[str, int]] = {}
+        self.first_at: dict[str, float] = {}  # time.time() of each model's first request
 
     def applies(self, is_judge: bool) -> bool:
         return self.limited_role == "all" or self.limited_role == ("judge" if is_judge else "model")
@@ -100,6 +101,7 @@ class AccountLimits:
                 kind: Bucket(capacity, self.window_s) for kind, capacity in self.capacities.items()
             }
             self.admitted_by_model[model] = {"limited_requests": 0, "limited_tokens": 0}
+            self.first_at[model] = time.time()
         return buckets
 
     def admit(
@@ -144,8 +146,9 @@ class AccountLimits:
 
     def limit_stats(self) -> dict[str, object]:
         """What was admitted under the limits (all models together), each limit's capacity
-        and refill per second, and by model (`limit_models`) what each admitted and each of
-        its buckets' level now (a model not limited yet: none, its buckets are full)."""
+        and refill per second, and by model (`limit_models`) what each admitted, each of its
+        buckets' level now and when its first request came (`first_request_at`, time.time());
+        a model not limited yet is not there (its buckets are full)."""
         stats: dict[str, object] = dict(self.admitted)
         for kind, capacity in self.capacities.items():
             stats[f"limit_{kind}_capacity"] = capacity
@@ -154,6 +157,7 @@ class AccountLimits:
         models: dict[str, dict[str, float]] = {}
         for model, buckets in self.models.items():
             levels: dict[str, float] = dict(self.admitted_by_model[model])
+            levels["first_request_at"] = self.first_at[model]
             for kind, bucket in buckets.items():
                 bucket.refill(now)
                 levels[f"limit_{kind}_level"] = bucket.level
