@@ -5,8 +5,7 @@ judge request by the grader prompt). The rate limiter answers as OpenAI does: ea
 limits (OpenAI limits each model of an organization apart, so a model under test and another
 judge model never draw on one limit, and the same model in both roles does), two token buckets
 per model (requests and tokens, each refilled evenly over `window_s`, full at the start), every
-reply to a
-limited role carrying `x-ratelimit-limit-*` (per minute, as OpenAI reports them),
+reply to a limited role carrying `x-ratelimit-limit-*` (per minute, as OpenAI reports them),
 `x-ratelimit-remaining-*` and `x-ratelimit-reset-*` ("20ms", "6s", "1m0s"); a refused request
 gets 429 with `retry-after`, `retry-after-ms` and the body
 `{"error": {"message": "Rate limit reached ... Please try again in 1.2s. ...", "type":
@@ -76,7 +75,7 @@ class AccountLimits:
             ("tokens", settings.rate_limit_tokens),
         )
         self.capacities = {kind: capacity for kind, capacity in capacities if capacity > 0}
-        self.models: dict[str, dict[str, Bucket]] = {}  # each model's buckets, from its first
+        self.models: dict[str, dict[str, Bucket]] = {}  # each model's, from its first request
         self.per_minute = 60.0 / self.window_s
         self.quota_exhausted = settings.quota_exhausted
         self.silent = settings.silent
