@@ -20,6 +20,15 @@ flight (model and judge together), and prints one line of figures per run:
   overhead, which counts against the efficiency);
 - start s: from launching the command to the server receiving its first request.
 
+Under rate limits (`--rate-limit-tokens T` and/or `--rate-limit-requests R` per
+`--rate-limit-window-s W`, for every role: OpenAI's token and requests-per-minute limits, as
+buckets refilled evenly and full at the start, `x-ratelimit-*` headers, 429 "try again in"):
+- refused 429 share: the server's 429s over all the requests it received;
+- limit use: of the binding limit (the more used of the two), what the server admitted over
+  its level at the first request plus its refill until the last reply;
+- limit use evaluation: the same over the harness's whole evaluation time, which also holds
+  its own start before the first request (making its HTTP client).
+
 `--runner simple-evals --simple-evals DIR` runs OpenAI's simple-evals itself from a checkout
 (bench/simple_evals_run.py), and `--runner reference` our re-creation of it (reference_style.py:
 threads, criteria two at a time on 2 cores, its per-example HTML and end-of-run work unless
@@ -179,21 +188,37 @@ COMMANDS = {
 
 
 def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
-    """Under the server's rate limits: the share of requests refused with 429, and the share of
-    what the limits allowed that was used (admitted / (level at the start + refill over the
-    evaluation), for the more used of the requests and tokens limits)."""
+    """Under the server's rate limits (each model its own, as OpenAI's): the share of requests
+    refused with 429, and the share of what the limits allowed that was used, for the most used
+    limit (the binding one: requests or tokens, of the model or the judge): admitted over the
+    bucket's level at the model's first request plus its refill until the last reply
+    (`limit_use`: what the pacing controls), and plus its refill over the harness's whole
+    evaluation time instead (`limit_use_evaluation`: also counts the harness's own start
+    before its first request, such as making its HTTP client). A model the server had limited
+    before this run (a shared server, `--reuse-cache`) counts from the run's first request,
+    at its bucket's level then."""
     refused = stats["rate_limited"]
-    uses = []
-    for kind in ("requests", "tokens"):
-        if f"limit_{kind}_per_s" not in stats:
-            continue
-        per_s, capacity = stats[f"limit_{kind}_per_s"], stats[f"limit_{kind}_capacity"]
-        waited = max(0.0, stats["first_request_at"] - before["read_at"])
-        start_level = min(capacity, before[f"limit_{kind}_level"] + per_s * waited)
-        admitted = stats[f"limited_{kind}"] - before[f"limited_{kind}"]
-        uses.append(admitted / (start_level + per_s * evaluation))
+    uses, uses_evaluation = [], []
+    for model, now in stats["limit_models"].items():
+        then = before["limit_models"].get(model)
+        first = stats["first_request_at"] if then else now["first_request_at"]
+        sending = max(0.0, stats["last_reply_at"] - first)
+        waited = max(0.0, first - before["read_at"])
+        for kind in ("requests", "tokens"):
+            if f"limit_{kind}_per_s" not in stats:
+                continue
+            per_s, capacity = stats[f"limit_{kind}_per_s"], stats[f"limit_{kind}_capacity"]
+            level = (then or {}).get(f"limit_{kind}_level", capacity)
+            start_level = min(capacity, level + per_s * waited)
+            admitted = now[f"limited_{kind}"] - (then or {}).get(f"limited_{kind}", 0)
+            uses.append(admitted / (start_level + per_s * sending))
+            uses_evaluation.append(admitted / (start_level + per_s * max(evaluation, sending)))
     sent = stats["requests"] + refused
-    return {"refused_429_share": refused / max(1, sent), "limit_use": max(uses, default=0.0)}
+    return {
+        "refused_429_share": refused / max(1, sent),
+        "limit_use": max(uses, default=0.0),
+        "limit_use_evaluation": max(uses_evaluation, default=0.0),
+    }
 
 
 def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerProcess) -> dict:
@@ -315,8 +340,13 @@ def main() -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="another override for the harness (repeatable), e.g. --set cache.enabled=false",
     )  # fmt: skip
-    parser.add_argument("--rate-limit-tokens", type=int, default=0, help="per window; 0: none")
-    parser.add_argument("--rate-limit-requests", type=int, default=0, help="per window; 0: none")
+    parser.add_argument(
+        "--rate-limit-tokens", type=int, default=0, help="tokens per window (TPM); 0: none"
+    )
+    parser.add_argument(
+        "--rate-limit-requests", type=int, default=0,
+        help="requests per window (RPM; the headers give it per minute); 0: none",
+    )  # fmt: skip
     parser.add_argument("--rate-limit-window-s", type=float, default=60.0)
     args = parser.parse_args()
     if args.runner == "simple-evals" and not args.simple_evals:
@@ -333,17 +363,26 @@ def main() -> None:
               "cpu_ms_per_request", "peak_rss_mb", "peak_in_flight", "mean_in_flight",
               "server_extra_ms", "start_s"]  # fmt: skip
     if limits_of(args):
-        header += ["refused_429_share", "limit_use"]
+        header += ["refused_429_share", "limit_use", "limit_use_evaluation"]
     print("run  " + "  ".join(f"{h:>12}" for h in header))
     results = []
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
     settings = server_args(latency_ms=latency, jitter_ms=jitter, **limits_of(args))
-    with ServerProcess(settings) as server:
+    # under rate limits each run gets a server of its own (every model's buckets full, as a
+    # fresh account's), unless the runs share a cache (its key holds the server's URL)
+    fresh = bool(limits_of(args)) and not args.reuse_cache
+    server = ServerProcess(settings).__enter__()
+    try:
         for i in range(args.repeat):
+            if fresh and i > 0:
+                server.stop()
+                server = ServerProcess(settings).__enter__()
             result = run_once(data, args, work, server)
             results.append(result)
             print(f"{i + 1:<4} " + "  ".join(f"{result[h]:>12.3f}" for h in header), flush=True)
+    finally:
+        server.stop()
     if args.reuse_cache and len(results) > 1:
         ratio = statistics.median(r["wall_s"] for r in results[1:]) / results[0]["wall_s"]
         print(f"re-runs answered from the cache took {ratio:.1%} of the first run's wall time")

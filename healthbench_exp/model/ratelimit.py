@@ -170,7 +170,9 @@ class EndpointPacer:
 
         Held-back requests queue first in, first out; only the first of them sleeps, until the
         pause ends, its paced start comes and the learnt buckets hold its cost (all re-read
-        after every sleep, so a later 429 or reply moves it)."""
+        after every sleep, so a later 429 or reply moves it). Before the first reply, a
+        request that would wait to be sent behind one already started waits here instead
+        (`HeaderBuckets.unknown_wait_s`), so it starts by what that reply teaches."""
         now = time.monotonic()
         if self.first_start is None:
             self.first_start = now
@@ -180,6 +182,7 @@ class EndpointPacer:
             and now >= self.resume_at
             and not self._gate.locked()
             and buckets.wait_s(tokens, now) <= 0
+            and buckets.unknown_wait_s() is None
         ):
             return now, buckets.take(tokens)
         self.waiting += 1
@@ -189,6 +192,8 @@ class EndpointPacer:
                     now = time.monotonic()
                     start = max(self.resume_at, self.next_start)
                     start = max(start, now + buckets.wait_s(tokens, now))
+                    if start <= now and (poll := buckets.unknown_wait_s()) is not None:
+                        start = now + poll  # nothing known, a request waits to be sent
                     if start <= now:
                         break
                     await asyncio.sleep(start - now)

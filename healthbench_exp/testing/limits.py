@@ -1,9 +1,11 @@
 """The built-in server's account faults: rate limits, an exhausted quota, a silent endpoint.
 
 They apply to the requests of one role (`limited_role`: judge, model or all; the server tells a
-judge request by the grader prompt). The rate limiter answers as OpenAI does: two token buckets
-(requests and tokens, each refilled evenly over `window_s`, full at the start), every reply to a
-limited role carrying `x-ratelimit-limit-*` (per minute, as OpenAI reports them),
+judge request by the grader prompt). The rate limiter answers as OpenAI does: each model its own
+limits (OpenAI limits each model of an organization apart, so a model under test and another
+judge model never draw on one limit, and the same model in both roles does), two token buckets
+per model (requests and tokens, each refilled evenly over `window_s`, full at the start), every
+reply to a limited role carrying `x-ratelimit-limit-*` (per minute, as OpenAI reports them),
 `x-ratelimit-remaining-*` and `x-ratelimit-reset-*` ("20ms", "6s", "1m0s"); a refused request
 gets 429 with `retry-after`, `retry-after-ms` and the body
 `{"error": {"message": "Rate limit reached ... Please try again in 1.2s. ...", "type":
@@ -61,25 +63,27 @@ class Bucket:
 
 class AccountLimits:
     """The account faults of `settings`: rate limits (`rate_limit_requests` and
-    `rate_limit_tokens` per `rate_limit_window_s`, 0 = none), `quota_exhausted` and `silent`, for
-    the requests of `limited_role`."""
+    `rate_limit_tokens` per `rate_limit_window_s` for each model, 0 = none), `quota_exhausted`
+    and `silent`, for the requests of `limited_role`."""
 
     def __init__(self, settings: OfflineServerConfig) -> None:
         if settings.limited_role not in ROLES:
             raise ValueError(f"limited_role must be one of {', '.join(ROLES)}")
-        window_s = settings.rate_limit_window_s
+        self.window_s = settings.rate_limit_window_s
         capacities = (
             ("requests", settings.rate_limit_requests),
             ("tokens", settings.rate_limit_tokens),
         )
-        self.buckets = {
-            kind: Bucket(capacity, window_s) for kind, capacity in capacities if capacity > 0
-        }
-        self.per_minute = 60.0 / window_s
+        self.capacities = {kind: capacity for kind, capacity in capacities if capacity > 0}
+        self.models: dict[str, dict[str, Bucket]] = {}  # each model's, from its first request
+        self.per_minute = 60.0 / self.window_s
         self.quota_exhausted = settings.quota_exhausted
         self.silent = settings.silent
         self.limited_role = settings.limited_role
-        self.admitted = {"limited_requests": 0, "limited_tokens": 0}  # for /stats (bench/)
+        # what was admitted under the limits, all models together and each model (bench/)
+        self.admitted = {"limited_requests": 0, "limited_tokens": 0}
+        self.admitted_by_model: dict[str, dict[str, int]] = {}
+        self.first_at: dict[str, float] = {}  # time.time() of each model's first request
 
     def applies(self, is_judge: bool) -> bool:
         return self.limited_role == "all" or self.limited_role == ("judge" if is_judge else "model")
@@ -88,31 +92,44 @@ class AccountLimits:
         error = {"message": QUOTA_MESSAGE, "type": "insufficient_quota"}
         return 429, {"error": {**error, "param": None, "code": "insufficient_quota"}}, {}
 
+    def buckets(self, model: str) -> dict[str, Bucket]:
+        """`model`'s buckets (full until its first request)."""
+        buckets = self.models.get(model)
+        if buckets is None:
+            buckets = self.models[model] = {
+                kind: Bucket(capacity, self.window_s) for kind, capacity in self.capacities.items()
+            }
+            self.admitted_by_model[model] = {"limited_requests": 0, "limited_tokens": 0}
+            self.first_at[model] = time.time()
+        return buckets
+
     def admit(
         self, model: str, tokens: int
     ) -> tuple[dict[str, str], tuple[int, dict[str, object], dict[str, str]] | None]:
         """(rate-limit headers for the reply, None to admit it or the 429 to send instead).
 
-        An admitted request takes its request and tokens from the buckets; a refused one takes
-        nothing."""
-        if not self.buckets:
+        An admitted request takes its request and tokens from its model's buckets; a refused
+        one takes nothing."""
+        if not self.capacities:
             return {}, None
+        buckets = self.buckets(model)
         now = time.monotonic()
         amounts = {"requests": 1, "tokens": tokens}
-        for bucket in self.buckets.values():
+        for bucket in buckets.values():
             bucket.refill(now)
-        short = {kind: b.wait_s(amounts[kind]) for kind, b in self.buckets.items()}
+        short = {kind: b.wait_s(amounts[kind]) for kind, b in buckets.items()}
         refused = max(short, key=lambda kind: short[kind])
         wait = short[refused]
         if wait <= 0:
-            for kind, bucket in self.buckets.items():
+            for kind, bucket in buckets.items():
                 bucket.level -= amounts[kind]
-            self.admitted["limited_requests"] += 1
-            self.admitted["limited_tokens"] += tokens
-        headers = self._headers()
+            for admitted in (self.admitted, self.admitted_by_model[model]):
+                admitted["limited_requests"] += 1
+                admitted["limited_tokens"] += tokens
+        headers = _headers(buckets, self.per_minute)
         if wait <= 0:
             return headers, None
-        bucket = self.buckets[refused]
+        bucket = buckets[refused]
         unit = "requests per min (RPM)" if refused == "requests" else "tokens per min (TPM)"
         message = (
             f"Rate limit reached for {model} in organization org-offline on {unit}: Limit "
@@ -126,25 +143,36 @@ class AccountLimits:
         error = {"message": message, "type": refused, "param": None, "code": "rate_limit_exceeded"}
         return headers, (429, {"error": error}, headers)
 
-    def limit_stats(self) -> dict[str, float]:
-        """What was admitted under the limits, and what the limits allowed: each bucket's
-        capacity (full at the start) and refill per second."""
-        stats: dict[str, float] = dict(self.admitted)
+    def limit_stats(self) -> dict[str, object]:
+        """What was admitted under the limits (all models together), each limit's capacity
+        and refill per second, and by model (`limit_models`) what each admitted, each of its
+        buckets' level now and when its first request came (`first_request_at`, time.time());
+        a model not limited yet is not there (its buckets are full)."""
+        stats: dict[str, object] = dict(self.admitted)
+        for kind, capacity in self.capacities.items():
+            stats[f"limit_{kind}_capacity"] = capacity
+            stats[f"limit_{kind}_per_s"] = capacity / self.window_s
         now = time.monotonic()
-        for kind, bucket in self.buckets.items():
-            bucket.refill(now)
-            stats[f"limit_{kind}_level"] = bucket.level
-            stats[f"limit_{kind}_capacity"] = bucket.capacity
-            stats[f"limit_{kind}_per_s"] = bucket.per_s
+        models: dict[str, dict[str, float]] = {}
+        for model, buckets in self.models.items():
+            levels: dict[str, float] = dict(self.admitted_by_model[model])
+            levels["first_request_at"] = self.first_at[model]
+            for kind, bucket in buckets.items():
+                bucket.refill(now)
+                levels[f"limit_{kind}_level"] = bucket.level
+            models[model] = levels
+        stats["limit_models"] = models
         return stats
 
-    def _headers(self) -> dict[str, str]:
-        headers = {}
-        for kind, bucket in self.buckets.items():
-            headers[f"x-ratelimit-limit-{kind}"] = str(round(bucket.capacity * self.per_minute))
-            headers[f"x-ratelimit-remaining-{kind}"] = str(max(0, math.floor(bucket.level)))
-            headers[f"x-ratelimit-reset-{kind}"] = format_duration(bucket.reset_s())
-        return headers
+
+def _headers(buckets: Mapping[str, Bucket], per_minute: float) -> dict[str, str]:
+    """The `x-ratelimit-*` headers of a model's buckets (limits per minute, as OpenAI's)."""
+    headers = {}
+    for kind, bucket in buckets.items():
+        headers[f"x-ratelimit-limit-{kind}"] = str(round(bucket.capacity * per_minute))
+        headers[f"x-ratelimit-remaining-{kind}"] = str(max(0, math.floor(bucket.level)))
+        headers[f"x-ratelimit-reset-{kind}"] = format_duration(bucket.reset_s())
+    return headers
 
 
 def request_tokens(body: Mapping[str, object], messages: Sequence[Mapping[str, object]]) -> int:

@@ -192,7 +192,7 @@ def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> No
         async def send(pacer: EndpointPacer) -> tuple[dict[str, float], dict[str, str] | None]:
             _, mark = await pacer.start(COST)
             pacer.buckets.sending(COST, mark)
-            headers, refusal = limits.admit(pacer.role, COST)
+            headers, refusal = limits.admit(account[2], COST)  # the model the account names
             return mark, None if refusal is not None else headers
 
         for pacer in (model, judge):  # one reply each tells the limits

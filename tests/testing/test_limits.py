@@ -68,3 +68,19 @@ def test_the_server_answers_429_over_http(loopback_server) -> None:
     assert status == 429 and payload["error"]["type"] == "requests"
     assert 59 <= float(headers["retry-after"]) <= 60 and headers["x-ratelimit-reset-requests"]
     assert server.stats()["rate_limited"] == 1 and server.stats()["requests"] == 1
+
+
+def test_each_model_has_its_own_limits_as_openai_limits_each_model() -> None:
+    limits = AccountLimits(OfflineServerConfig(rate_limit_requests=2, rate_limit_window_s=60.0))
+    for _ in range(2):
+        assert limits.admit("gpt-x", 10)[1] is None
+    headers, refusal = limits.admit("gpt-x", 10)  # its two are spent
+    assert refusal is not None and headers["x-ratelimit-remaining-requests"] == "0"
+    headers, refusal = limits.admit("gpt-y", 10)  # another model: its own two
+    assert refusal is None and headers["x-ratelimit-remaining-requests"] == "1"
+    stats = limits.limit_stats()
+    assert stats["limited_requests"] == 3 and stats["limit_requests_capacity"] == 2
+    models = stats["limit_models"]
+    assert isinstance(models, dict)
+    assert models["gpt-x"]["limited_requests"] == 2 and models["gpt-y"]["limited_tokens"] == 10
+    assert models["gpt-x"]["limit_requests_level"] < 0.01 < models["gpt-y"]["limit_requests_level"]

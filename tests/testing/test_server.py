@@ -71,5 +71,5 @@ def test_faults_and_limits_take_the_config() -> None:
     status, _, _ = completion_response(faults, 0.5, "m", {}, [{"content": "hi"}])
     assert status in (429, 500, 503) and faults.counts["errors_injected"] == 1
     limits = AccountLimits(settings)
-    assert list(limits.buckets) == ["requests"] and limits.applies(is_judge=False)
+    assert list(limits.capacities) == ["requests"] and limits.applies(is_judge=False)
     assert Faults(settings).draw() == Faults(settings).draw()  # seeded by settings.seed
