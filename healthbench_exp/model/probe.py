@@ -2,7 +2,8 @@
 
 OpenAI reports an account's limits on every reply (`x-ratelimit-limit-requests`,
 `x-ratelimit-limit-tokens`, both per minute). With `probe` on, a dry run sends each such role
-one minimal request (a one-word prompt, one completion token: a fraction of a cent) and takes
+one minimal request (a one-word prompt, one completion token, or through the Responses API
+(`api: responses`) the least reply it allows, 16 tokens: a fraction of a cent) and takes
 the limits it does not have configured from those headers; the estimate then includes the time
 the calls take at those limits. Without `probe` a dry run sends nothing.
 """
@@ -14,16 +15,16 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from healthbench_exp.config.schema import EndpointConfig, RateLimitConfig
+from healthbench_exp.config.schema import Api, EndpointConfig, RateLimitConfig
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.model.access import resolve_api_key
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionUserMessageParam
 
-PROBE_MESSAGES: list[ChatCompletionUserMessageParam] = [
-    {"role": "user", "content": "Reply with OK."}
-]
+PROBE_TEXT = "Reply with OK."
+PROBE_MESSAGES: list[ChatCompletionUserMessageParam] = [{"role": "user", "content": PROBE_TEXT}]
+RESPONSES_LEAST_OUTPUT = 16  # the Responses API refuses a max_output_tokens below 16
 
 
 def limits_from_headers(headers: Mapping[str, str]) -> RateLimitConfig:
@@ -45,7 +46,7 @@ def limits_from_headers(headers: Mapping[str, str]) -> RateLimitConfig:
 async def probe_headers(
     endpoint: EndpointConfig, base_url: str | None, api_key: str, timeout_s: float
 ) -> Mapping[str, str]:
-    """The headers of one minimal chat completion to `endpoint`."""
+    """The headers of one minimal request to `endpoint`, through its API."""
     import openai
 
     async with openai.AsyncOpenAI(
@@ -53,6 +54,11 @@ async def probe_headers(
     ) as client:
         create = client.chat.completions.with_raw_response.create
         try:
+            if endpoint.api is Api.responses:
+                response = await client.responses.with_raw_response.create(
+                    model=endpoint.name, input=PROBE_TEXT, max_output_tokens=RESPONSES_LEAST_OUTPUT
+                )
+                return response.headers
             if endpoint.reasoning:  # one completion token, under the name the model takes
                 raw = await create(
                     model=endpoint.name, messages=PROBE_MESSAGES, max_completion_tokens=1
