@@ -23,44 +23,49 @@ def test_each_row_lands_in_one_state_and_criteria_are_counted() -> None:
     counts = RunCounts.of(
         [
             result([grade(True), grade(None), grade(False)], metrics={"overall_score": 0.5}),
+            result([grade(True), grade(True)], metrics={"overall_score": 1.0}),
             result([], error="APITimeoutError"),  # failed
+            result([grade(None)], error="empty reply"),  # failed, its criterion ungraded
             result([grade(None), grade(None)]),  # a reply, nothing graded: unscorable
+            result([grade(None)]),
             # stopped by the budget: not run, though it has an error; the criterion it left is
             # neither graded nor ungraded
             result([grade(True), grade(None, not_run=True)], error="not run", not_run=True),
+            result([], error="not run", not_run=True),
         ]
     )
     assert counts.summary_fields() == {
-        "rows": 4,
-        "rows_scored": 1,
-        "rows_failed": 1,
-        "rows_unscorable": 1,
-        "rows_not_run": 1,
-        "criteria_graded": 3,
-        "ungraded_criteria": 3,
+        "rows": 8,
+        "rows_scored": 2,
+        "rows_failed": 2,
+        "rows_unscorable": 2,
+        "rows_not_run": 2,
+        "criteria_graded": 5,
+        "ungraded_criteria": 5,
     }
     assert counts.progress_fields() == {
-        "scored": 1,
-        "failed": 1,
-        "not_run": 1,
-        "ungraded_criteria": 3,
+        "scored": 2,
+        "failed": 2,
+        "not_run": 2,
+        "ungraded_criteria": 5,
     }
-    assert (counts.finished, counts.pending) == (4, 0)
+    assert (counts.finished, counts.pending) == (8, 0)
     partial = RunCounts(rows=5)
     partial.add(result([grade(True)], metrics={"overall_score": 1.0}))
     assert (partial.finished, partial.pending, partial.scored) == (1, 4, 1)
 
 
 def test_meta_eval_rows_are_one_criterion_graded_once() -> None:
-    counts = RunCounts(rows=4)
-    for g in (grade(True), grade(False), grade(None), grade(None, not_run=True)):
+    counts = RunCounts(rows=6)
+    for g in (grade(True), grade(False), grade(True), grade(None), grade(None)):
         counts.add_grade(g)
+    counts.add_grade(grade(None, not_run=True))
     assert counts.summary_fields() == {
-        "rows": 4,
-        "rows_scored": 2,
+        "rows": 6,
+        "rows_scored": 3,
         "rows_failed": 0,
-        "rows_unscorable": 1,
+        "rows_unscorable": 2,
         "rows_not_run": 1,
-        "criteria_graded": 2,
-        "ungraded_criteria": 1,
+        "criteria_graded": 3,
+        "ungraded_criteria": 2,
     }

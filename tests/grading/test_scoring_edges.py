@@ -13,6 +13,13 @@ import pytest
 
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading import scoring
+from healthbench_exp.grading.agreement import (
+    Average,
+    Rate,
+    _f1,
+    average_over_raters,
+    leave_one_out,
+)
 from healthbench_exp.grading.calibration import (
     MIN_ROWS,
     _interval,
@@ -34,6 +41,8 @@ from healthbench_exp.grading.scoring import (
     aggregate_metrics,
     bootstrap_std,
     ci95,
+    consensus_breakdown,
+    consensus_criteria,
     example_metrics,
     example_score,
 )
@@ -46,6 +55,8 @@ def test_an_ungraded_criterion_is_skipped_and_the_rest_still_count() -> None:
     # jury weights: 4 * 0.5 + 6 * 1 over 10
     assert example_score([4, 6], [0.5, 1.0]) == pytest.approx(0.8)
     assert example_score([-3, 2], [True, None]) is None  # no positive point graded
+    with pytest.raises(ValueError):  # a verdict per criterion, never fewer
+        example_score([5, 3], [True])
     metrics = example_metrics(
         ["theme:t"],
         [Criterion("a", 5, ("axis:x",)), Criterion("b", 3, ()), Criterion("c", 4, ("axis:x",))],
@@ -71,7 +82,7 @@ def resampled_std(values: list[float], samples: int, seed: int, clip: bool) -> f
 def test_bootstrap_std_equals_a_loop_over_resamples(
     clip: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    values = [-0.6, 0.1, 0.9, 1.0, -0.2, 0.4, 0.0]
+    values = [-0.6, 0.1, 0.9, 1.8, -0.2, 1.4, 0.0]  # means outside [0, 1] on both sides
     expected = resampled_std(values, 300, 3, clip)
     assert bootstrap_std(values, 300, 3, clip=clip) == pytest.approx(expected, abs=1e-12)
     monkeypatch.setattr(scoring, "BOOTSTRAP_CHUNK", 20)  # resamples drawn 2 at a time
@@ -194,6 +205,19 @@ def test_paired_bootstrap_equals_a_loop_over_resamples() -> None:
     assert result is not None and result.n == 6
     measured = (result.mean_difference, result.ci_low, result.ci_high, result.sign_flip_fraction)
     assert measured == pytest.approx(expected, abs=1e-12)
+    # A above 1 (a length-adjusted score can be): its means are clipped at 1
+    high = {k: v + 1.2 for k, v in a.items()}
+    result = paired_bootstrap(high, b, 200, 2)
+    assert result is not None
+    measured = (result.mean_difference, result.ci_low, result.ci_high, result.sign_flip_fraction)
+    assert measured == pytest.approx(bootstrap_by_hand(high, b, 200, 2), abs=1e-12)
+    result = paired_bootstrap(b, high, 200, 2)
+    assert result is not None
+    measured = (result.mean_difference, result.ci_low, result.ci_high, result.sign_flip_fraction)
+    assert measured == pytest.approx(bootstrap_by_hand(b, high, 200, 2), abs=1e-12)
+    # a difference of exactly 1 in every resample: no resample flips its sign
+    best = paired_bootstrap({"p": 1.0, "q": 1.0}, {"p": 0.0, "q": 0.0}, 20, 0)
+    assert best is not None and best.mean_difference == 1.0 and best.sign_flip_fraction == 0.0
     same = paired_bootstrap(a, a, 50, 1)
     assert same is not None and same.mean_difference == 0.0 and same.sign_flip_fraction == 1.0
     assert paired_bootstrap(a, {"x": 1.0}) is None
@@ -232,3 +256,58 @@ def test_a_jury_of_two_with_the_default_bootstrap() -> None:
     assert jury.metrics["overall_score:bootstrap_std"] == pytest.approx(std, abs=1e-12)
     with pytest.raises(ValueError, match="two or more distinct members"):
         jury_section(["j1"], rows)
+
+
+def test_average_over_raters_by_hand() -> None:
+    per_rater = {
+        "r1": {"f1": Rate(4, 0.5), "undefined": Rate(0, None)},
+        "r2": {"undefined": Rate(2, None), "f1": Rate(6, 1.0)},
+        "r3": {"no_pairs": Rate(0, 0.7)},
+    }
+    assert average_over_raters(per_rater) == {
+        "f1": Average(0.75, (4 * 0.5 + 6 * 1.0) / 10, 2),
+        "undefined": Average(None, None, 0),
+        "no_pairs": Average(0.7, None, 1),
+    }
+
+
+def test_f1_of_an_undefined_side_counts_both_sides_pairs() -> None:
+    assert _f1(Rate(3, None), Rate(2, 0.5), 1) == Rate(5, None)
+    assert _f1(Rate(4, 0.5), Rate(6, 0.25), 2) == Rate(8, pytest.approx(2 * 0.125 / 0.75))
+    with pytest.raises(ValueError):  # labels, raters and categories row by row
+        leave_one_out([[True, False]], [["a", "b"]], ["c1", "c2"])
+
+
+def test_consensus_breakdown_reads_every_cluster_and_names_unknown_ones() -> None:
+    table = consensus_criteria()
+    known = sorted(table)[0]
+    metrics = {
+        "axis:accuracy": 0.5,  # sorted before the clusters: skipped, not the end
+        f"cluster:{known}": 0.25,
+        f"cluster:{known}:n_samples": 4,
+        f"cluster:{known}:bootstrap_std": 0.1,
+        "cluster:zz_unknown": 0.75,
+        "cluster:zz_unknown:n_samples": 2,
+        "cluster:zz_unknown:bootstrap_std": 0.2,
+    }
+    rows = consensus_breakdown(metrics)
+    assert rows == [
+        {
+            "cluster": known,
+            "theme": table[known]["theme"],
+            "behavior_category": table[known]["behavior_category"],
+            "criterion": table[known]["criterion"],
+            "score": 0.25,
+            "n_samples": 4,
+            "bootstrap_std": 0.1,
+        },
+        {
+            "cluster": "zz_unknown",
+            "theme": None,
+            "behavior_category": None,
+            "criterion": None,
+            "score": 0.75,
+            "n_samples": 2,
+            "bootstrap_std": 0.2,
+        },
+    ]
