@@ -169,15 +169,17 @@ def interval_by_hand(
 
 
 def test_the_calibrated_interval_equals_a_loop_over_resamples() -> None:
-    # a judge right on 17 of 20 positives and 15 of 20 negatives: Se 0.85, Sp 0.75
-    meta = [(True, True)] * 17 + [(False, True)] * 3 + [(False, False)] * 15 + [(True, False)] * 5
-    examples = [(1, 1), (0, 2), (3, 4), (2, 2)]
+    # a judge right on 45 of 50 positives and 44 of 50 negatives: Se 0.9, Sp 0.88; 21 of 38
+    # eval criteria met: an interval inside (0, 1), so neither end is a clip
+    meta = [(True, True)] * 45 + [(False, True)] * 5 + [(False, False)] * 44 + [(True, False)] * 6
+    examples = [(1, 3), (2, 2), (3, 4), (2, 5), (1, 1), (4, 6), (0, 3), (2, 2), (1, 2), (3, 5)]
+    examples += [(2, 4), (0, 1)]
     result = calibrate("c", examples, meta)  # the defaults: 1000 resamples, seed 0
-    assert result.observed == pytest.approx(6 / 9) and result.n_eval == 9
-    assert result.corrected == pytest.approx((6 / 9 + 0.75 - 1) / (0.85 + 0.75 - 1))
-    assert (result.ci_low, result.ci_high) == pytest.approx(
-        interval_by_hand(examples, meta, 1000, 0)
-    )
+    assert result.observed == pytest.approx(21 / 38) and result.n_eval == 38
+    assert result.corrected == pytest.approx((21 / 38 + 0.88 - 1) / (0.9 + 0.88 - 1))
+    expected = interval_by_hand(examples, meta, 1000, 0)
+    assert 0 < expected[0] < expected[1] < 1  # type: ignore[operator]
+    assert (result.ci_low, result.ci_high) == pytest.approx(expected, abs=1e-12)
     assert result == calibrate("c", examples, meta, 1000, 0)
     # a small meta-eval sample (resamples without a positive or a negative are skipped, some
     # with Se + Sp - 1 <= 0) and one example with one graded criterion
