@@ -98,22 +98,24 @@ def pooled_f1_by_hand(pairs: list[tuple[bool, bool]]) -> float | None:
     return sum(scores) / 2
 
 
-def pooled_interval_by_hand(samples: int, seed: int) -> tuple[float, float]:
+def pooled_interval_by_hand(
+    judge: list[bool], labels: list[list[bool]], cats: list[str], samples: int, seed: int
+) -> tuple[float, float]:
     """The judge's pooled figure's interval written out: per resample, each category's rows
     drawn with replacement (position j of the rows listed category by category draws row
     floor(u_j * size) of its category, u from numpy's default_rng), every drawn row's (judge,
     physician) pairs pooled; the 2.5th and 97.5th percentiles (linear interpolation)."""
-    rows = sorted(range(len(CATS)), key=lambda i: CATS[i])  # category by category, stable
-    by_cat = {c: [i for i in rows if CATS[i] == c] for c in sorted(set(CATS))}
+    rows = sorted(range(len(cats)), key=lambda i: cats[i])  # category by category, stable
+    by_cat = {c: [i for i in rows if cats[i] == c] for c in sorted(set(cats))}
     rng = np.random.default_rng(seed)
     values = []
     for _ in range(samples):
         u = rng.random(len(rows))
         pairs = []
         for j, row in enumerate(rows):
-            members = by_cat[CATS[row]]
+            members = by_cat[cats[row]]
             drawn = members[int(np.floor(u[j] * len(members)))]
-            pairs += [(JUDGE[drawn], label) for label in LABELS[drawn]]
+            pairs += [(judge[drawn], label) for label in labels[drawn]]
         value = pooled_f1_by_hand(pairs)
         if value is not None:
             values.append(value)
@@ -129,8 +131,13 @@ def pooled_interval_by_hand(samples: int, seed: int) -> tuple[float, float]:
 
 
 def test_the_judges_pooled_interval_equals_a_loop_over_resamples() -> None:
-    figures = paper_figures(JUDGE, LABELS, IDS, CATS, samples=300, seed=5)
-    low, high = pooled_interval_by_hand(300, 5)
+    # three categories, the rows of "c" listed first (the spans must follow the categories)
+    judge = [False, True, *JUDGE, True]
+    labels = [[False, True], [True], *LABELS, [False]]
+    cats = ["c", "c", *CATS, "c"]
+    ids = [["p1", "p2"], ["p1"], *IDS, ["p3"]]
+    figures = paper_figures(judge, labels, ids, cats, samples=300, seed=5)
+    low, high = pooled_interval_by_hand(judge, labels, cats, 300, 5)
     assert figures[f"{MODEL_POOLED}:ci_low"] == pytest.approx(low, abs=1e-12)
     assert figures[f"{MODEL_POOLED}:ci_high"] == pytest.approx(high, abs=1e-12)
     assert low < high
