@@ -25,7 +25,7 @@ def test_each_row_lands_in_one_state_and_criteria_are_counted() -> None:
             result([grade(True), grade(None), grade(False)], metrics={"overall_score": 0.5}),
             result([grade(True), grade(True)], metrics={"overall_score": 1.0}),
             result([], error="APITimeoutError"),  # failed
-            result([grade(None)], error="empty reply"),  # failed, its criterion ungraded
+            result([grade(None), grade(None)], error="empty reply"),  # failed, ungraded
             result([grade(None), grade(None)]),  # a reply, nothing graded: unscorable
             result([grade(None)]),
             # stopped by the budget: not run, though it has an error; the criterion it left is
@@ -41,13 +41,13 @@ def test_each_row_lands_in_one_state_and_criteria_are_counted() -> None:
         "rows_unscorable": 2,
         "rows_not_run": 2,
         "criteria_graded": 5,
-        "ungraded_criteria": 5,
+        "ungraded_criteria": 6,
     }
     assert counts.progress_fields() == {
         "scored": 2,
         "failed": 2,
         "not_run": 2,
-        "ungraded_criteria": 5,
+        "ungraded_criteria": 6,
     }
     assert (counts.finished, counts.pending) == (8, 0)
     partial = RunCounts(rows=5)

@@ -19,6 +19,7 @@ from healthbench_exp.grading.agreement import (
     _f1,
     average_over_raters,
     leave_one_out,
+    pairwise_metrics,
 )
 from healthbench_exp.grading.calibration import (
     MIN_ROWS,
@@ -278,6 +279,10 @@ def test_f1_of_an_undefined_side_counts_both_sides_pairs() -> None:
     assert _f1(Rate(4, 0.5), Rate(6, 0.25), 2) == Rate(8, pytest.approx(2 * 0.125 / 0.75))
     with pytest.raises(ValueError):  # labels, raters and categories row by row
         leave_one_out([[True, False]], [["a", "b"]], ["c1", "c2"])
+    with pytest.raises(
+        ValueError, match=r"^own_labels, other_labels and categories differ in length$"
+    ):
+        pairwise_metrics([True], [[True], [False]], ["c"], "model")
 
 
 def test_consensus_breakdown_reads_every_cluster_and_names_unknown_ones() -> None:
