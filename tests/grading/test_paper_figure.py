@@ -155,3 +155,21 @@ def test_balanced_f1_edges_and_the_mean_per_row() -> None:
     assert _nanmean(values) == pytest.approx(3.0)
     with pytest.raises(ValueError):  # rows of labels, ids and categories must line up
         paper_figures(JUDGE, LABELS, IDS, CATS[:-1])
+
+
+def test_the_physicians_criterion_mean_weighs_each_category_once() -> None:
+    # PHYS_* plus category z: two rows on which p1 and p2 agree (T, T then F, F): each
+    # physician's balanced F1 there is 1; x's mean is 0.5460 (above), y has none: the criterion
+    # mean is (0.5460 + 1) / 2, not the mean over the five (category, physician) values
+    labels = [*PHYS_LABELS, [True, True], [False, False]]
+    ids = [*PHYS_IDS, ["p1", "p2"], ["p1", "p2"]]
+    cats = [*PHYS_CATS, "z", "z"]
+    figures = paper_figures([None] * 6, labels, ids, cats, samples=20)
+    x = (2 / 3 + 2 * (0.4 + 4 / 7) / 2) / 3
+    assert figures[PHYSICIAN_CRITERION_MEAN] == pytest.approx((x + 1.0) / 2)
+
+
+def test_the_default_interval_is_1000_resamples_seeded_0() -> None:
+    assert paper_figures(JUDGE, LABELS, IDS, CATS) == paper_figures(
+        JUDGE, LABELS, IDS, CATS, samples=1000, seed=0
+    )
