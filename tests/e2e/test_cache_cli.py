@@ -26,6 +26,16 @@ def entries(cache: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
 
+def written(cache: Path) -> int:
+    """Entries in the cache now; 0 before the run created its database and table."""
+    if not (cache / "responses.sqlite").exists():
+        return 0
+    try:
+        return entries(cache)
+    except sqlite3.OperationalError:  # the file exists, its table not yet
+        return 0
+
+
 def test_stats_prune_and_clear_on_a_real_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     assert "no response cache" in cache_cli("stats", "--dir", str(cache)).stdout
@@ -72,18 +82,22 @@ def test_prune_while_a_run_writes_keeps_the_run_working(tmp_path: Path) -> None:
         "runner.max_concurrent=2", "runner.max_parallel_judges=2", f"cache.dir={cache}",
         f"hydra.run.dir={tmp_path / 'run'}",
     )  # fmt: skip
+    # event-driven: each prune follows new entries the run wrote (since the start, then since
+    # the last prune), never a timer; two prunes while the run is still going
     pruned = deferred = 0
     deadline = time.monotonic() + 120
-    while job.poll() is None and time.monotonic() < deadline:
-        if (cache / "responses.sqlite").exists():
-            result = cache_cli("prune", "--dir", str(cache), "--older-than", "0s", "--yes")
-            assert result.returncode == 0, result.stderr
-            pruned += "removed" in result.stdout
-            deferred += "a run is writing to it" in result.stdout  # no VACUUM under a run
-        time.sleep(0.5)
+    for _ in range(2):
+        while written(cache) == 0:
+            assert job.poll() is None, "the run ended before it wrote new entries"
+            assert time.monotonic() < deadline, "no new cache entries within 120 s"
+            time.sleep(0.05)
+        result = cache_cli("prune", "--dir", str(cache), "--older-than", "0s", "--yes")
+        assert result.returncode == 0, result.stderr
+        pruned += "removed" in result.stdout
+        deferred += "a run is writing to it" in result.stdout  # no VACUUM under a run
     _, err = job.communicate(timeout=120)
     assert job.returncode == 0, err
-    assert pruned >= 2 and deferred >= 1  # entries were removed while the run was writing
+    assert pruned == 2 and deferred == 2  # entries were removed while the run was writing
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["counts"]["rows_scored"] == 24 and summary["counts"]["rows_failed"] == 0
     with sqlite3.connect(cache / "responses.sqlite") as db:  # what is left is whole

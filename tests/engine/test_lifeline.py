@@ -20,7 +20,15 @@ import pytest
 
 from tests import zygote
 from tests.e2e.test_e2e import REPO
-from tests.engine.test_serve import LIGHT, alive, listening, server_lives, stand_in_env, wait_for
+from tests.engine.test_serve import (
+    LIGHT,
+    alive,
+    listening,
+    requests_in_flight,
+    server_lives,
+    stand_in_env,
+    wait_for,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 GONE_WITHIN_S = 5.0
@@ -86,7 +94,8 @@ def test_kill_9_of_a_demo_run_ends_its_built_in_endpoint(tmp_path) -> None:
         log = tmp_path / "run" / "healthbench.log"
         ready = "built-in offline endpoint at"  # it listens: the run read its address
         wait_for(lambda: log.exists() and ready in log.read_text(), 60, "the endpoint")
-        time.sleep(1)  # requests in flight, held for their latency
+        # requests in flight, held for their latency
+        wait_for(lambda: requests_in_flight(log) > 0, 60, "requests held by the endpoint")
         assert alive(endpoint) and run.poll() is None
         kill_9(run)
         assert_dies(endpoint, "the built-in endpoint")

@@ -3,7 +3,8 @@ read-only output disk, a full or damaged response cache. Each test runs the CLI 
 
 Full and read-only disks are real: a small (or read-only) tmpfs where this process may mount one
 (root in most CI containers), else a file-size limit (`RLIMIT_FSIZE`, unprivileged) for the full
-disk and permissions for the read-only directory.
+disk and permissions for the read-only directory. The tests that need a tmpfs skip without one,
+except with HEALTHBENCH_REQUIRE_TMPFS=1 (as `.ci/run` sets), where they fail instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -39,6 +41,14 @@ def status(run_dir: Path) -> dict:
 def demo_metrics(demo: DemoRun) -> dict:
     """The metrics of the session's demo run: what a clean run of DEMO scores."""
     return json.loads((demo.directory / "summary.json").read_text())["metrics"]
+
+
+def no_tmpfs(reason: str) -> NoReturn:
+    """Skip for want of a tmpfs (no mount rights), or fail where HEALTHBENCH_REQUIRE_TMPFS=1
+    (as `.ci/run` sets: CI runs as root, where mount(8) works) says these tests must run."""
+    if os.environ.get("HEALTHBENCH_REQUIRE_TMPFS") == "1":
+        pytest.fail(f"HEALTHBENCH_REQUIRE_TMPFS=1 but no tmpfs could be mounted: {reason}")
+    pytest.skip(reason)
 
 
 @pytest.fixture
@@ -141,7 +151,7 @@ def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> No
 def test_a_run_onto_a_full_disk_stops_before_writing(tmp_path, tmpfs) -> None:
     disk = tmpfs("32k")
     if disk is None:
-        pytest.skip("needs a small tmpfs (mount rights)")
+        no_tmpfs("needs a small tmpfs (mount rights)")
     result = run_cli(*DEMO, f"hydra.run.dir={disk / 'run'}")
     assert result.returncode == 2
     message = result.stderr.strip()
@@ -171,7 +181,7 @@ def test_a_read_only_output_directory_is_one_line(tmp_path, tmpfs) -> None:
     else:  # root ignores permissions: a read-only file system
         parent = read_only_mount(tmpfs)
         if parent is None:
-            pytest.skip("running as root without a read-only file system or mount rights")
+            no_tmpfs("running as root without a read-only file system or mount rights")
     run_dir = parent / "healthbench-run"
     result = run_cli(*DEMO, f"hydra.run.dir={run_dir}")
     assert result.returncode == 2
@@ -213,7 +223,7 @@ def test_a_damaged_cache_is_set_aside_with_one_warning(tmp_path, isolated_cache)
 def test_a_full_cache_disk_keeps_every_paid_reply(tmp_path, tmpfs, demo_run: DemoRun) -> None:
     disk = tmpfs("96k")
     if disk is None:
-        pytest.skip("needs a small tmpfs (mount rights) to fill the cache's disk")
+        no_tmpfs("needs a small tmpfs (mount rights) to fill the cache's disk")
     assert demo_run.returncode == 0, demo_run.stderr  # the clean run of the same experiment
     run_dir = tmp_path / "run"
     result = run_cli(

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -161,6 +162,18 @@ def wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-u
         time.sleep(0.2)
 
 
+def requests_in_flight(log: Path) -> int:
+    """How many requests the run's built-in endpoint holds now: its `/stats` (`in_flight`), at
+    the address the run logged; 0 before it logged one."""
+    found = re.search(
+        r"built-in offline endpoint at (\S+)", log.read_text() if log.exists() else ""
+    )
+    if found is None:
+        return 0
+    with urllib.request.urlopen(found.group(1).removesuffix("/v1") + "/stats") as response:
+        return int(json.loads(response.read()).get("in_flight", 0))
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR2])
 def test_a_stopping_signal_ends_the_run_interrupted_resumable_and_stops_the_server(
     tmp_path, stop: signal.Signals
@@ -175,7 +188,7 @@ def test_a_stopping_signal_ends_the_run_interrupted_resumable_and_stops_the_serv
     )  # fmt: skip
     log = run_dir / "healthbench.log"
     wait_for(lambda: log.exists() and "served at" in log.read_text(), 60, "the served model")
-    time.sleep(1)  # requests in flight
+    wait_for(lambda: requests_in_flight(log) > 0, 60, "judge requests held by the endpoint")
     run.send_signal(stop)
     _, stderr = run.communicate(timeout=60)
     assert run.returncode == 128 + stop, stderr

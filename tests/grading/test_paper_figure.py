@@ -3,6 +3,7 @@ judge and for physicians, each with a seeded bootstrap interval over rows within
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from healthbench_exp.grading.agreement import average_over_raters, leave_one_out, pairwise_metrics
@@ -11,6 +12,8 @@ from healthbench_exp.grading.paper_figure import (
     MODEL_POOLED,
     PHYSICIAN_CRITERION_MEAN,
     PHYSICIAN_POOLED,
+    _nanmean,
+    balanced_f1,
     paper_figures,
 )
 
@@ -76,3 +79,97 @@ def test_the_interval_is_seeded_and_collapses_on_identical_rows() -> None:
                          ["a", "a", "b", "b"], samples=100)  # fmt: skip
     # every resample of a category repeats its one kind of row: no spread
     assert same[f"{MODEL_POOLED}:ci_low"] == same[f"{MODEL_POOLED}:ci_high"] == same[MODEL_POOLED]
+
+
+def pooled_f1_by_hand(pairs: list[tuple[bool, bool]]) -> float | None:
+    """Balanced F1 of (judge, physician) pairs: the mean of the met and the unmet class's F1,
+    each 2PR / (P + R) (0 when P = R = 0; undefined without pairs on a side)."""
+    scores = []
+    for cls in (True, False):
+        agree = sum(1 for j, p in pairs if j == cls and p == cls)
+        own = sum(1 for j, _ in pairs if j == cls)
+        other = sum(1 for _, p in pairs if p == cls)
+        if not own or not other:
+            return None
+        precision, recall = agree / own, agree / other
+        scores.append(
+            0.0 if precision == recall == 0 else 2 * precision * recall / (precision + recall)
+        )
+    return sum(scores) / 2
+
+
+def pooled_interval_by_hand(
+    judge: list[bool], labels: list[list[bool]], cats: list[str], samples: int, seed: int
+) -> tuple[float, float]:
+    """The judge's pooled figure's interval written out: per resample, each category's rows
+    drawn with replacement (position j of the rows listed category by category draws row
+    floor(u_j * size) of its category, u from numpy's default_rng), every drawn row's (judge,
+    physician) pairs pooled; the 2.5th and 97.5th percentiles (linear interpolation)."""
+    rows = sorted(range(len(cats)), key=lambda i: cats[i])  # category by category, stable
+    by_cat = {c: [i for i in rows if cats[i] == c] for c in sorted(set(cats))}
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(samples):
+        u = rng.random(len(rows))
+        pairs = []
+        for j, row in enumerate(rows):
+            members = by_cat[cats[row]]
+            drawn = members[int(np.floor(u[j] * len(members)))]
+            pairs += [(judge[drawn], label) for label in labels[drawn]]
+        value = pooled_f1_by_hand(pairs)
+        if value is not None:
+            values.append(value)
+    values.sort()
+
+    def percentile(q: float) -> float:
+        rank = q / 100 * (len(values) - 1)
+        low = int(rank)
+        high = min(low + 1, len(values) - 1)
+        return values[low] + (values[high] - values[low]) * (rank - low)
+
+    return percentile(2.5), percentile(97.5)
+
+
+def test_the_judges_pooled_interval_equals_a_loop_over_resamples() -> None:
+    # three categories, the rows of "c" listed first (the spans must follow the categories)
+    judge = [False, True, *JUDGE, True]
+    labels = [[False, True], [True], *LABELS, [False]]
+    cats = ["c", "c", *CATS, "c"]
+    ids = [["p1", "p2"], ["p1"], *IDS, ["p3"]]
+    figures = paper_figures(judge, labels, ids, cats, samples=300, seed=5)
+    low, high = pooled_interval_by_hand(judge, labels, cats, 300, 5)
+    assert figures[f"{MODEL_POOLED}:ci_low"] == pytest.approx(low, abs=1e-12)
+    assert figures[f"{MODEL_POOLED}:ci_high"] == pytest.approx(high, abs=1e-12)
+    assert low < high
+
+
+def test_balanced_f1_edges_and_the_mean_per_row() -> None:
+    # (tt, tf, ft, ff): never agreeing on either class is 0, not undefined; no judge "met" at all
+    # leaves the met class's precision undefined
+    counts = np.array([[0, 2, 3, 0], [0, 0, 2, 1], [2, 0, 0, 2]], dtype=float)
+    result = balanced_f1(counts)
+    assert result[0] == 0.0 and np.isnan(result[1]) and result[2] == 1.0
+    values = np.array([[1.0, np.nan], [3.0, 5.0], [np.nan, np.nan]])
+    means = _nanmean(values, axis=1)
+    assert means[0] == 1.0 and means[1] == 4.0 and np.isnan(means[2])
+    assert _nanmean(values) == pytest.approx(3.0)
+    with pytest.raises(ValueError):  # rows of labels, ids and categories must line up
+        paper_figures(JUDGE, LABELS, IDS, CATS[:-1])
+
+
+def test_the_physicians_criterion_mean_weighs_each_category_once() -> None:
+    # PHYS_* plus category z: two rows on which p1 and p2 agree (T, T then F, F): each
+    # physician's balanced F1 there is 1; x's mean is 0.5460 (above), y has none: the criterion
+    # mean is (0.5460 + 1) / 2, not the mean over the five (category, physician) values
+    labels = [*PHYS_LABELS, [True, True], [False, False]]
+    ids = [*PHYS_IDS, ["p1", "p2"], ["p1", "p2"]]
+    cats = [*PHYS_CATS, "z", "z"]
+    figures = paper_figures([None] * 6, labels, ids, cats, samples=20)
+    x = (2 / 3 + 2 * (0.4 + 4 / 7) / 2) / 3
+    assert figures[PHYSICIAN_CRITERION_MEAN] == pytest.approx((x + 1.0) / 2)
+
+
+def test_the_default_interval_is_1000_resamples_seeded_0() -> None:
+    assert paper_figures(JUDGE, LABELS, IDS, CATS) == paper_figures(
+        JUDGE, LABELS, IDS, CATS, samples=1000, seed=0
+    )

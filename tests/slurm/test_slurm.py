@@ -25,7 +25,9 @@ import pytest
 
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import (
+    alive,
     assert_gone,
+    listening,
     resume_to_completion,
     server_lives,
     stand_in_env,
@@ -259,21 +261,34 @@ def kill_harness(job_id: str) -> None:
 
 def test_a_job_killed_mid_run_is_failed_resumable_and_its_server_is_gone(tmp_path) -> None:
     """Job 1's harness is killed outright (as the kernel's OOM killer does) while it serves
-    its model: it is failed with SLURM's reason and the resume command; its server is gone."""
+    its model, once it has written results: it is failed with SLURM's reason and the resume
+    command; its server is gone; the resume finishes it, serving the model again."""
     sweep_dir = tmp_path / "sweep"
+    job_dir = sweep_dir / "1"
+
+    def kill_once_it_has_results(job_id: str) -> None:
+        wait_for(lambda: (job_dir / "examples.jsonl").exists(), "job 1's first results")
+        kill_harness(job_id)
+
     rows, job_id = sweep_with_job_1_stopped(
-        sweep_dir, kill_harness, "model=vllm", "model.name=org/model-a,org/model-b",
+        sweep_dir, kill_once_it_has_results, "model=vllm", "model.name=org/model-a,org/model-b",
         "offline_server.latency_ms=3000",
     )  # fmt: skip
     assert rows["1"]["status"] == "failed"
     assert "SLURM ended it: FAILED" in rows["1"]["error"] and job_id in rows["1"]["error"]
-    if (sweep_dir / "1" / "examples.jsonl").exists():  # rows finished before the kill
-        assert f"resume={sweep_dir / '1'}" in rows["1"]["error"]
+    assert f"finish with: python -m healthbench_exp resume={job_dir}" in rows["1"]["error"]
     for job in ("0", "1"):
         (life,) = server_lives(sweep_dir / job / "vllm.log")
         # the parent-death signal and the guard stop it within seconds of the kill; an exited
         # server is reaped by whoever inherits it, so a zombie counts as gone
         wait_for(lambda pid=life.pid: not running(pid), f"job {job}'s server to end", 15)
+    resume_to_completion(job_dir)
+    assert len(example_scores(job_dir)) == 3
+    # the log is appended, not truncated: the killed job's server, then the resume's, stopped
+    # (a killed run logs no stop of its own, so the stops cannot be paired with the starts)
+    killed, resumed = server_lives(job_dir / "vllm.log")
+    assert (killed.pid, killed.port) == (life.pid, life.port) and resumed.pid != life.pid
+    assert not alive(resumed.pid) and not listening(resumed.port)
 
 
 def running(pid: int) -> bool:

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.output.wandb.content import calibrated_metrics
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import read_jsonl
+from tests.output.test_tracking import offline_runs, wandb_env
+from tests.wandb_log import read_run
 
 CORRECTED = "cluster:emergency_referrals_emergent_emergency_behavior"  # 60 meta-eval rows
 SMALL = "cluster:hedging_no-uncertainty_accurate"  # 8 rows: too few to correct
@@ -97,8 +98,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                    env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = write(tmp / "eval.jsonl", eval_rows())
+    # the calibrated eval logs to a real offline W&B run, read back below
     done = run_cli(*OFFLINE, f"dataset.path={data}", f"calibration.meta_eval_run={tmp / 'meta'}",
-                   f"hydra.run.dir={tmp / 'eval'}", env=env)  # fmt: skip
+                   "wandb.mode=offline", f"hydra.run.dir={tmp / 'eval'}",
+                   env={**env, **wandb_env(tmp)})  # fmt: skip
     assert done.returncode == 0, done.stderr
     return {"tmp": tmp, "meta": tmp / "meta", "eval": tmp / "eval", "data": data}
 
@@ -183,8 +186,11 @@ def test_report_wandb_and_the_typed_summary_show_the_calibrated_rates(runs) -> N
     assert "Calibrated consensus rates" in report
     assert f"{row.corrected:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]" in report
     assert f"not corrected: {escape(rows[SMALL].reason or '')}" in report
-    metrics = calibrated_metrics(summary)  # what the W&B run's summary gets
-    assert metrics[f"calibrated/{CORRECTED}/corrected"] == row.corrected
-    assert metrics[f"calibrated/{CORRECTED}/ci_high"] == row.ci_high
-    assert metrics[f"calibrated/{SMALL}/observed"] == rows[SMALL].observed
+    # what the eval's offline W&B run wrote to its summary, read back from its log
+    (run_dir,) = offline_runs(runs["tmp"] / "wandb_dir")
+    metrics = read_run(run_dir).summary
+    assert metrics[f"calibrated/{CORRECTED}/corrected"] == pytest.approx(row.corrected, abs=1e-12)
+    assert metrics[f"calibrated/{CORRECTED}/ci_low"] == pytest.approx(row.ci_low, abs=1e-12)
+    assert metrics[f"calibrated/{CORRECTED}/ci_high"] == pytest.approx(row.ci_high, abs=1e-12)
+    assert metrics[f"calibrated/{SMALL}/observed"] == pytest.approx(rows[SMALL].observed)
     assert f"calibrated/{SMALL}/corrected" not in metrics
