@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from healthbench_exp.core.bridged import HoldoutError, SourceCell
-from healthbench_exp.grading.bridge import Cells, Pair
+from healthbench_exp.grading.bridge import Cells, Pair, bridge_run
 from healthbench_exp.grading.bridge_checks import (
     chi2_equal_rates,
     chi2_sf,
@@ -92,6 +92,11 @@ def test_the_k_fold_error_matches_an_independent_loop() -> None:
         *make_pairs("axis:b", [-2], False, 12, 2),
         *make_pairs("axis:a", [4], True, 20, 5, source=1),
         *make_pairs("cluster:k", [-5], False, 9, 1, source=1),
+    ]
+    pairs += [  # first in order: an example without positive points, then one with a single point
+        Pair(0, "0-negative", "axis:a", -1, True, False),
+        Pair(0, "0-one-point", "axis:b", 1, True, True),
+        Pair(0, "0-one-point", "axis:b", -2, False, False),
     ]
     cells = Cells({(p.stratum, p.points > 0) for p in pairs})
     for folds, seed in ((5, 3), (4, 8)):
@@ -189,3 +194,41 @@ def test_the_chi_square_statistic_edge_cases() -> None:
     assert chi2_equal_rates([(5, 2), (0, 0)]) == (0.0, 0)  # one source with pairs
     assert chi2_equal_rates([]) == (0.0, 0)
     assert chi2_sf(5.0, 0) == 1.0
+
+
+def test_a_cell_with_pairs_from_one_source_is_left_out_and_the_next_kept() -> None:
+    pairs = [
+        *make_pairs("axis:z", [1], True, 4, 2, source=0),  # met: one source
+        *make_pairs("axis:z", [1], False, 3, 1, source=0),
+        *make_pairs("axis:z", [1], False, 2, 0, source=1),
+    ]
+    (cell,) = spread(pairs, Cells([("axis:z", True)]), np.full((5, 2), 0.5), ["a", "b"])
+    assert (cell.stratum, cell.verdict, cell.q) == ("axis:z", "not", pytest.approx(1.5 / 6))
+
+
+def test_a_source_q_on_the_interval_edge_is_inside_it() -> None:
+    # 41 sorted draws: the 2.5th and 97.5th percentiles are the 2nd and the 40th, here b's and
+    # a's q exactly
+    q_draws = np.full((41, 4), 0.5)
+    q_draws[:, 1] = [0.0, 2.5 / 11, *np.linspace(0.3, 0.8, 37), 18.5 / 21, 1.0]
+    (x_met, *_) = spread(SPREAD_PAIRS, SPREAD_CELLS, q_draws, SOURCES)
+    assert x_met.ci == [2.5 / 11, 18.5 / 21]
+    assert x_met.p_value < 0.05
+    assert not x_met.beyond_interval
+
+
+def test_a_zero_point_pair_breaks_no_check() -> None:
+    """The data loader accepts 0 points; such a pair has a cell like any other."""
+    pairs = [*SMALL, Pair(0, "w", "axis:a", 0, True, True), Pair(1, "w", "axis:a", 0, True, False)]
+    cells = Cells({(p.stratum, p.points > 0) for p in pairs})
+    assert holdout_error(pairs, cells, 10, 7, folds=3).examples == 2
+    # the spread counts each pair in the same cell as the bridge does
+    bridged = bridge_run([], pairs, 5, 1)
+    n = {}
+    for row in bridged.strata:
+        n[(row.stratum, row.sign, "met")], n[(row.stratum, row.sign, "not")] = row.n_met, row.n_not
+    cells_ = spread(pairs, bridged.cells, bridged.q_draws, ["a", "b"])
+    assert cells_
+    for cell in cells_:
+        total = sum(source.n for source in cell.by_source.values())
+        assert total == n[(cell.stratum, cell.sign, cell.verdict)]

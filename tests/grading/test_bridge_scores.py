@@ -24,7 +24,7 @@ import pytest
 
 from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import RunRow, bridge_run, jeffreys, stratum_of
+from healthbench_exp.grading.bridge import Pair, RunRow, bridge_run, jeffreys, stratum_of
 from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of, q_of
 
 PAIRS = [
@@ -57,7 +57,8 @@ G = crit(-5, "axis:completeness", "level:example")  # met: 30.5 / 36
 H = crit(-4, "axis:accuracy", "level:example")  # not met: pooled negative not
 J = crit(-1, "axis:accuracy", "level:example")  # met: pooled negative met
 ROW1 = RunRow(["theme:t1"], [A, B, C, D, E], [True, False, False, None, True])
-ROW2 = RunRow(["theme:t2"], [F, G, H, J], [True, True, False, True])
+# H first: its tag (negative points only here) is skipped and the tags after it still count
+ROW2 = RunRow(["theme:t2"], [H, F, G, J], [False, True, True, True])
 ROW3 = RunRow(["theme:t3"], [D, H], [None, True])  # no graded positive points: not scored
 S1 = (5 * 21.5 / 31 + 3 * 6.5 / 41 - 2 * NEG_NOT + 1 * POS_MET) / 9
 S2 = (10 * POS_MET - 5 * 30.5 / 36 - 4 * NEG_NOT - NEG_MET) / 10
@@ -138,7 +139,8 @@ def test_the_mean_is_clipped_after_averaging_not_per_row() -> None:
 
 
 def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
-    row4 = RunRow(["theme:t1"], [B, E], [True, False])
+    k = crit(-1, "level:example")  # the last cell (negative, none): in no pair
+    row4 = RunRow(["theme:t1"], [B, E, k], [True, False, True])
     rows = [ROW1, ROW2, ROW3, row4]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an undrawn metric is NaN quietly, not with a warning
@@ -147,7 +149,7 @@ def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
     assert set(result.ci) == set(ci)
     for name, interval in ci.items():
         assert result.ci[name] == pytest.approx(interval, rel=1e-12), name
-    assert result.q_draws.shape == (60, 12)
+    assert result.q_draws.shape == (60, 14)
     for i, (stratum, positive) in enumerate(result.cells.strata):  # the order tested above
         for verdict in (False, True):
             expected = [q(stratum, positive, verdict) for _, q in draws]
@@ -169,3 +171,51 @@ def test_a_single_row_interval_comes_from_the_bridge_alone() -> None:
     assert result.ci["bridged_score"] == pytest.approx(ci["bridged_score"], rel=1e-12)
     low, high = result.ci["bridged_score"]
     assert low < 21.5 / 31 < high
+
+
+def test_a_row_or_tag_with_one_positive_point_is_scored() -> None:
+    one = RunRow(["theme:one"], [crit(1, "axis:accuracy", "level:cluster")], [True])
+    metrics = bridge_run([ROW1, one], PAIRS, 0, 1).metrics
+    assert metrics["bridged:theme:one"] == pytest.approx(25.5 / 32, rel=1e-12)
+    assert metrics["bridged:level:cluster"] == pytest.approx((21.5 / 31 + 25.5 / 32) / 2)
+    assert metrics["bridged_score"] == pytest.approx((S1 + 25.5 / 32) / 2, rel=1e-12)
+
+
+def test_verdicts_must_align_with_the_criteria() -> None:
+    with pytest.raises(ValueError):
+        bridge_run([RunRow([], [A, B], [True])], PAIRS, 0, 1)
+
+
+def test_an_empty_bridge_gives_every_cell_one_half() -> None:
+    result = bridge_run([ROW1], [], 20, 3)
+    score = (5 + 3 - 2 + 1) * 0.5 / 9  # every graded criterion weighted 0.5
+    assert result.metrics["bridged_score"] == pytest.approx(score, rel=1e-12)
+    assert result.ci["bridged_score"] == pytest.approx([score, score], rel=1e-12)
+    # three rows, few resamples: the interval comes from the rows' draws alone, seed for seed
+    rows = [ROW1, ROW2, RunRow([], [B], [True])]
+    ci, _ = bootstrap(rows, [], 9, 4)
+    assert bridge_run(rows, [], 9, 4).ci["bridged_score"] == pytest.approx(ci["bridged_score"])
+    assert (result.q_draws == 0.5).all()
+    assert [(s.n_met, s.n_not, s.pooled) for s in result.strata[:-2]] == [
+        (0, 0, ["met", "not"])
+    ] * 5  # cluster:c1, axis:accuracy, axis:completeness, none (+); axis:accuracy (-)
+
+
+def test_a_bridge_of_negative_criteria_only_has_one_pooled_row() -> None:
+    pairs = make_pairs("axis:a", [-1], True, 5, 2)
+    assert bridge_run([], pairs, 0, 1).strata == [
+        BridgeStratum("axis:a", "negative", 5, 0, 2.5 / 6, 0.5, ["met", "not"]),
+        BridgeStratum("pooled", "negative", 5, 0, 2.5 / 6, 0.5),
+    ]
+
+
+def test_a_criterion_with_zero_points_changes_no_score_and_breaks_nothing() -> None:
+    """The data loader accepts 0 points; such a criterion adds nothing to any sum."""
+    zero = crit(0, "axis:instruction_following", "level:example")
+    with_zero = RunRow(ROW1.example_tags, [*ROW1.criteria, zero], [*ROW1.verdicts, True])
+    assert bridge_run([with_zero, ROW2], PAIRS, 0, 1).metrics == pytest.approx(
+        bridge_run([ROW1, ROW2], PAIRS, 0, 1).metrics, rel=1e-12
+    )
+    pairs = [*PAIRS, Pair(0, "z", "axis:instruction_following", 0, True, True)]
+    strata = bridge_run([ROW1], pairs, 5, 1).strata  # its stratum: in no run criterion
+    assert sum(s.n_met + s.n_not for s in strata if s.stratum != "pooled") == len(pairs)
