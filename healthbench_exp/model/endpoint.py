@@ -111,7 +111,7 @@ class ChatEndpoint:
             "base_url": base_url,
             "max_retries": transport.max_retries,
         }
-        # the openai clients, made when the roles open (`open`; the Batch API uses them too)
+        # the openai clients, made at the first request (the Batch API uses them too)
         self.api = config.api
         self.sdk = SdkClients(
             settings, transport, config.max_concurrency, self._answered, PATHS[self.api]
@@ -309,14 +309,6 @@ class ChatEndpoint:
     async def _post(self, body: Mapping[str, object]) -> object:
         """The reply's JSON; HttpError, named as the openai client names its errors."""
         return await self.poster.post(body)
-
-    def open(self) -> None:
-        """Make the openai clients now, in the running loop before the first request, so the
-        first request does not wait for them (importing the client is about half a CPU-second)
-        and the evaluation's clock starts at the first request; `direct` makes its session at
-        its first request."""
-        if self.poster is self.sdk:
-            _ = self.sdk.clients
 
     async def close(self) -> None:
         await self.sdk.close()

@@ -266,8 +266,6 @@ async def open_roles(
         name: (urls[name], keys[name], role.endpoint.name) for name, role in roles.needed.items()
     }
     share_buckets((accounts[name], endpoint.pacer) for name, endpoint in endpoints.items())
-    for endpoint in endpoints.values():
-        endpoint.open()
     model = endpoints.get(MODEL)
 
     def sampling() -> bool:  # replies that will need grading are still being sampled
