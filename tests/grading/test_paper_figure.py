@@ -16,6 +16,7 @@ from healthbench_exp.grading.paper_figure import (
     balanced_f1,
     paper_figures,
 )
+from tests.by_hand import percentile_by_hand
 
 # Category a: pairs (judge, physician) (T,T) (T,T) (F,F) (F,T): tt=2 tf=0 ft=1 ff=1
 #   pos: precision 2/2, recall 2/3 -> F1 0.8; neg: precision 1/2, recall 1/1 -> F1 2/3
@@ -121,13 +122,7 @@ def pooled_interval_by_hand(
             values.append(value)
     values.sort()
 
-    def percentile(q: float) -> float:
-        rank = q / 100 * (len(values) - 1)
-        low = int(rank)
-        high = min(low + 1, len(values) - 1)
-        return values[low] + (values[high] - values[low]) * (rank - low)
-
-    return percentile(2.5), percentile(97.5)
+    return percentile_by_hand(values, 2.5), percentile_by_hand(values, 97.5)
 
 
 def test_the_judges_pooled_interval_equals_a_loop_over_resamples() -> None:

@@ -47,6 +47,7 @@ from healthbench_exp.grading.scoring import (
     example_metrics,
     example_score,
 )
+from tests.by_hand import percentile_by_hand
 from tests.sweep.test_aggregate import bootstrap_by_hand
 
 
@@ -160,13 +161,7 @@ def interval_by_hand(
         return None, None
     values.sort()
 
-    def percentile(q: float) -> float:
-        rank = q / 100 * (len(values) - 1)
-        low = int(rank)
-        high = min(low + 1, len(values) - 1)
-        return values[low] + (values[high] - values[low]) * (rank - low)
-
-    return percentile(2.5), percentile(97.5)
+    return percentile_by_hand(values, 2.5), percentile_by_hand(values, 97.5)
 
 
 def test_the_calibrated_interval_equals_a_loop_over_resamples() -> None:

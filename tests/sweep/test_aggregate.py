@@ -16,6 +16,7 @@ import pytest
 
 from healthbench_exp.sweep.aggregate import find_jobs
 from healthbench_exp.sweep.aggregate import main as aggregate_main
+from tests.by_hand import percentile_by_hand
 from tests.e2e.test_e2e import run_cli
 
 GRID = ("model.name=offline-a,offline-b", "sampling.temperature=0,0.7", "sampling.num_examples=8")
@@ -111,14 +112,8 @@ def bootstrap_by_hand(
         diffs.append(clipped_mean([a[k] for k in draw]) - clipped_mean([b[k] for k in draw]))
     diffs.sort()
 
-    def percentile(q: float) -> float:
-        rank = q / 100 * (samples - 1)
-        low = int(rank)
-        high = min(low + 1, samples - 1)
-        return diffs[low] + (diffs[high] - diffs[low]) * (rank - low)
-
     flips = sum(1 for d in diffs if d * point <= 0) / samples if point != 0 else 1.0
-    return point, percentile(2.5), percentile(97.5), flips
+    return point, percentile_by_hand(diffs, 2.5), percentile_by_hand(diffs, 97.5), flips
 
 
 def test_a_failing_job_is_reported_and_the_rest_summarised(tmp_path: Path) -> None:
