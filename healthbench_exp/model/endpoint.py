@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ from healthbench_exp.model.cache import (
 )
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.http import DirectPoster, HttpError
-from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
+from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.transport import SdkClients, Transport
@@ -68,11 +68,13 @@ class RateLimited(Exception):
 @dataclass(frozen=True)
 class Shared:
     """What the endpoints of a run share: the response cache, the cap on requests in flight
-    together (`runner.max_in_flight`) and the budget (`budget.max_usd`)."""
+    together (`runner.max_in_flight`), the budget (`budget.max_usd`) and the event loop's turns
+    (`LoopTurns`)."""
 
     cache: ResponseCache | None = None
     limit: asyncio.Semaphore | None = None
     budget: Budget | None = None
+    turns: LoopTurns = field(default_factory=LoopTurns)
 
 
 class ChatEndpoint:
@@ -132,6 +134,7 @@ class ChatEndpoint:
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
         self.budget = shared.budget  # budget.max_usd, shared with the other endpoints
+        self.turns = shared.turns  # requests start a few per turn of the loop
         # what identifies the endpoint in cache keys (the built-in server's port changes per run,
         # so it is named by its settings instead)
         self.identity = identity or base_url or OPENAI_DEFAULT_URL
@@ -201,6 +204,7 @@ class ChatEndpoint:
         tokens = prompt_chars(sent) / 4 + reserved
         pacer = self.pacer
         while True:
+            await self.turns.wait()
             started, mark = await pacer.start(tokens)
             _answer_headers.set(None)
             sending = partial(pacer.buckets.sending, tokens, mark)  # the level once sent
