@@ -52,6 +52,7 @@ def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]
         return MetaEvalTask(
             config.dataset, config.task, config.sampling, config.judge, config.runner, config_dict,
             jury=[member.name for member in config.jury_members],
+            jury_members=config.jury_members,
         )  # fmt: skip
     return EvalTask(
         config.dataset,
@@ -64,6 +65,7 @@ def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]
         config_dict,
         calibration=config.calibration,
         jury=[member.name for member in config.jury_members],
+        jury_members=config.jury_members,
         bridge=config.bridge,
     )
 

@@ -75,6 +75,7 @@ def run_protocol(config: Config) -> ProtocolCheck:
         config.scoring,
         model,
         bridge_runs=config.bridge.runs,
+        jury=config.jury_members,
     )
 
 

@@ -147,7 +147,8 @@ class ProtocolCheck:
     fixes: list[str] = field(default_factory=list)
     # a dataset.path run: {"name": the file's name, "sha256": its digest (null: unreadable)}
     data_file: dict[str, str | None] | None = None
-    # how each endpoint is sent its calls, by role (`model` when it samples, `judge`):
+    # how each endpoint is sent its calls, by role (`model` when it samples, `judge`, and
+    # `jury:<model name>` for each jury member):
     # {"api": chat | responses, "system_message": its text or None, "service_tier": ...}
     endpoints: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
@@ -321,11 +322,14 @@ def protocol_check(
     scoring: ScoringConfig,
     model: EndpointConfig | None = None,
     bridge_runs: Sequence[str] = (),
+    jury: Sequence[JudgeConfig] = (),
 ) -> ProtocolCheck:
     """The run's protocol name and every deviation from that set's reference bundle (see the
     module docstring), in a fixed order: judge, model (when it samples: `model`), scoring,
     data, then a bridge (`bridge.runs`: the bridged figures are the judge's verdicts mapped to
-    the reference grader's scale)."""
+    the reference grader's scale). The jury's members (`jury`) are recorded beside the
+    endpoints, as `jury:<model name>`; they deviate from nothing, the metrics being the
+    judge's."""
     name = protocol_name(task, dataset)
     out = _Deviations()
     professional = name == PROFESSIONAL_PROTOCOL
@@ -343,7 +347,10 @@ def protocol_check(
         _data(out, dataset, sampling, OFFICIAL_2025.get(dataset.difficulty, OFFICIAL_2025["all"]))
     if bridge_runs:
         out.add("bridge.runs", f"[] -> {json.dumps(list(bridge_runs))}", "[]")
-    endpoints = {"judge": judge} if model is None else {"model": model, "judge": judge}
+    endpoints: dict[str, EndpointConfig] = {"judge": judge}
+    if model is not None:
+        endpoints = {"model": model, **endpoints}
+    endpoints |= {f"jury:{member.name}": member for member in jury}
     return ProtocolCheck(
         name,
         out.lines,

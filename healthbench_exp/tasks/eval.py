@@ -79,6 +79,7 @@ class EvalTask:
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
+    jury_members: Sequence[JudgeConfig] = ()  # their presets (how each is sent its calls)
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
     examples: Sequence[Example] = ()  # the dataset's examples, built as rows start: set by `items`
 
@@ -144,6 +145,7 @@ class EvalTask:
             self.scoring,
             self.model if sampled else None,
             bridge_runs=self.bridge.runs,
+            jury=self.jury_members,
         )
 
     def summarizer(self, rows: int) -> EvalSummarizer:

@@ -80,6 +80,7 @@ class MetaEvalTask:
     kind: str = "meta_eval"
     unit: str = "row"
     jury: list[str] = field(default_factory=list)  # further judges' model names: each reported
+    jury_members: Sequence[JudgeConfig] = ()  # their presets (how each is sent its calls)
 
     def rows(self) -> list[MetaEvalRow]:
         """The rows to grade: every row, or `sampling.num_examples` drawn with its seed."""
@@ -132,7 +133,14 @@ class MetaEvalTask:
     def protocol(self) -> ProtocolCheck:
         """The meta-eval's reference protocol and its deviations (`config.protocol`); no
         scoring option applies to it."""
-        return protocol_check(self.task, self.dataset, self.sampling, self.judge, ScoringConfig())
+        return protocol_check(
+            self.task,
+            self.dataset,
+            self.sampling,
+            self.judge,
+            ScoringConfig(),
+            jury=self.jury_members,
+        )
 
     def summarizer(self, rows: int) -> MetaEvalSummarizer:
         return MetaEvalSummarizer(self)

@@ -53,3 +53,13 @@ def test_a_model_without_a_reference_sampler_is_not_compared() -> None:
     assert check.endpoints["judge"] == {
         "api": "chat", "system_message": REFERENCE_SYSTEM_MESSAGE, "service_tier": None,
     }  # fmt: skip
+
+
+def test_the_jury_members_are_recorded_beside_the_endpoints_and_deviate_from_nothing() -> None:
+    plain = run_protocol(composed("model=gpt41mini"))
+    check = run_protocol(composed("model=gpt41mini", "jury=[gpt54]"))
+    assert set(check.endpoints) == {"model", "judge", "jury:gpt-5.4-2026-03-05"}
+    assert check.endpoints["jury:gpt-5.4-2026-03-05"] == {
+        "api": "chat", "system_message": REFERENCE_SYSTEM_MESSAGE, "service_tier": None,
+    }  # fmt: skip
+    assert check.deviations == plain.deviations  # the metrics stay the judge's

@@ -231,6 +231,15 @@ def test_a_jury_member_speaks_its_own_api(loopback_server, tmp_path: Path) -> No
         }
 
     assert juror("responses") == juror("chat")
+    # and the protocol records how each member was sent its calls, beside the model and judge
+    for run, api in (("chat", "chat"), ("responses", "responses")):
+        endpoints = json.loads((tmp_path / run / "summary.json").read_text())["protocol"][
+            "endpoints"
+        ]
+        assert set(endpoints) == {"model", "judge", "jury:juror"}
+        assert endpoints["jury:juror"] == {
+            "api": api, "system_message": member.system_message, "service_tier": None,
+        }  # fmt: skip
 
 
 def test_a_server_without_v1_responses_fails_naming_model_api(tmp_path: Path) -> None:

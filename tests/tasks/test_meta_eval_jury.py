@@ -38,6 +38,9 @@ def test_a_meta_eval_jury_reports_each_member_as_its_own_meta_eval(tmp_path: Pat
     assert section["members"] == ["offline-judge", "offline-judge-b"]
     assert section["ungraded"] == {"offline-judge": 0, "offline-judge-b": 0}
     assert summary["usage"]["jury"]["offline-judge-b"]["requests"] == 40  # one call per row
+    # the protocol records how the member is sent its calls, beside the judge
+    assert set(summary["protocol"]["endpoints"]) == {"judge", "jury:offline-judge-b"}
+    assert summary["protocol"]["endpoints"]["jury:offline-judge-b"]["api"] == "chat"
     for figure in FIGURES:
         for suffix in ("", ":ci_low", ":ci_high"):
             key = figure + suffix
