@@ -2,9 +2,10 @@
 would, for less CPU.
 
 `runner.http_client=direct` (opt-in) sends requests through `DirectPoster`: the openai client's
-bearer auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx; `x-should-retry`;
-`retry-after(-ms)` up to 60 s, else 0.5 s doubling to 8 s with jitter) and its timeouts (read
-and connect), and its errors by the same names (`InternalServerError: Error code: 500 - ...`,
+(3.x) bearer auth, its bounded retries (connection errors, timeouts, 408, 409, 5xx;
+`x-should-retry`; `retry-after(-ms)` honoured up to 120 s and no retry when it asks for longer,
+else 0.5 s doubling to 8 s with jitter) and its timeouts (read and connect), and its errors by
+the same names and messages (`InternalServerError: Error code: 500 - <the error's message>`,
 `APITimeoutError: Request timed out.`), without building an httpx request, a pydantic options
 model and header mappings for every call (about 1 ms of CPU per request in openai 3.x, as much
 as all the rest of the harness). A rate-limit 429 is never retried here: the endpoint waits it
@@ -14,20 +15,23 @@ out (see ratelimit.py). `aiohttp` (the default) and `httpx` keep the openai clie
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
+import math
 import os
 import random
 import ssl
+import time
 from collections.abc import Callable, Mapping
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from healthbench_exp.model.ratelimit import retry_after_s
-
 INITIAL_RETRY_DELAY_S = 0.5  # the openai client's backoff: 0.5 s, doubling ...
 MAX_RETRY_DELAY_S = 8.0  # ... up to 8 s, times a jitter of 0.75 to 1
+MAX_RETRY_AFTER_S = 120.0  # a server's Retry-After is honoured up to this; longer: no retry
+_INFINITY = ("inf", "+inf", "infinity", "+infinity")
 _STATUS_NAMES = {
     400: "BadRequestError",
     401: "AuthenticationError",
@@ -63,18 +67,57 @@ class HttpError(Exception):
 
 
 def status_error(status: int, headers: Mapping[str, str], raw: bytes) -> HttpError:
-    """The openai client's error for a non-2xx answer: its class name and message."""
+    """The openai client's error for a non-2xx answer: its class name, its message (the status,
+    and the error's own `message` when the body is JSON that has one) and its body (the JSON's
+    `error` object, else the JSON, else the text, '' when empty)."""
+    text = raw.decode(errors="replace").strip()
+    data: object = text
+    message = f"Error code: {status}"
     try:
-        data: object = json.loads(raw)
+        data = json.loads(text)
     except ValueError:
-        data = raw.decode(errors="replace") or None
-    message = f"Error code: {status}" + (f" - {data}" if data else "")
+        pass
+    else:
+        error = data.get("error", data) if isinstance(data, dict) else None
+        detail = error.get("message") if isinstance(error, dict) else None
+        if isinstance(detail, str) and detail:
+            message += f" - {detail}"
     body = data.get("error", data) if isinstance(data, dict) else data
     name = _STATUS_NAMES.get(status, "InternalServerError" if status >= 500 else "APIStatusError")
     return HttpError(name, message, status, headers, body)
 
 
+def retry_after_header_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait, read as the openai client reads them: `retry-after-ms`,
+    else `retry-after` in seconds, else `retry-after` as an HTTP date (None: none readable). A
+    number too large for a float is a wait past MAX_RETRY_AFTER_S, not an infinite one."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            delay = float(value)
+        except ValueError:
+            continue
+        if delay == math.inf and value.strip().lower() not in _INFINITY:
+            return MAX_RETRY_AFTER_S + 1
+        return delay / divisor
+    try:
+        date = email.utils.parsedate_tz(headers.get("retry-after"))  # type: ignore[arg-type]
+        if date is None:
+            return None
+        return email.utils.mktime_tz(date) - time.time()
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """The openai client's decision to retry an answer (a 429 is not retried here: the endpoint
+    waits it out): never when the server asks to wait longer than MAX_RETRY_AFTER_S, else as
+    `x-should-retry` says, else on 408, 409 and 5xx."""
+    told = retry_after_header_s(headers)
+    if told is not None and math.isfinite(told) and told > MAX_RETRY_AFTER_S:
+        return False
     should = headers.get("x-should-retry")
     if should in ("true", "false"):
         return should == "true"
@@ -82,9 +125,10 @@ def should_retry(status: int, headers: Mapping[str, str]) -> bool:
 
 
 def retry_delay_s(attempt: int, headers: Mapping[str, str]) -> float:
-    """The openai client's wait before retry `attempt` (0-based)."""
-    told = retry_after_s(headers)
-    if told is not None and 0 < told <= 60:
+    """The openai client's wait before retry `attempt` (0-based): the server's Retry-After when
+    honoured, else backoff with jitter."""
+    told = retry_after_header_s(headers)
+    if told is not None and math.isfinite(told) and 0 < told <= MAX_RETRY_AFTER_S:
         return told
     delay = min(INITIAL_RETRY_DELAY_S * 2.0**attempt, MAX_RETRY_DELAY_S)
     return delay * (1 - 0.25 * random.random())
