@@ -102,8 +102,11 @@ def retry_after_header_s(headers: Mapping[str, str]) -> float | None:
         if delay == math.inf and value.strip().lower() not in _INFINITY:
             return MAX_RETRY_AFTER_S + 1
         return delay / divisor
+    value = headers.get("retry-after")
+    if value is None:
+        return None
     try:
-        date = email.utils.parsedate_tz(headers.get("retry-after"))  # type: ignore[arg-type]
+        date = email.utils.parsedate_tz(value)
         if date is None:
             return None
         return email.utils.mktime_tz(date) - time.time()
