@@ -51,7 +51,6 @@ def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]
     if config.task.kind is TaskKind.meta_eval:
         return MetaEvalTask(
             config.dataset, config.task, config.sampling, config.judge, config.runner, config_dict,
-            jury=[member.name for member in config.jury_members],
             jury_members=config.jury_members,
         )  # fmt: skip
     return EvalTask(
@@ -64,7 +63,6 @@ def build_task(config: Config, config_dict: dict[str, object]) -> Task[Any, Any]
         config.scoring,
         config_dict,
         calibration=config.calibration,
-        jury=[member.name for member in config.jury_members],
         jury_members=config.jury_members,
         bridge=config.bridge,
     )

@@ -54,16 +54,6 @@ def _retry_after(value: str) -> float | None:
         return None
 
 
-def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """What `retry-after-ms` or else `retry-after` says, in seconds (None: neither readable)."""
-    if "retry-after-ms" in headers:
-        with contextlib.suppress(ValueError):
-            return float(headers["retry-after-ms"]) / 1000.0
-    if "retry-after" in headers:
-        return _retry_after(headers["retry-after"])
-    return None
-
-
 def wait_from_429(headers: Mapping[str, str], message: str, limit_type: str | None) -> float:
     """Seconds to wait after a rate-limit 429, from what the server said, most exact first:
     `retry-after-ms`, `retry-after`, "try again in Xs" in the message, then the

@@ -78,10 +78,14 @@ class EvalTask:
     completions_info: dict[str, object] = field(default_factory=dict)  # set by `items`
     records: Records = field(default_factory=dict)  # set by `continue_from`
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
-    jury: list[str] = field(default_factory=list)  # the further judges' model names, in order
-    jury_members: Sequence[JudgeConfig] = ()  # their presets (how each is sent its calls)
+    jury_members: Sequence[JudgeConfig] = ()  # the further judges' presets, in order
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
     examples: Sequence[Example] = ()  # the dataset's examples, built as rows start: set by `items`
+
+    @property
+    def jury(self) -> list[str]:
+        """The further judges' model names, in order (each reported as its own judge)."""
+        return [member.name for member in self.jury_members]
 
     def continue_from(self, output_dir: Path) -> None:
         self.records = records_to_continue(output_dir, self.config_dict)

@@ -79,8 +79,12 @@ class MetaEvalTask:
     config_dict: dict[str, Any]
     kind: str = "meta_eval"
     unit: str = "row"
-    jury: list[str] = field(default_factory=list)  # further judges' model names: each reported
-    jury_members: Sequence[JudgeConfig] = ()  # their presets (how each is sent its calls)
+    jury_members: Sequence[JudgeConfig] = ()  # the further judges' presets, in order
+
+    @property
+    def jury(self) -> list[str]:
+        """The further judges' model names, in order (each reported as its own judge)."""
+        return [member.name for member in self.jury_members]
 
     def rows(self) -> list[MetaEvalRow]:
         """The rows to grade: every row, or `sampling.num_examples` drawn with its seed."""
