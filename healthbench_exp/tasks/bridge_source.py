@@ -27,7 +27,6 @@ Criteria either judge left ungraded are left out (not a pairing break).
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,11 +37,10 @@ from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError, JudgeConfig
 from healthbench_exp.core.summary import EVAL, read_summary
 from healthbench_exp.grading.bridge import Pair, stratum_of
-from healthbench_exp.tasks.calibration_source import judge_differences
+from healthbench_exp.tasks.calibration_source import judge_differences, run_status
+from healthbench_exp.tasks.records import CRITERIA_FILE, EXAMPLES_FILE
 
 KEY = "bridge.runs"
-CRITERIA = "per_criterion.jsonl"
-EXAMPLES = "examples.jsonl"
 
 Rubric = tuple[tuple[str, float], ...]
 
@@ -73,11 +71,11 @@ def _lines(path: Path, where: str) -> Iterator[tuple[int, dict[str, object]]]:
 def _finished(path: Path, where: str) -> Mapping[str, object]:
     """The run's recorded config; ConfigError unless a finished eval run with its criteria."""
     summary = read_summary(path)
-    if summary is None or summary.task != EVAL or not (path / CRITERIA).is_file():
-        raise ConfigError(f"{where}: not a finished eval run (no summary.json with {CRITERIA})")
-    status = None
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        status = json.loads((path / "status.json").read_text(encoding="utf-8")).get("status")
+    if summary is None or summary.task != EVAL or not (path / CRITERIA_FILE).is_file():
+        raise ConfigError(
+            f"{where}: not a finished eval run (no summary.json with {CRITERIA_FILE})"
+        )
+    status = run_status(path)
     if summary.partial or status not in (None, "completed"):
         raise ConfigError(f"{where}: the run did not finish ({status or 'partial'})")
     return summary.config
@@ -106,13 +104,15 @@ def _verdict(value: object) -> bool | None:
 
 def _jury_pairs(path: Path, where: str, new: str) -> tuple[list[Pair], dict[str, Rubric]]:
     pairs, rubrics = [], _Rubrics(where)
-    for number, row in _lines(path / CRITERIA, where):
+    for number, row in _lines(path / CRITERIA_FILE, where):
         try:
             key, text, points, tags = _criterion(row)
             verdicts = row["verdicts"]
             assert isinstance(verdicts, dict)
         except (KeyError, ValueError, TypeError, AssertionError):
-            raise ConfigError(f"{where}: {CRITERIA} line {number} is not a jury record") from None
+            raise ConfigError(
+                f"{where}: {CRITERIA_FILE} line {number} is not a jury record"
+            ) from None
         rubrics.add(key, text, points)
         old_v, new_v = _verdict(verdicts.get(REFERENCE_JUDGE)), _verdict(verdicts.get(new))
         if old_v is not None and new_v is not None:
@@ -141,7 +141,7 @@ class _Rubrics:
 
 def _replies(path: Path, where: str) -> dict[tuple[str, int], str | None]:
     out = {}
-    for _, row in _lines(path / EXAMPLES, where):
+    for _, row in _lines(path / EXAMPLES_FILE, where):
         completion = row.get("completion")
         out[(str(row.get("prompt_id")), int(str(row.get("rollout", 0))))] = (
             None if completion is None else str(completion)
@@ -153,20 +153,22 @@ def _regrade_pairs(
     path: Path, source: Path, where: str, new_is_regrade: bool
 ) -> tuple[list[Pair], dict[str, Rubric]]:
     theirs: dict[tuple[str, int, int], tuple[str, float, bool | None]] = {}
-    for number, row in _lines(source / CRITERIA, where):
+    for number, row in _lines(source / CRITERIA_FILE, where):
         try:
             key, text, points, _ = _criterion(row)
         except (KeyError, ValueError, TypeError):
-            raise ConfigError(f"{where}: {source / CRITERIA} line {number} is unreadable") from None
+            raise ConfigError(
+                f"{where}: {source / CRITERIA_FILE} line {number} is unreadable"
+            ) from None
         theirs[key] = (text, points, _verdict(row.get("criteria_met")))
-    if (path / EXAMPLES).is_file() and _replies(path, where) != _replies(source, where):
+    if (path / EXAMPLES_FILE).is_file() and _replies(path, where) != _replies(source, where):
         raise ConfigError(f"{where}: the regrade's replies differ from its source run's {source}")
     pairs, rubrics, seen = [], _Rubrics(where), set()
-    for number, row in _lines(path / CRITERIA, where):
+    for number, row in _lines(path / CRITERIA_FILE, where):
         try:
             key, text, points, tags = _criterion(row)
         except (KeyError, ValueError, TypeError):
-            raise ConfigError(f"{where}: {CRITERIA} line {number} is unreadable") from None
+            raise ConfigError(f"{where}: {CRITERIA_FILE} line {number} is unreadable") from None
         other = theirs.get(key)
         if other is None or other[:2] != (text, points):
             raise ConfigError(

@@ -106,7 +106,7 @@ def load_source(directory: str, judge: JudgeConfig) -> CalibrationSource:
             f"{where}: not a finished meta-eval run (no summary.json of task=meta_eval with its "
             f"{RECORDS}); run `python -m healthbench_exp task=meta_eval` with this judge first"
         )
-    status = _status(path)
+    status = run_status(path)
     if summary.partial or status not in (None, "completed"):
         raise ConfigError(
             f"{where}: the meta-eval run did not finish ({status or 'partial'}); resume it first"
@@ -136,7 +136,8 @@ def calibration_problem(config: Config) -> str | None:
     return None
 
 
-def _status(path: Path) -> str | None:
+def run_status(path: Path) -> str | None:
+    """The status a run directory's `status.json` records (None: no readable one)."""
     try:
         data = json.loads((path / "status.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -169,3 +169,11 @@ def test_two_sources_with_different_rubrics_for_one_prompt_are_refused(
     )
     line = sources.refused("two_rubrics", f"bridge.runs=[{sources.jury},{second}]")
     assert "has different rubrics in" in line
+
+
+def test_a_source_that_did_not_finish_is_refused(sources: Sources, tmp_path: Path) -> None:
+    interrupted = tmp_path / "interrupted"
+    shutil.copytree(sources.jury, interrupted)
+    (interrupted / "status.json").write_text(json.dumps({"status": "interrupted"}))
+    line = sources.refused("interrupted", f"bridge.runs=[{interrupted}]")
+    assert "the run did not finish (interrupted)" in line

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from html import escape
 from pathlib import Path
 
@@ -172,6 +173,18 @@ def test_a_directory_that_is_not_a_finished_meta_eval_run_is_refused(runs) -> No
         assert done.returncode == 2
         assert "not a finished meta-eval run" in done.stderr
         assert not (out / "per_criterion.jsonl").exists()
+
+
+def test_a_meta_eval_run_that_did_not_finish_is_refused(runs) -> None:
+    interrupted = runs["tmp"] / "meta-interrupted"
+    shutil.copytree(runs["meta"], interrupted)
+    (interrupted / "status.json").write_text(json.dumps({"status": "interrupted"}))
+    out = runs["tmp"] / "refused-interrupted"
+    done = run_cli(*OFFLINE, f"dataset.path={runs['data']}",
+                   f"calibration.meta_eval_run={interrupted}", f"hydra.run.dir={out}")  # fmt: skip
+    assert done.returncode == 2
+    assert "the meta-eval run did not finish (interrupted); resume it first" in done.stderr
+    assert not (out / "per_criterion.jsonl").exists()
 
 
 def test_report_wandb_and_the_typed_summary_show_the_calibrated_rates(runs) -> None:
