@@ -4,7 +4,8 @@ It checks command-line overrides against the typed schema (naming the valid opti
 composes `conf/`, converts the result once into the `Config` dataclasses and hands them to
 `cli.job` (which builds the task and the sinks and runs the engine), then turns the outcome into
 `status.json` and the exit code. Errors the user can fix are printed as one clear line, not a
-traceback.
+traceback: the overrides' mistakes (`check_overrides`) and Hydra's composition errors
+(`hydra_errors`) alike, `error: ...` and exit 2.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from healthbench_exp.cli import endings, ownership, run_lock, startup
+from healthbench_exp.cli import endings, hydra_errors, ownership, run_lock, startup
 from healthbench_exp.cli import job as jobs
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
@@ -65,7 +66,7 @@ def app(cfg: DictConfig) -> float | None:
     """One Hydra job (`run_app`), its stopping signals raising RunInterrupted: in a job that a
     launcher started in a process of its own (SLURM, joblib) too, where `main` does not run and
     SLURM's time-limit signal would otherwise go to submitit's handler."""
-    with signals_interrupt():
+    with signals_interrupt(), hydra_errors.job_errors_printed():
         return run_app(cfg)
 
 
@@ -180,11 +181,19 @@ def main() -> None:
         raise SystemExit(2) from None
     logging.raiseExceptions = False  # a full disk is reported once by the run, not per log call
     try:
-        with signals_interrupt():  # Ctrl-C and SIGTERM stop the run cleanly (see run_stops)
+        # Ctrl-C and SIGTERM stop the run cleanly (see run_stops); Hydra raises what it finds
+        # wrong while composing, to be told in one line
+        with signals_interrupt(), hydra_errors.composition_errors_raised():
             app()
     except RunInterrupted as stop:  # before the run started: nothing to record
         print(f"{stop}", file=sys.stderr)
         raise SystemExit(stop.exit_code) from None
+    except Exception as exc:
+        problem = hydra_errors.composition_error(exc, sys.argv[1:])
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

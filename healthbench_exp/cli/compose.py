@@ -15,8 +15,9 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
-from omegaconf.errors import MissingMandatoryValue
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from healthbench_exp.cli.hydra_errors import omegaconf_error
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.config.schema import Config, ConfigError
 
@@ -73,7 +74,17 @@ def with_jury(cfg: DictConfig, searchpath: Sequence[str] | None = None) -> DictC
 
 def to_config(cfg: DictConfig) -> tuple[Config, dict[str, object]]:
     """The typed Config and the resolved config as plain data (for summary.json and W&B); a
-    jury's presets are composed into `jury_members` (`with_jury`)."""
+    jury's presets are composed into `jury_members` (`with_jury`). A value that cannot be
+    resolved (an interpolation naming no key) is a ConfigError naming the key."""
+    try:
+        return _to_config(cfg)
+    except OmegaConfBaseException as exc:
+        task = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
+        typed = OmegaConf.to_container(task, resolve=False) if task else []  # as typed
+        raise omegaconf_error(exc, [str(o) for o in typed or []]) from None
+
+
+def _to_config(cfg: DictConfig) -> tuple[Config, dict[str, object]]:
     if len(cfg.get("jury") or []) == len(cfg.get("jury_members") or []):
         pass  # composed already (`load_config`), or no jury
     elif GlobalHydra.instance().is_initialized():

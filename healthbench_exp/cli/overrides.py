@@ -1,10 +1,12 @@
 """Command-line overrides checked before Hydra runs: every mistake is one line naming the key.
 
-Hydra would report an unknown group option or a value of the wrong type with its own several
-lines and exit 1, and would store a key added with `+` that the schema does not have (a typo
-such as `+sampling.temprature=0` ran at the default temperature). `check_overrides` refuses each
-of these as a ConfigError (the CLI prints it and exits 2), naming the valid options, the valid
-choices of a group, or the type a key takes.
+Hydra would report an unknown group option, a value of the wrong type or a comma list without
+`-m` with its own several lines and exit 1, and would store a key added with `+` that the schema
+does not have (a typo such as `+sampling.temprature=0` ran at the default temperature).
+`check_overrides` refuses each of these as a ConfigError (the CLI prints it and exits 2), naming
+the valid options, the valid choices of a group (the package's and those of the user's config
+directories: `hydra.searchpath`, `--config-dir`), the type a key takes, or the command with `-m`.
+What Hydra finds only while composing is worded by `cli.hydra_errors`, the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode
 
 from healthbench_exp.cli.compose import CONFIG_PATH
+from healthbench_exp.cli.hydra_errors import ambiguous, is_multirun
 from healthbench_exp.config.schema import Config, ConfigError, unknown_option
 
 # Hydra flags that take the next argument as their value.
@@ -31,11 +34,13 @@ GROUPS = {
 def check_overrides(argv: list[str]) -> None:
     """Raise ConfigError (one line) for the first override that Hydra would refuse with its own
     text, or accept wrongly: an unknown key (with `+` too; with a did-you-mean and the valid
-    options), a group option that does not exist, a value of the wrong type."""
+    options), a group option that does not exist, a value of the wrong type, a comma list
+    without `-m` (a sweep: the command with `-m`; a list key: the whole list in brackets)."""
     values_follow = False
     parser = OverridesParser.create()
     schema: list[DictConfig] = []  # the typed schema, made once when a key needs it
     extra = _search_dirs(parser, argv)  # the user's config directories: their presets count
+    sweeps = is_multirun(argv)
     for arg in argv:
         if values_follow or arg.startswith("-"):
             values_follow = arg in _FLAGS_WITH_VALUE
@@ -47,6 +52,10 @@ def check_overrides(argv: list[str]) -> None:
         except Exception as exc:  # Hydra's grammar error: its first line names the problem
             raise ConfigError(f"cannot read {arg}: {str(exc).splitlines()[0]}") from None
         key = override.key_or_group
+        if not sweeps and override.is_sweep_override():
+            if _is_list_key(key):
+                _check_list(key, override, arg, sweeps)
+            raise ambiguous(arg, key, argv)
         if key.split(".")[0].split("/")[0] == "hydra":
             continue
         if key in GROUPS:
@@ -59,7 +68,7 @@ def check_overrides(argv: list[str]) -> None:
             )
         if not schema:
             schema.append(OmegaConf.structured(Config))
-        _check_type(schema[0], key, override, arg)
+        _check_type(schema[0], key, override, arg, sweeps)
 
 
 def _check_known(key: str, added: bool) -> None:
@@ -95,9 +104,31 @@ def _values(override: Override) -> list[object] | None:
     return list(value.list) if isinstance(value, ChoiceSweep) else None
 
 
+def _is_list_key(key: str) -> bool:
+    """Whether the schema types `key` as a list (`jury`)."""
+    parent, _, name = key.rpartition(".")
+    schema = OmegaConf.structured(Config)
+    container = OmegaConf.select(schema, parent) if parent else schema
+    if not isinstance(container, DictConfig) or container._is_none():
+        return False
+    return isinstance(container._get_node(name, throw_on_missing_key=False), ListConfig)
+
+
+def _config_dirs(argv: list[str]) -> list[Path]:
+    """The directories `--config-dir DIR` (`--config-dir=DIR`, `-cd DIR`) adds."""
+    dirs = []
+    for i, arg in enumerate(argv):
+        if arg.startswith("--config-dir="):
+            dirs.append(Path(arg.split("=", 1)[1]))
+        elif arg in ("--config-dir", "-cd") and i + 1 < len(argv):
+            dirs.append(Path(argv[i + 1]))
+    return dirs
+
+
 def _search_dirs(parser: OverridesParser, argv: list[str]) -> list[Path]:
-    """The local directories `hydra.searchpath=[file://DIR, ...]` adds (other schemes left out)."""
-    dirs: list[Path] = []
+    """The local directories `hydra.searchpath=[file://DIR, ...]` and `--config-dir` add (other
+    schemes left out)."""
+    dirs: list[Path] = _config_dirs(argv)
     for arg in argv:
         if not arg.lstrip("+").startswith("hydra.searchpath="):
             continue
@@ -141,14 +172,14 @@ def _expected(node: ValueNode) -> str | None:
     return f"{kind} or null" if node._is_optional() else kind
 
 
-def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> None:
+def _check_type(schema: DictConfig, key: str, override: Override, arg: str, sweeps: bool) -> None:
     parent, _, name = key.rpartition(".")
     container = OmegaConf.select(schema, parent) if parent else schema
     if not isinstance(container, DictConfig) or container._is_none():
         return
     node = container._get_node(name, throw_on_missing_key=False)
     if isinstance(node, ListConfig):
-        _check_list(key, override, arg)
+        _check_list(key, override, arg, sweeps)
         return
     if not isinstance(node, ValueNode):  # not a leaf of the schema
         return
@@ -164,11 +195,23 @@ def _check_type(schema: DictConfig, key: str, override: Override, arg: str) -> N
             raise ConfigError(f"{arg}: {key} takes {expected}, not {value!r}") from None
 
 
-def _check_list(key: str, override: Override, arg: str) -> None:
-    """A key the schema types as a list given a single value (`jury=gpt54`, the brackets
-    forgotten): Hydra would refuse it with its own lines and exit 1."""
-    for value in _values(override) or []:
-        if value is None:
-            raise ConfigError(f"{arg}: {key} takes a list, not null; write {key}=[] for none")
-        if not isinstance(value, list):
-            raise ConfigError(f"{arg}: {key} takes a list, not {value!r}; write {key}=[{value}]")
+def _check_list(key: str, override: Override, arg: str, sweeps: bool) -> None:
+    """A key the schema types as a list given a single value or a comma list (`jury=gpt54`,
+    `jury=gpt54,gpt41mini`: the brackets forgotten): Hydra would refuse it with its own lines
+    and exit 1, or (`-m`) sweep over values that are not lists. The whole list is shown."""
+    values = _values(override) or []
+    if any(value is None for value in values):
+        raise ConfigError(f"{arg}: {key} takes a list, not null; write {key}=[] for none")
+    bare = [str(value) for value in values if not isinstance(value, list)]
+    if not bare:
+        return
+    if not override.is_sweep_override():
+        raise ConfigError(f"{arg}: {key} takes a list, not {bare[0]!r}; write {key}=[{bare[0]}]")
+    whole = f"{key}=[{','.join(bare)}]"
+    each = ",".join(f"[{value}]" for value in bare)
+    raise ConfigError(
+        f"{arg}: {key} takes a list; write {whole} for one list of all "
+        f"{len(bare)}"
+        + (f", or -m {key}={each} to sweep over one-item lists" if sweeps else "")
+        + (" (a comma list without brackets sweeps, and only with -m)" if not sweeps else "")
+    )

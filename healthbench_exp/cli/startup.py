@@ -54,11 +54,19 @@ def path_problems(config: Config) -> list[str]:
 
 
 def key_problems(config: Config) -> list[str]:
-    """An unset API-key variable of each endpoint the run talks to."""
+    """An unset API-key variable of each endpoint the run talks to; a jury member's names its
+    preset and the jury without it (its key variable is its preset's)."""
     problems = []
+    members = zip(config.jury, config.jury_members, strict=False)  # a hand-made Config: either
+    presets = {member.name: preset for preset, member in members}
     for role, entry in Roles.of(config).needed.items():
+        who, instead = role, None
+        if role in presets and role not in ("model", "judge"):
+            rest = ",".join(p for p in config.jury if p != presets[role])
+            who = f"jury member {presets[role]} ({role})"
+            instead = f"named by its preset's api_key_env, or run without it: jury=[{rest}]"
         try:
-            resolve_api_key(role, entry.endpoint)
+            resolve_api_key(who, entry.endpoint, instead)
         except ConfigError as exc:
             problems.append(str(exc))
     return problems

@@ -25,16 +25,21 @@ def shared_tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def resolve_api_key(role: str, config: EndpointConfig) -> str:
-    """The key from the env var named in config; a clear error before any request if unset.
-    The built-in endpoint and a server the harness starts (`serve.kind`) need none."""
+def resolve_api_key(role: str, config: EndpointConfig, instead: str | None = None) -> str:
+    """The key from the env var named in config; a clear error before any request if unset,
+    naming the variable and what to write instead (`instead`, for a role that is not a
+    `model`/`judge` group: "named by ..., or ..."). The built-in endpoint and a server the
+    harness starts (`serve.kind`) need none."""
     if config.builtin or config.api_key_env is None or config.serve.kind is not ServeKind.none:
         return "no-key-needed"
     key = os.environ.get(config.api_key_env, "")
     if not key:
+        otherwise = instead or (
+            f"named by {role}.api_key_env, or choose {role}=offline to run without one"
+        )
         raise ConfigError(
             f"{role}: set the environment variable {config.api_key_env} to your API key "
-            f"(named by {role}.api_key_env), or choose {role}=offline to run without one"
+            f"({otherwise})"
         )
     return key
 
