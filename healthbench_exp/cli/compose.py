@@ -20,6 +20,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from healthbench_exp.cli.hydra_errors import omegaconf_error
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.model.retired import SET_ON_COMMAND_LINE
 
 CONFIG_PATH = str(Path(__file__).resolve().parent.parent / "conf")  # healthbench_exp/conf
 
@@ -72,16 +73,45 @@ def with_jury(cfg: DictConfig, searchpath: Sequence[str] | None = None) -> DictC
     return cfg
 
 
-def to_config(cfg: DictConfig) -> tuple[Config, dict[str, object]]:
+def typed_overrides() -> list[str]:
+    """The running Hydra job's overrides as typed (interpolations not resolved); [] outside."""
+    task = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
+    typed = OmegaConf.to_container(task, resolve=False) if task else []
+    return [str(o) for o in typed or []]
+
+
+def mark_set_shutdowns(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
+    """`cfg` with `<role>.shutdown_source` saying "set on the command line" where an override
+    set `<role>.shutdown_date` (model, judge) and none set its source: the date is the user's,
+    not the preset's, and is reported so (`model.retired`)."""
+    keys = {arg.split("=", 1)[0].lstrip("+") for arg in overrides if "=" in arg}
+    roles = [
+        role
+        for role in ("model", "judge")
+        if f"{role}.shutdown_date" in keys and f"{role}.shutdown_source" not in keys
+    ]
+    if not roles:
+        return cfg
+    cfg = cfg.copy()
+    with read_write(cfg), open_dict(cfg):
+        for role in roles:
+            cfg[role].shutdown_source = SET_ON_COMMAND_LINE
+    return cfg
+
+
+def to_config(
+    cfg: DictConfig, overrides: Sequence[str] | None = None
+) -> tuple[Config, dict[str, object]]:
     """The typed Config and the resolved config as plain data (for summary.json and W&B); a
-    jury's presets are composed into `jury_members` (`with_jury`). A value that cannot be
-    resolved (an interpolation naming no key) is a ConfigError naming the key."""
+    jury's presets are composed into `jury_members` (`with_jury`); a shutdown date set by
+    `overrides` (default: the running job's) is marked as the user's (`mark_set_shutdowns`).
+    A value that cannot be resolved (an interpolation naming no key) is a ConfigError naming
+    the key."""
+    typed = typed_overrides() if overrides is None else list(overrides)
     try:
-        return _to_config(cfg)
+        return _to_config(mark_set_shutdowns(cfg, typed))
     except OmegaConfBaseException as exc:
-        task = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
-        typed = OmegaConf.to_container(task, resolve=False) if task else []  # as typed
-        raise omegaconf_error(exc, [str(o) for o in typed or []]) from None
+        raise omegaconf_error(exc, typed) from None
 
 
 def _to_config(cfg: DictConfig) -> tuple[Config, dict[str, object]]:
@@ -122,4 +152,4 @@ def load_config(overrides: Sequence[str] = ()) -> tuple[Config, dict[str, object
         cfg = with_jury(
             compose(config_name="config", overrides=translate_dry_run(overrides)), searchpath
         )
-    return to_config(cfg)
+    return to_config(cfg, overrides)

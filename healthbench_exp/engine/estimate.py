@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from healthbench_exp.config.schema import CacheConfig, JudgeConfig
 from healthbench_exp.engine.durations import expected_durations
+from healthbench_exp.engine.estimate_text import APPROXIMATE_TOKENIZER
 from healthbench_exp.engine.pilot import PilotRecord
 from healthbench_exp.engine.rates import (
     Rates,
@@ -82,9 +83,7 @@ def token_counter() -> tuple[Callable[[str], int], str]:
     thread.join(TIKTOKEN_LOAD_TIMEOUT_S)
     if loaded:
         return loaded[0], "tiktoken o200k_base"
-    return (lambda text: len(text) // 4), (
-        "approximation: 4 characters per token (tiktoken's encoding could not be loaded)"
-    )
+    return (lambda text: len(text) // 4), APPROXIMATE_TOKENIZER
 
 
 @dataclass

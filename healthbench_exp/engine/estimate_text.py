@@ -118,8 +118,22 @@ def dollars(value: float | None) -> str:
     return "unknown (no price configured)" if value is None else f"${value:.4f}"
 
 
-def rates_line(role: str, rates: RatesPart, min_replies: int) -> str:
-    """Where `role`'s figures come from, in words."""
+# estimate.json's `assumptions.tokenizer` when tiktoken's encoding could not be loaded
+APPROXIMATE_TOKENIZER = (
+    "approximation: 4 characters per token (tiktoken's encoding could not be loaded)"
+)
+
+
+def prompts_counted(tokenizer: str) -> str:
+    """How the prompts still to pay were counted, in the words of `tokenizer` (estimate.json's
+    `assumptions.tokenizer`): by tiktoken, or at 4 characters per token."""
+    if tokenizer == APPROXIMATE_TOKENIZER:
+        return "prompt tokens approximated at 4 characters per token"
+    return f"prompts counted by {tokenizer}"
+
+
+def rates_line(role: str, rates: RatesPart, min_replies: int, tokenizer: str = "") -> str:
+    """Where `role`'s figures come from, in words (`tokenizer`: how prompts were counted)."""
     reply = f"{rates.completion_tokens:.0f} output tokens per call"
     if rates.reasoning_tokens:
         reply += f" ({rates.reasoning_tokens:.0f} of them reasoning)"
@@ -130,8 +144,9 @@ def rates_line(role: str, rates: RatesPart, min_replies: int) -> str:
             else "no history"
         )
         return (
-            f"  {role:<5} assumed: {reply} (expected_completion_tokens), prompts counted by the "
-            f"tokenizer, no provider prompt caching ({have})"
+            f"  {role:<5} assumed: {reply} (expected_completion_tokens), "
+            f"{prompts_counted(tokenizer) if tokenizer else 'prompts counted'}, no provider "
+            f"prompt caching ({have})"
         )
     measured = "this pilot's" if rates.source == "pilot" else "the cache's history of"
     per_char = rates.tokens_per_char
@@ -196,7 +211,9 @@ def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
     assumptions = estimate.assumptions
     lines.append(f"  where the figures come from ({assumptions.tokenizer}):")
     for role, rates in estimate.rates.items():
-        lines.append(rates_line(role, rates, assumptions.history_min_replies))
+        lines.append(
+            rates_line(role, rates, assumptions.history_min_replies, assumptions.tokenizer)
+        )
     if interval:
         lines.append(f"  interval: {interval.method}")
     lines.append(f"  written to {output_dir / 'estimate.json'}")

@@ -2,11 +2,12 @@
 
 For each endpoint a run talks to, the shutdown date is the server's where it gives one (`GET
 <base_url>/models/{id}`, the `shutdown_date` field of OpenAI's API: YYYY-MM-DD, or null when none
-is announced), else the preset's (`shutdown_date`, with `shutdown_source` saying where and when
-it was read). Within `WARN_WITHIN_DAYS` days of it: one warning line naming the date. On or past
-it, or when the server says it does not know the model (404 `model_not_found`): `ModelRetired`
-(one line: the model is retired, since when, the presets to use instead, docs/judges.md) before
-any paid request. The built-in endpoint and the servers a run starts itself are not asked (they
+is announced), else the config's (`shutdown_date`, with `shutdown_source` saying where and when
+the preset read it, or that the user set it on the command line). Within `WARN_WITHIN_DAYS`
+days of it: one warning line naming the date and where it comes from. On or past it, or when
+the server says it does not know the model (404 `model_not_found`): `ModelRetired` (one line:
+the model is retired, since when, the presets to use instead, docs/judges.md) before any paid
+request. The built-in endpoint and the servers a run starts itself are not asked (they
 are not up yet): their presets' dates apply. A dry run asks no server.
 """
 
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 
 WARN_WITHIN_DAYS = 60
 DOCS = "docs/judges.md"
+# an endpoint's `shutdown_source` when its `shutdown_date` was set on the command line (the CLI
+# sets it so): the date is then the user's, not the preset's
+SET_ON_COMMAND_LINE = "set on the command line"
 
 
 class ModelRetired(ConfigError):
@@ -127,11 +131,12 @@ def judge_shutdown(shutdown: Shutdown, endpoint: EndpointConfig, today: date) ->
         )
     if shutdown.date is None:
         return None
-    source = (
-        "the server"
-        if shutdown.source == "server"
-        else f"the preset ({endpoint.shutdown_source or 'no source'})"
-    )
+    if shutdown.source == "server":
+        source = "the server"
+    elif endpoint.shutdown_source == SET_ON_COMMAND_LINE:
+        source = f"{role}.shutdown_date, {SET_ON_COMMAND_LINE}"
+    else:
+        source = f"the preset ({endpoint.shutdown_source or 'no source'})"
     when = shutdown.date.isoformat()
     if shutdown.date <= today:
         raise ModelRetired(
