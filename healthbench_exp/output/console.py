@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
-from healthbench_exp.core.summary import Metrics, RunSummary, Usage
+from healthbench_exp.core.summary import Calibrated, Metrics, RunSummary, Usage
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
 from healthbench_exp.output.bridged_text import bridged_lines
 from healthbench_exp.output.run_context import protocol_label
@@ -142,6 +142,30 @@ def format_meta_report(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
+def calibrated_lines(calibrated: Calibrated | None) -> list[str]:
+    """An eval with `calibration.meta_eval_run`: how many consensus categories were corrected,
+    each corrected rate with its interval, and where every category's figures are."""
+    if calibrated is None:
+        return []
+    rows = calibrated.criteria
+    corrected = [c for c in rows if c.corrected is not None]
+    lines = [
+        f"  calibrated consensus rates (Rogan-Gladen; judge {calibrated.judge} against the "
+        f"physicians of {calibrated.meta_eval_run}; beside the scores, never instead): "
+        f"{len(corrected)} of {len(rows)} categories corrected"
+        + (f", {len(rows) - len(corrected)} not (n_pos or n_neg < 20, or Se + Sp - 1 <= 0.1)"
+           if len(corrected) < len(rows) else "")
+        + "; every category in report.html and summary.json (calibrated)"
+    ]  # fmt: skip
+    width = max([len(c.category.removeprefix("cluster:")) for c in corrected] or [0])
+    for c in corrected:
+        lines.append(
+            f"    {c.category.removeprefix('cluster:'):<{width}}  observed {_value(c.observed)}"
+            f" -> corrected {_value(c.corrected)} [{_value(c.ci_low)}, {_value(c.ci_high)}]"
+        )
+    return lines
+
+
 def _cost_lines(summary: RunSummary) -> list[str]:
     """Usage and cost per endpoint over every invocation of the run, each invocation's cost
     when there were several, and the budget's verdict if one was set."""
@@ -245,5 +269,6 @@ def format_report(summary: RunSummary) -> str:
             f"{_value(jury.metrics.get(OVERALL_SCORE))}; by judge: {judges}"
         )
     lines += bridged_lines(summary.bridged)  # the judge's run on the reference grader's scale
+    lines += calibrated_lines(summary.calibrated)
     lines += _cost_lines(summary)
     return "\n".join(lines)

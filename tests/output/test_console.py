@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from healthbench_exp.core.calibrated_record import Calibrated, CalibratedCategory
 from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
-from healthbench_exp.output.console import format_report, format_usage
+from healthbench_exp.output.console import calibrated_lines, format_report, format_usage
 from healthbench_exp.output.run_context import run_context
 
 
@@ -168,3 +169,19 @@ def test_usage_lines_skip_an_unused_role() -> None:
     assert summary.usage is not None
     lines = format_usage(summary.usage).splitlines()
     assert lines[0].startswith("  model tokens: 30 prompt (0 cached by the provider), 3 completion")
+
+
+def test_a_calibrated_run_prints_its_corrected_rates_and_where_the_rest_are() -> None:
+    """A run with `calibration.meta_eval_run` printed nothing about calibration (issue 45)."""
+    corrected = CalibratedCategory(
+        "cluster:hedging_x", 40, 0.6, 0.9, 0.8, 25, 30, 0.5714, 0.5, 0.65, None
+    )
+    not_corrected = CalibratedCategory(
+        "cluster:emergency_y", 12, 0.5, 0.7, 0.6, 3, 2, None, None, None, "n_pos 3 < 20"
+    )
+    lines = calibrated_lines(Calibrated("outputs/meta", "gpt-4.1", [corrected, not_corrected]))
+    assert "judge gpt-4.1 against the physicians of outputs/meta" in lines[0]
+    assert "1 of 2 categories corrected, 1 not" in lines[0]
+    assert "report.html and summary.json (calibrated)" in lines[0]
+    assert lines[1:] == ["    hedging_x  observed 0.6000 -> corrected 0.5714 [0.5000, 0.6500]"]
+    assert calibrated_lines(None) == []
