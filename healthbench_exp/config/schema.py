@@ -208,7 +208,7 @@ class OfflineServerConfig:
     latency_ms: float = 0.0
     jitter_ms: float = 0.0
     error_rate: float = 0.0  # share of requests answered 429 / 500 / 503
-    malformed_rate: float = 0.0  # share of judge replies that are not a valid verdict
+    malformed_rate: float = 0.0  # chance that a judge reply is not a valid verdict (seeded)
     empty_reply_rate: float = 0.0  # share of model replies with empty content
     fenced_rate: float = 0.0  # share of verdicts fenced as ``` without `json` (unparseable)
     judge_empty_rate: float = 0.0  # share of judge replies with empty content

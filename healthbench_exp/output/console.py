@@ -78,40 +78,63 @@ def _interval(metrics: Mapping[str, float | int | None], name: str) -> str:
     return f"{_value(None if value is None else float(value))}{interval}"
 
 
-def _figures_line(metrics: Metrics) -> str:
-    """The paper's criterion-mean F1 and the pooled figures, each with its 95% interval."""
+# the meta-eval's figures, each described once: (metric, who, how it is averaged)
+META_FIGURES = (
+    ("pairwise_model_f1_balanced", "judge", "pooled: one F1 over every (judge, physician) pair"),
+    (
+        "criterion_mean:pairwise_model_f1_balanced",
+        "judge",
+        "each category's F1, then the mean over categories (the paper's figure)",
+    ),
+    (
+        "physicians_mean:pairwise_physician_f1_balanced",
+        "physicians",
+        "pooled: each physician's F1 over all rows, then the mean over physicians",
+    ),
+    (
+        "physicians_weighted_mean:pairwise_physician_f1_balanced",
+        "physicians",
+        "pooled: each physician's F1 over all rows, then the mean weighted by their pairs",
+    ),
+    (
+        "criterion_mean:pairwise_physician_f1_balanced",
+        "physicians",
+        "per category the mean over physicians, then over categories (the paper's figure)",
+    ),
+    (
+        "category_mean:physicians_weighted_mean:pairwise_physician_f1_balanced",
+        "physicians",
+        "per category the pair-weighted mean over physicians, then over categories",
+    ),
+)
 
-    def shown(name: str) -> str:
-        return _interval(metrics, name)
 
-    return (
-        f"  criterion mean (the paper's figure): judge "
-        f"{shown('criterion_mean:pairwise_model_f1_balanced')}, physicians "
-        f"{shown('criterion_mean:pairwise_physician_f1_balanced')}; pooled: judge "
-        f"{shown('pairwise_model_f1_balanced')}, physicians "
-        f"{shown('physicians_mean:pairwise_physician_f1_balanced')}"
-    )
+def meta_figure_lines(metrics: Metrics, physicians: int) -> list[str]:
+    """The judge's figures and the physicians', one line each, each saying how it averages
+    (a physician: its labels against the other physicians' on the same rows); a figure with a
+    bootstrap interval shows it."""
+    lines = []
+    for name, who, how in META_FIGURES:
+        extra = ""
+        if name == "pairwise_model_f1_balanced":
+            extra = (
+                f"; pos F1 {_value(metrics.get('pairwise_model_f1_pos'))}, "
+                f"neg F1 {_value(metrics.get('pairwise_model_f1_neg'))}"
+            )
+        elif who == "physicians" and name.startswith("physicians_mean"):
+            extra = f"; {physicians} physicians"
+        lines.append(f"  {who:<10}  {_interval(metrics, name)}  ({how}{extra})")
+    return lines
 
 
 def format_meta_report(summary: RunSummary) -> str:
     """The end-of-run table of a meta-eval: judge vs physicians, overall and by category."""
     metrics, counts = summary.metrics, summary.meta_counts
-    judge, physicians = (
-        "pairwise_model_f1_balanced",
-        "physicians_weighted_mean:pairwise_physician_f1_balanced",
-    )
     lines = [
         "",
-        "HealthBench meta-eval: agreement with physicians (pairwise balanced F1; "
-        "physicians: n-weighted mean, each vs the others)",
-        f"  judge    pairwise_model_f1_balanced  {_value(metrics[judge])}"
-        f"   (pos F1 {_value(metrics['pairwise_model_f1_pos'])}, "
-        f"neg F1 {_value(metrics['pairwise_model_f1_neg'])})",
-        f"  physicians                           {_value(metrics.get(physicians))}"
-        f"   ({counts.physicians} physicians)",
-        f"  mean over categories: judge {_value(metrics[f'category_mean:{judge}'])}, "
-        f"physicians {_value(metrics[f'category_mean:{physicians}'])}",
-        _figures_line(metrics),
+        "HealthBench meta-eval: agreement with physicians (balanced F1 of met / not met; a "
+        "physician's: against the other physicians on the same rows)",
+        *meta_figure_lines(metrics, counts.physicians),
     ]
     if summary.jury is not None:  # a jury: each member's figures, as the judge's are computed
         for name in summary.jury.members:

@@ -145,8 +145,18 @@ def test_a_meta_eval_table_reads_its_categories() -> None:
          "usage": {"model": _role(0, 0.0), "judge": _role(4, 0.5), "total_cost_usd": 0.5}}
     )  # fmt: skip
     table = format_report(summary)
-    assert "judge    pairwise_model_f1_balanced  0.7000   (pos F1 0.8000, neg F1 0.6000)" in table
-    assert "physicians                           undefined   (0 physicians)" in table
+    assert (
+        "  judge       0.7000  (pooled: one F1 over every (judge, physician) pair; pos F1 0.8000, "
+        "neg F1 0.6000)" in table
+    )
+    assert (
+        "  physicians  undefined  (pooled: each physician's F1 over all rows, then the mean "
+        "weighted by their pairs)" in table
+    )
+    # the four physician figures: each described once (two were described alike)
+    physicians = [line for line in table.splitlines() if line.startswith("  physicians  ")]
+    descriptions = [line.split("(", 1)[1] for line in physicians]
+    assert len(physicians) == 4 and len(set(descriptions)) == 4, physicians
     assert (
         "  by category:      judge  physicians   rows\n    hedging_x      0.7000   undefined      4"
         in table

@@ -61,7 +61,7 @@ def test_a_meta_eval_reports_both_figures_with_intervals(tmp_path: Path) -> None
     ):
         low, high = metrics[f"{name}:ci_low"], metrics[f"{name}:ci_high"]
         assert 0 <= low < high <= 1, name
-    assert "criterion mean (the paper's figure): judge " in result.stdout
+    assert "then the mean over categories (the paper's figure))" in result.stdout
 
 
 def test_a_meta_eval_sweep_over_judges_ends_in_a_judge_table(tmp_path: Path) -> None:
