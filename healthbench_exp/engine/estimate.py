@@ -286,6 +286,9 @@ def estimate_run(
         "pilot": pilot,
         "rates": {role: asdict(rates[role]) for role in needed},
         "rate_limited_duration": expected_durations(run_roles.needed, estimator.usage),
+        # the rows whose replies the cache holds (a pilot's, and earlier runs'): what a pilot's
+        # rates and interval are measured on
+        "measured_rows": len(estimator.sample.rows),
         "assumptions": {
             "tokenizer": estimator.tokenizer,
             "history_min_replies": HISTORY_MIN_REPLIES,

@@ -90,6 +90,9 @@ class Estimate(Record):
     rate_limited_duration: dict[str, object] | None
     assumptions: Assumptions
     rate_limits_probed: list[str] | None
+    # the rows whose replies measured a pilot's rates: the pilot's and those the response
+    # cache already held (None: an estimate that did not record it)
+    measured_rows: int | None = None
 
     def durations(self) -> tuple[dict[str, DurationPart], float] | None:
         """Each limited role's least time, and the longest (None: no known limits)."""
@@ -132,8 +135,21 @@ def prompts_counted(tokenizer: str) -> str:
     return f"prompts counted by {tokenizer}"
 
 
-def rates_line(role: str, rates: RatesPart, min_replies: int, tokenizer: str = "") -> str:
-    """Where `role`'s figures come from, in words (`tokenizer`: how prompts were counted)."""
+def pilot_sample(pilot_rows: int, measured_rows: int | None) -> str:
+    """What a pilot's rates were measured on: its rows, and those the cache already held."""
+    if measured_rows is None or measured_rows <= pilot_rows:
+        return f"this pilot's {pilot_rows} rows"
+    return (
+        f"{measured_rows} rows (the pilot's {pilot_rows} and {measured_rows - pilot_rows} the "
+        "response cache already held)"
+    )
+
+
+def rates_line(
+    role: str, rates: RatesPart, min_replies: int, tokenizer: str = "", sample: str = ""
+) -> str:
+    """Where `role`'s figures come from, in words (`tokenizer`: how prompts were counted;
+    `sample`: the rows a pilot's rates were measured on, `pilot_sample`)."""
     reply = f"{rates.completion_tokens:.0f} output tokens per call"
     if rates.reasoning_tokens:
         reply += f" ({rates.reasoning_tokens:.0f} of them reasoning)"
@@ -148,14 +164,19 @@ def rates_line(role: str, rates: RatesPart, min_replies: int, tokenizer: str = "
             f"{prompts_counted(tokenizer) if tokenizer else 'prompts counted'}, no provider "
             f"prompt caching ({have})"
         )
-    measured = "this pilot's" if rates.source == "pilot" else "the cache's history of"
     per_char = rates.tokens_per_char
     prompt = (
         f"{1 / per_char:.2f} prompt characters per token" if per_char else "prompt tokens counted"
     )
+    replies = f"{rates.replies} replies of this {role} and its settings"
+    measured = (
+        f"{replies} to {sample or 'the pilot rows'}"
+        if rates.source == "pilot"
+        else f"the cache's history of {replies}"
+    )
     return (
-        f"  {role:<5} measured on {measured} {rates.replies} replies of this {role} and its "
-        f"settings: {reply}, {prompt}, {rates.cached_share:.0%} of prompt tokens cached"
+        f"  {role:<5} measured on {measured}: {reply}, {prompt}, "
+        f"{rates.cached_share:.0%} of prompt tokens cached"
     )
 
 
@@ -211,8 +232,9 @@ def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
     assumptions = estimate.assumptions
     lines.append(f"  where the figures come from ({assumptions.tokenizer}):")
     for role, rates in estimate.rates.items():
+        sample = pilot_sample(pilot.rows, estimate.measured_rows) if pilot else ""
         lines.append(
-            rates_line(role, rates, assumptions.history_min_replies, assumptions.tokenizer)
+            rates_line(role, rates, assumptions.history_min_replies, assumptions.tokenizer, sample)
         )
     if interval:
         lines.append(f"  interval: {interval.method}")

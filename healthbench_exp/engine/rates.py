@@ -218,8 +218,10 @@ def bootstrap_interval(
         max(0.0, point - half),
         point + half,
         f"95%: the estimate +- t({n - 1}) x the standard deviation of the cost over {resamples} "
-        f"bootstrap resamples of the pilot's {n} rows (rates re-measured each time) x "
-        f"sqrt(n/(n-1) + n/{left} rows still to pay): the means' uncertainty and the rows' own "
+        f"bootstrap resamples of the {n} measured rows (rates re-measured each time) x "
+        f"sqrt(n/(n-1) + n/{left}"
+        + (" rows still to pay)" if rows_left > 0 else ": no row is left to pay)")
+        + ": the means' uncertainty and the rows' own "
         f"variation; with an allowance for replies {REPLY_CV:.0%} longer or shorter than the "
-        "pilot's, row to row",
+        "measured ones, row to row",
     )

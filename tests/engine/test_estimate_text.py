@@ -64,7 +64,13 @@ def test_every_part_of_the_estimate_is_printed() -> None:
     assert lines[4] == "  estimated cost $0.5000 (95% interval $0.4000 to $0.6000)"
     assert lines[5] == "  judge rate limits: at least 2.0 min (106 requests at 53/min)"
     assert lines[6] == "  expected duration at the known rate limits: at least 2.0 min"
-    assert "measured on this pilot's 12 replies" in lines[8]
+    assert (
+        "measured on 12 replies of this model and its settings to this pilot's 2 rows" in (lines[8])
+    )
+    assert "prompts counted by tiktoken o200k_base" in lines[9]
+    # a warm cache: the rates are measured on more rows than the pilot sent, and say so
+    warm = format_estimate({**estimate(), "measured_rows": 3}, Path("/runs/x")).splitlines()
+    assert "to 3 rows (the pilot's 2 and 1 the response cache already held)" in warm[8]
     assert "4.00 prompt characters per token, 50% of prompt tokens cached" in lines[8]
     assert "assumed: 50 output tokens per call" in lines[9] and "(no history)" in lines[9]
     assert lines[-2:] == ["  interval: bootstrap", "  written to /runs/x/estimate.json"]
