@@ -238,11 +238,12 @@ def test_every_docs_command_composes_and_names_no_retired_preset(command: Comman
     every job composes, and no model, judge or jury member of a job is past its shutdown date
     (unless the command sets that date itself, to show the refusal)."""
     overrides = overrides_of(command.args)
+    sweep = ["-m"] if "-m" in command.args else []  # a comma list sweeps only with it
     if any(arg.split("=", 1)[0] == "resume" for arg in overrides):
-        check_overrides([a for a in overrides if a.split("=", 1)[0] != "resume"])
+        check_overrides([*sweep, *(a for a in overrides if a.split("=", 1)[0] != "resume")])
         return  # the config is the stopped run's own
     overrides = composable(overrides)
-    check_overrides(overrides)
+    check_overrides([*sweep, *overrides])
     dated = {a.split(".", 1)[0] for a in overrides if ".shutdown_date=" in a}
     today = date.today()
     for job in distinct_jobs(job_overrides(overrides) if "-m" in command.args else [overrides]):
