@@ -151,6 +151,19 @@ render();
 """
 
 
+# how an example's score and its negative criteria read, on the page beside them
+SCORES_NOTE = (
+    "An example's score is the points of the criteria its reply met, negative criteria "
+    "included, over the points of its positive criteria, as the reference computes it: it is "
+    "not clipped, so a reply that met a negative criterion can score below 0 (or one that met "
+    "every positive criterion and no negative one exactly 1). Only the run's scores above "
+    "(overall and by theme and axis) are means clipped to [0, 1]. A negative criterion "
+    "(negative points) describes what a reply should not do: met means the reply did it, "
+    "and its points are taken away; not met costs nothing. In each example's table a verdict "
+    "that cost points (a positive criterion not met, a negative one met) is shown in red."
+)
+
+
 def examples_section(count: int, themes: list[str]) -> str:
     """The page's examples section: pager controls, the companion script, and the pager."""
     options = "".join(f"<option>{escape(t)}</option>" for t in themes)
@@ -164,6 +177,7 @@ def examples_section(count: int, themes: list[str]) -> str:
         f"<h2>Examples ({count})</h2><p class='muted'>Lowest scores first; in each example the "
         f"criteria that cost points come first. {PAGE_SIZE} per page; the detail is loaded from "
         f"{COMPANION} beside this file.</p>"
+        f"<p class='muted' id='example-scores'>{SCORES_NOTE}</p>"
         "<p class='pager'>theme <select id='theme-filter'><option value=''>all</option>"
         f"{options}</select><button id='prev'>previous</button><span id='page-info'></span>"
         "<button id='next'>next</button></p><div id='examples'></div>"
