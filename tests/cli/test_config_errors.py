@@ -163,3 +163,11 @@ def test_a_jury_given_as_a_comma_list_is_shown_whole(tmp_path: Path) -> None:
     swept = run_cli("-m", *DEMO, "jury=gpt54,gpt41mini", f"hydra.sweep.dir={tmp_path / 's'}")
     line = _one_line(swept)
     assert "write jury=[gpt54,gpt41mini]" in line and "-m jury=[gpt54],[gpt41mini]" in line
+
+
+def test_an_interpolation_in_the_run_directory_is_one_line_exit_2(tmp_path: Path) -> None:
+    """Hydra turned each callback's error into a warning of several lines, then raised."""
+    result = run_cli(*DEMO, f"hydra.run.dir={tmp_path}/${{nokey}}")
+    line = _one_line(result)
+    assert f"hydra.run.dir={tmp_path}/${{nokey}}: Interpolation key 'nokey' not found" in line
+    assert list(tmp_path.iterdir()) == []
