@@ -29,6 +29,9 @@ from omegaconf.errors import OmegaConfBaseException
 from healthbench_exp.config.schema import ConfigError
 
 FULL_ERROR = "HYDRA_FULL_ERROR"  # set: Hydra raises what it would print
+# set beside FULL_ERROR by the harness: a process it starts (a launcher's worker, a SLURM job)
+# inherits both, and knows the switch for the harness's, not the user's
+SET_BY_HARNESS = "HEALTHBENCH_HYDRA_FULL_ERROR"
 MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
@@ -40,15 +43,16 @@ class _Switch:
 def composition_errors_raised() -> Iterator[None]:
     """Around the Hydra app: Hydra raises its composition errors (for `composition_error`)
     instead of printing them; left as it is where the user set `HYDRA_FULL_ERROR`."""
-    if os.environ.get(FULL_ERROR) is not None:
+    if os.environ.get(FULL_ERROR) is not None and os.environ.get(SET_BY_HARNESS) is None:
         yield
         return
-    os.environ[FULL_ERROR] = "1"
+    os.environ[FULL_ERROR] = os.environ[SET_BY_HARNESS] = "1"
     _Switch.set_here = True
     try:
         yield
     finally:
         os.environ.pop(FULL_ERROR, None)
+        os.environ.pop(SET_BY_HARNESS, None)
         _Switch.set_here = False
 
 

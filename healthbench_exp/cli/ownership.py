@@ -21,7 +21,9 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
+from healthbench_exp.cli.hydra_errors import omegaconf_error
 from healthbench_exp.cli.run_lock import busy
 from healthbench_exp.cli.startup import is_fresh
 from healthbench_exp.core.run_config import RunConfig
@@ -138,20 +140,31 @@ def sweep_refusal(sweep_dir: Path) -> str | None:
     )
 
 
+def _directory(config: DictConfig, kind: str) -> Path:
+    """`hydra.<kind>.dir`; one that cannot be resolved (an interpolation naming no key) is one
+    line and exit 2 here, before the other callbacks (Hydra would turn each one's error into a
+    warning of several lines)."""
+    try:
+        return Path(str(config.hydra[kind].dir))
+    except OmegaConfBaseException as exc:
+        print(f"error: {omegaconf_error(exc, sys.argv[1:])}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 class RunDirCallback(Callback):
     """Refuses (exit 2, one line, nothing written) a run into a directory that is in use, holds
     another run, or holds foreign files, and a sweep into a sweep directory holding runs;
     registered before the run lock in `conf/config.yaml`."""
 
     def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
-        run_dir = Path(str(config.hydra.run.dir))
+        run_dir = _directory(config, "run")
         problem = busy(run_dir) or refusal(run_dir)
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             raise SystemExit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
-        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir = _directory(config, "sweep")
         problem = busy(sweep_dir) or sweep_refusal(sweep_dir)  # a running sweep: "in use"
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
