@@ -80,7 +80,11 @@ def _interval(metrics: Mapping[str, float | int | None], name: str) -> str:
 
 # the meta-eval's figures, each described once: (metric, who, how it is averaged)
 META_FIGURES = (
-    ("pairwise_model_f1_balanced", "judge", "pooled: one F1 over every (judge, physician) pair"),
+    (
+        "pairwise_model_f1_balanced",
+        "judge",
+        "pooled, the score (pairwise_model_f1_balanced): one F1 over every (judge, physician) pair",
+    ),
     (
         "criterion_mean:pairwise_model_f1_balanced",
         "judge",

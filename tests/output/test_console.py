@@ -146,8 +146,8 @@ def test_a_meta_eval_table_reads_its_categories() -> None:
     )  # fmt: skip
     table = format_report(summary)
     assert (
-        "  judge       0.7000  (pooled: one F1 over every (judge, physician) pair; pos F1 0.8000, "
-        "neg F1 0.6000)" in table
+        "  judge       0.7000  (pooled, the score (pairwise_model_f1_balanced): one F1 over every "
+        "(judge, physician) pair; pos F1 0.8000, neg F1 0.6000)" in table
     )
     assert (
         "  physicians  undefined  (pooled: each physician's F1 over all rows, then the mean "
