@@ -145,7 +145,7 @@ def markdown(data: Mapping[str, object]) -> str:
             lines += ["", "## Scores by theme", "", *_table(header, rows)]
     meta = [r for r in records(data["jobs"]) if r.get("task") == "meta_eval"]
     if meta:
-        header = ["job", "label", "banners", "judge", "judge F1", "physicians F1"]
+        header = ["job", "label", "banners", "judge", "judge F1", "physicians F1 (pair-weighted)"]
         header += ["mean over categories: judge, physicians", "rows", "ungraded"]
         rows = [
             [

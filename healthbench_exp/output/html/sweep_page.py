@@ -181,7 +181,8 @@ def sweep_report(data: Mapping[str, object], out_dir: Path) -> str:
             + "</tr>"
             for j in meta
         ]
-        header = ["job", "label", "banners", "judge", "judge F1", "physicians F1", "rows"]
+        header = ["job", "label", "banners", "judge", "judge F1"]
+        header += ["physicians F1 (pair-weighted)", "rows"]
         body.append(
             "<h2>Meta-eval: agreement with physicians (pairwise balanced F1)</h2>"
             + table([*header, "ungraded"], rows)
