@@ -14,24 +14,49 @@ POSITIVE = "positive"
 NEGATIVE = "negative"
 MET = "met"
 NOT_MET = "not"
+LABEL_SHIFT = "label_shift"  # `bridge.method`: the judge's error rates carried over (default)
+CALIBRATION = "calibration"  # `bridge.method`: q = P(O met | N's verdict) carried over
+METHODS = (LABEL_SHIFT, CALIBRATION)
+# why a label-shift stratum takes its sign's pooled values (`BridgeStratum.pooled`)
+FEW_PAIRS = "bridge"  # fewer than 30 bridge pairs with O met, or with O not met
+NEAR_CHANCE = "near_chance"  # its own J = se + sp - 1 below 0.2
+FEW_RUN = "run"  # fewer than 30 graded criteria in the run: its sign's pooled m, se and sp
 
 
 @dataclass
 class BridgeStratum(Record):
-    """One stratum and sign of the bridge: the new judge's verdict cells behind it.
+    """One stratum and sign of the bridge, as its method uses it.
 
-    `n_met` / `n_not`: bridge pairs of the stratum and sign where the new judge said met / not
-    met; `q_met` / `q_not`: the probability, used for the run, that the reference grader said met
-    there (Jeffreys' (k + 0.5) / (n + 1)); `pooled`: the cells (`met`, `not`) with fewer than the
-    minimum pairs, whose q is their sign's pooled cell's (all strata of that sign)."""
+    `calibration`: `n_met` / `n_not`, bridge pairs of the stratum and sign where the new judge
+    said met / not met; `q_met` / `q_not`, the probability, used for the run, that the reference
+    grader said met there (Jeffreys' (k + 0.5) / (n + 1)); `pooled`: the cells (`met`, `not`)
+    with fewer than the minimum pairs, whose q is their sign's pooled cell's.
 
-    stratum: str  # `cluster:<c>`, `axis:<a>`, `none`; `pooled` for a sign's pooled cells
+    `label_shift`: `n_o_met` / `n_o_not`, bridge pairs where the reference grader said met /
+    not met; `se` / `sp`, the new judge's sensitivity and specificity against it, as used (the
+    sign's pooled values where pooled); `run_n` / `run_met`, the run's graded criteria there and
+    those the new judge said met; `pi`, the reference grader's met share on the run
+    (Rogan-Gladen); `w_met` / `w_not`, the weight of a criterion the new judge said met / not
+    met; `pooled`: why it takes its sign's pooled values (`bridge`, `near_chance`, `run`).
+
+    The other method's fields are None (not written)."""
+
+    stratum: str  # `cluster:<c>`, `axis:<a>`, `none`; `pooled` for a sign's pooled values
     sign: str  # positive | negative (the sign of the criterion's points)
-    n_met: int
-    n_not: int
-    q_met: float
-    q_not: float
+    n_met: int | None = field(default=None, metadata=OMIT_NONE)
+    n_not: int | None = field(default=None, metadata=OMIT_NONE)
+    q_met: float | None = field(default=None, metadata=OMIT_NONE)
+    q_not: float | None = field(default=None, metadata=OMIT_NONE)
     pooled: list[str] = field(default_factory=list)
+    n_o_met: int | None = field(default=None, metadata=OMIT_NONE)
+    n_o_not: int | None = field(default=None, metadata=OMIT_NONE)
+    se: float | None = field(default=None, metadata=OMIT_NONE)
+    sp: float | None = field(default=None, metadata=OMIT_NONE)
+    run_n: int | None = field(default=None, metadata=OMIT_NONE)
+    run_met: int | None = field(default=None, metadata=OMIT_NONE)
+    pi: float | None = field(default=None, metadata=OMIT_NONE)
+    w_met: float | None = field(default=None, metadata=OMIT_NONE)
+    w_not: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
@@ -80,6 +105,7 @@ class SpreadCell(Record):
 class Bridged(Record):
     """`bridged` of an eval run with `bridge.runs` (see the module docstring)."""
 
+    method: str  # label_shift | calibration (`bridge.method`)
     bridge: list[str]  # the bridge sources' run directories, as given
     old_judge: str  # the reference grader
     new_judge: str  # this run's judge

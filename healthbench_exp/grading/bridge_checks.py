@@ -1,11 +1,13 @@
 """Checks of a bridge (`grading.bridge`): on its own held-out examples, and between its sources.
 
 - `holdout_error`: k-fold by example (k = FOLDS; the bridge's examples shuffled with the seed,
-  the i-th in fold i mod k). For each fold, q from the other folds' pairs (pooling as the
-  bridge pools); each held-out example's bridged score (its pairs, N's verdicts weighted by q)
-  minus O's own score on the same pairs (section 3, not clipped); examples without positive
-  points are left out. `mean`: the mean error over every example; `ci`: the 2.5th and 97.5th
-  percentiles of that mean over `samples` seeded resamples of the examples.
+  the i-th in fold i mod k). For each fold, the estimator's weights from the other folds' pairs
+  (pooling as the bridge pools), with the held-out fold's pairs as the run (their N verdicts
+  per cell: `label_shift`'s m; `calibration` ignores them); each held-out example's bridged
+  score (its pairs, N's verdicts weighted) minus O's own score on the same pairs (section 3,
+  not clipped); examples without positive points are left out. `mean`: the mean error over
+  every example; `ci`: the 2.5th and 97.5th percentiles of that mean over `samples` seeded
+  resamples of the examples.
 - `spread`: with several sources (replies of different models), per cell (stratum, sign, N's
   verdict) where two or more sources have pairs: each source's n, k and unpooled q; the largest
   minus the smallest q; Pearson's chi-square test of one met rate for every source (2 x S table;
@@ -31,14 +33,19 @@ from healthbench_exp.core.bridged import (
     SourceCell,
     SpreadCell,
 )
-from healthbench_exp.grading.bridge import BridgeData, Cells, Pair, jeffreys
+from healthbench_exp.grading.bridge import BridgeData, Cells, Counts, Estimator, Pair, jeffreys
 
 FOLDS = 5
 ALPHA = 0.05
 
 
 def holdout_error(
-    pairs: Sequence[Pair], cells: Cells, samples: int, seed: int, folds: int = FOLDS
+    pairs: Sequence[Pair],
+    cells: Cells,
+    estimator: Estimator,
+    samples: int,
+    seed: int,
+    folds: int = FOLDS,
 ) -> HoldoutError:
     """The k-fold check of the bridge on its own examples (see the module docstring)."""
     examples = sorted({(p.source, p.example) for p in pairs})
@@ -50,7 +57,12 @@ def holdout_error(
     errors: list[float] = []
     for fold in range(folds):
         train = [p for p in pairs if fold_of[(p.source, p.example)] != fold]
-        q, _ = cells.q(*BridgeData.of(train, cells).counts())
+        held_out = [p for p in pairs if fold_of[(p.source, p.example)] == fold]
+        run = np.bincount(
+            [cells.cell(p.stratum, p.points > 0, p.new) for p in held_out],
+            minlength=2 * len(cells.strata),
+        ).astype(float)
+        q = estimator.weights(cells, Counts(*BridgeData.of(train, cells).counts(), run))
         for key in examples:
             if fold_of[key] != fold:
                 continue

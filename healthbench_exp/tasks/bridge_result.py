@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
-from healthbench_exp.core.bridged import Bridged
-from healthbench_exp.grading.bridge import RunRow, bridge_run
+from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.core.bridged import CALIBRATION, Bridged
+from healthbench_exp.grading.bridge import BridgeRefused, RunRow, bridge_run
 from healthbench_exp.grading.bridge_checks import holdout_error, spread
-from healthbench_exp.tasks.bridge_source import BridgeSource, all_pairs
+from healthbench_exp.grading.bridge_methods import ESTIMATORS
+from healthbench_exp.tasks.bridge_source import KEY, BridgeSource, all_pairs
 
 
 def bridged(
@@ -20,18 +22,31 @@ def bridged(
     new_judge: str,
     samples: int,
     seed: int,
+    method: str,
 ) -> Bridged:
-    """The `bridged` record of the run's scored `rows` (see the module docstring)."""
+    """The `bridged` record of the run's scored `rows` through `method` (see the module
+    docstring); ConfigError (one line) where the estimator refuses the bridge."""
     pairs = all_pairs(sources)
-    result = bridge_run(rows, pairs, samples, seed)
+    estimator = ESTIMATORS[method]
+    try:
+        result = bridge_run(rows, pairs, samples, seed, estimator)
+    except BridgeRefused as exc:
+        raise ConfigError(f"{KEY}: {exc}") from None
     paths = [s.path for s in sources]
-    cells = spread(pairs, result.cells, result.q_draws, paths) if len(sources) > 1 else None
+    several = len(sources) > 1 and method == CALIBRATION
+    cells = spread(pairs, result.cells, result.q_draws, paths) if several else None
     warnings = []
     pooled = [f"{s.stratum} ({s.sign})" for s in result.strata if s.pooled]
-    if pooled:
+    if pooled and method == CALIBRATION:
         warnings.append(
             f"{len(pooled)} strata take their sign's pooled q for one verdict or both "
             "(fewer than 30 bridge pairs there)"
+        )
+    elif pooled:
+        warnings.append(
+            f"{len(pooled)} strata take their sign's pooled error rates (fewer than 30 bridge "
+            "pairs with either verdict of the reference grader, or J below 0.2) or the run's "
+            "pooled met share (fewer than 30 graded criteria)"
         )
     beyond = [c for c in cells or [] if c.beyond_interval]
     if beyond:
@@ -42,6 +57,7 @@ def bridged(
             "not cover that"
         )
     return Bridged(
+        method=method,
         bridge=paths,
         old_judge=REFERENCE_JUDGE,
         new_judge=new_judge,
@@ -49,7 +65,7 @@ def bridged(
         strata=result.strata,
         metrics=result.metrics,
         ci=result.ci,
-        holdout_error=holdout_error(pairs, result.cells, samples, seed),
+        holdout_error=holdout_error(pairs, result.cells, estimator, samples, seed),
         spread=cells,
         warnings=warnings,
     )

@@ -35,8 +35,10 @@ from pathlib import Path
 from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError, JudgeConfig
+from healthbench_exp.core.bridged import METHODS
 from healthbench_exp.core.summary import EVAL, read_summary
 from healthbench_exp.grading.bridge import Pair, stratum_of
+from healthbench_exp.grading.bridge_methods import bridge_refusal
 from healthbench_exp.tasks.calibration_source import judge_differences, run_status
 from healthbench_exp.tasks.records import CRITERIA_FILE, EXAMPLES_FILE
 
@@ -271,10 +273,13 @@ def bridge_problem(bridge: BridgeConfig, judge: JudgeConfig, is_eval: bool) -> s
     if not is_eval:
         return f"{KEY} applies to task=eval only"
     try:
-        load_sources(bridge, judge)
+        sources = load_sources(bridge, judge)
     except ConfigError as exc:
         return str(exc)
-    return None
+    if bridge.method not in METHODS:  # `validate` names it
+        return None
+    refusal = bridge_refusal(all_pairs(sources), bridge.method)
+    return None if refusal is None else f"{KEY}: {refusal}"
 
 
 def all_pairs(sources: Sequence[BridgeSource]) -> list[Pair]:

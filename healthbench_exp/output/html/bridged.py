@@ -8,10 +8,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from healthbench_exp.core.bridged import Bridged
+from healthbench_exp.core.bridged import CALIBRATION, Bridged, BridgeStratum
 from healthbench_exp.output.html.charts import cells, fmt, table
 
 STRATA = ["stratum", "sign", "n met", "n not", "q met", "q not", "pooled"]
+# label_shift: the judge's error rates from the bridge, the run's own met share, the weights
+SHIFT = ["stratum", "sign", "n O met", "n O not", "se", "sp", "run n", "run met", "pi"]
+SHIFT += ["w met", "w not", "pooled"]
+HOW = {
+    CALIBRATION: "each counted as met with the probability that {old} said met on criteria of "
+    "its stratum where {new} gave that verdict (q, carried over from the bridge: right only for "
+    "replies like the bridge's)",
+    "label_shift": "each counted as met with the probability that {old} said met, by Bayes "
+    "from {new}'s error rates against {old} in its stratum (from the bridge) and the share "
+    "{old} would have said met in this run (from {new}'s own met share, Rogan-Gladen)",
+}
 SPREAD = [
     "stratum",
     "sign",
@@ -38,28 +49,24 @@ def bridged_section(bridged: Bridged | None) -> str:
         f"{_interval(bridged.ci.get(name))}</td></tr>"
         for name, value in bridged.metrics.items()
     ]
-    strata = [
-        "<tr>"
-        + cells(s.stratum, s.sign, numeric=False)
-        + cells(s.n_met, s.n_not, s.q_met, s.q_not)
-        + cells(", ".join(s.pooled), numeric=False)
-        + "</tr>"
-        for s in bridged.strata
-    ]
+    calibration = bridged.method == CALIBRATION
+    strata = [_stratum_row(s, calibration) for s in bridged.strata]
     holdout = bridged.holdout_error
+    how = HOW.get(bridged.method, "").format(
+        old=escape(bridged.old_judge), new=escape(bridged.new_judge)
+    )
     parts = [
         "<h2 id='bridged'>Bridged score (on the reference grader's scale; not a reference "
         "metric)</h2>",
-        f"<p class='muted'>This run's judge {escape(bridged.new_judge)}'s verdicts, each counted "
-        f"as met with the probability that {escape(bridged.old_judge)} said met on criteria of "
-        f"its stratum where {escape(bridged.new_judge)} gave that verdict, from "
+        f"<p class='muted'>Method <b class='bridged-method'>{escape(bridged.method)}</b>: this "
+        f"run's judge {escape(bridged.new_judge)}'s verdicts, {how}, from "
         f"{bridged.pairs} criteria both graded in {', '.join(escape(b) for b in bridged.bridge)}. "
         f"Held-out check ({holdout.folds}-fold, {holdout.examples} bridge examples): mean error "
         f"{fmt(holdout.mean)}{_interval(holdout.ci)}.</p>",
         *[f"<p class='bad'>{escape(w)}</p>" for w in bridged.warnings],
         table(["metric", "value [95% CI]"], metrics),
         "<h3>Strata</h3>",
-        table(STRATA, strata),
+        table(STRATA if calibration else SHIFT, strata),
     ]
     if bridged.spread:
         rows = [
@@ -76,6 +83,21 @@ def bridged_section(bridged: Bridged | None) -> str:
     return "".join(parts)
 
 
+def _stratum_row(s: BridgeStratum, calibration: bool) -> str:
+    numbers = (
+        cells(s.n_met, s.n_not, s.q_met, s.q_not)
+        if calibration
+        else cells(s.n_o_met, s.n_o_not, s.se, s.sp, s.run_n, s.run_met, s.pi, s.w_met, s.w_not)
+    )
+    return (
+        "<tr>"
+        + cells(s.stratum, s.sign, numeric=False)
+        + numbers
+        + cells(", ".join(s.pooled), numeric=False)
+        + "</tr>"
+    )
+
+
 def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
     """A comparison's bridged runs (rows with `bridged_score`, `sweep.bridged`): each run's own
     overall score beside its bridged score and interval; "" when no run was bridged."""
@@ -83,6 +105,7 @@ def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
         "<tr>"
         + cells(j.get("job"), j.get("label"), j.get("judge"), numeric=False)
         + cells(j.get("overall_score"))
+        + cells(j.get("bridged_method"), numeric=False)
         + f"<td class='num job-bridged'>{fmt(j.get('bridged_score'))}</td>"
         + cells(j.get("bridged_ci_low"), j.get("bridged_ci_high"), j.get("bridged_holdout_error"))
         + "</tr>"
@@ -91,7 +114,7 @@ def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
     ]
     if not rows:
         return ""
-    header = ["job", "label", "judge", "overall score", "bridged", "CI low", "CI high"]
+    header = ["job", "label", "judge", "overall score", "method", "bridged", "CI low", "CI high"]
     return (
         "<h2 id='bridged'>Bridged scores (each run on the reference grader's scale)</h2>"
         + table([*header, "held-out error"], rows)
