@@ -92,14 +92,16 @@ class Cells:
         return 2 * self.index[(stratum, positive)] + int(verdict)
 
     def q(self, n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(q of every cell, which cells are pooled) from the pairs' n and k per cell."""
+        """(q of every cell, which cells are pooled) from the pairs' n and k per cell (the last
+        axis; any leading axes are resamples)."""
         sign = np.repeat(self.positive, 2)
         verdict = np.tile([False, True], len(self.strata))
-        pooled_q = np.empty(len(n))
+        pooled_q = np.zeros(np.shape(n))
         for positive in (True, False):
             for met in (False, True):
                 mask = (sign == positive) & (verdict == met)
-                pooled_q[mask] = jeffreys(k[mask].sum(), n[mask].sum())
+                pooled_n = (n * mask).sum(axis=-1, keepdims=True)
+                pooled_q += mask * jeffreys((k * mask).sum(axis=-1, keepdims=True), pooled_n)
         pooled = n < MIN_PAIRS
         return np.where(pooled, pooled_q, (k + 0.5) / (n + 1)), pooled
 

@@ -41,8 +41,11 @@ MIN_J = 0.2  # a stratum's J below this takes its sign's pooled rates; a sign's:
 
 
 def _by_sign(positive: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Each stratum's sign's total of `values` (summed over the strata of that sign)."""
-    totals: np.ndarray = np.where(positive, values[positive].sum(), values[~positive].sum())
+    """Each stratum's sign's total of `values` (summed over the strata of that sign, along the
+    last axis)."""
+    plus = (values * positive).sum(axis=-1, keepdims=True)
+    minus = (values * ~positive).sum(axis=-1, keepdims=True)
+    totals: np.ndarray = np.where(positive, plus, minus)
     return totals
 
 
@@ -61,7 +64,8 @@ def _pi_and_weights(
 
 @dataclass
 class Shift:
-    """Every quantity of the estimator per stratum (arrays over `cells.strata`) and per sign."""
+    """Every quantity of the estimator per stratum (the last axis, over `cells.strata`; leading
+    axes are resamples), and each stratum's sign's pooled values beside it."""
 
     n1: np.ndarray  # bridge pairs with O met
     n0: np.ndarray  # with O not met
@@ -75,16 +79,16 @@ class Shift:
     few_pairs: np.ndarray  # why pooled
     near_chance: np.ndarray
     few_run: np.ndarray
-    pooled: dict[bool, tuple[float, ...]]  # sign -> (n1, n0, se, sp, run_n, run_met, pi, ...)
+    pooled: tuple[np.ndarray, ...]  # the sign's (n1, n0, se, sp, run_n, run_met, pi, w_met, w_not)
 
     @classmethod
     def of(cls, cells: Cells, counts: Counts) -> Shift:
-        n_not, n_met = counts.n[0::2], counts.n[1::2]
-        k_not, k_met = counts.k[0::2], counts.k[1::2]
+        n_not, n_met = counts.n[..., 0::2], counts.n[..., 1::2]
+        k_not, k_met = counts.k[..., 0::2], counts.k[..., 1::2]
         n1, a = k_met + k_not, k_met
         n0, b = n_met - k_met + n_not - k_not, n_not - k_not
-        run_n = counts.run[0::2] + counts.run[1::2]
-        run_met = counts.run[1::2]
+        run_n = counts.run[..., 0::2] + counts.run[..., 1::2]
+        run_met = counts.run[..., 1::2]
         positive = cells.positive
         pn1, pa, pn0, pb = (_by_sign(positive, x) for x in (n1, a, n0, b))
         prun_n, prun_met = _by_sign(positive, run_n), _by_sign(positive, run_met)
@@ -99,23 +103,8 @@ class Shift:
         m_pool = prun_met / np.maximum(prun_n, 1)
         m = np.where(few_run, m_pool, run_met / np.maximum(run_n, 1))
         pi, w_met, w_not = _pi_and_weights(se, sp, m)
-        pooled: dict[bool, tuple[float, ...]] = {}
-        for sign in (True, False):
-            at = np.flatnonzero(positive == sign)
-            if len(at):
-                i = at[0]
-                p_pi, p_met, p_not = _pi_and_weights(se_pool[at], sp_pool[at], m_pool[at])
-                pooled[sign] = (
-                    pn1[i],
-                    pn0[i],
-                    se_pool[i],
-                    sp_pool[i],
-                    prun_n[i],
-                    prun_met[i],
-                    p_pi[0],
-                    p_met[0],
-                    p_not[0],
-                )
+        pooled: tuple[np.ndarray, ...] = (pn1, pn0, se_pool, sp_pool, prun_n, prun_met)
+        pooled += _pi_and_weights(se_pool, sp_pool, m_pool)
         return cls(
             n1,
             n0,
@@ -132,6 +121,15 @@ class Shift:
             pooled,
         )
 
+    def signs(self, cells: Cells) -> dict[bool, tuple[float, ...]]:
+        """Each sign present: its pooled values (one set of counts, not resamples)."""
+        out = {}
+        for sign in (True, False):
+            at = np.flatnonzero(cells.positive == sign)
+            if len(at):
+                out[sign] = tuple(float(v[at[0]]) for v in self.pooled)
+        return out
+
 
 class LabelShift:
     """`label_shift` (see the module docstring)."""
@@ -140,8 +138,8 @@ class LabelShift:
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
         shift = Shift.of(cells, counts)
-        out = np.empty(2 * len(cells.strata))
-        out[0::2], out[1::2] = shift.w_not, shift.w_met
+        out = np.empty(np.shape(counts.n))
+        out[..., 0::2], out[..., 1::2] = shift.w_not, shift.w_met
         return out
 
     def strata(self, cells: Cells, counts: Counts) -> list[BridgeStratum]:
@@ -159,14 +157,14 @@ class LabelShift:
                     (s.pi[i], s.w_met[i], s.w_not[i]),
                 )
             )
-        for positive, values in s.pooled.items():
+        for positive, values in s.signs(cells).items():
             out.append(_row(POOLED, positive, [], values[:6], values[6:]))
         return out
 
     def refusal(self, cells: Cells, counts: Counts) -> str | None:
         """One line where a sign's pooled J is below MIN_J; else None."""
         s = Shift.of(cells, counts)
-        for positive, (n1, n0, se, sp, *_) in s.pooled.items():
+        for positive, (n1, n0, se, sp, *_) in s.signs(cells).items():
             if se + sp - 1 < MIN_J:
                 sign = POSITIVE if positive else NEGATIVE
                 return (
