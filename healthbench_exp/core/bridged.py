@@ -81,17 +81,20 @@ class SourceCell(Record):
 
 @dataclass
 class SpreadCell(Record):
-    """How much one cell's q varies between bridge sources (replies of different models).
+    """How much one cell's rate varies between bridge sources (replies of different models):
+    `calibration`, q (the reference grader's met share where the new judge gave `verdict`);
+    `label_shift`, the new judge's agreement where the reference grader gave `verdict` (se
+    where met, sp where not): the quantity the method assumes the same for every model.
 
-    `spread`: the largest minus the smallest source q (sources with pairs there); `chi2`, `df`,
-    `p_value`: Pearson's chi-square test that every source has the same met rate; `ci`: the
-    bridge's 95% bootstrap interval of the pooled (all sources) q; `beyond_interval`: a source's
-    q lies outside it and the test rejects equality at 0.05."""
+    `spread`: the largest minus the smallest source rate (sources with pairs there); `chi2`,
+    `df`, `p_value`: Pearson's chi-square test that every source has the same rate; `ci`: the
+    bridge's 95% bootstrap interval of the cell's rate; `beyond_interval`: a source's rate lies
+    outside it and the test rejects equality at 0.05."""
 
     stratum: str
     sign: str
-    verdict: str  # met | not: the new judge's verdict
-    q: float  # all sources together, unpooled
+    verdict: str  # met | not: the new judge's (calibration) or the reference grader's verdict
+    q: float  # the rate, all sources together, unpooled
     ci: list[float]
     by_source: dict[str, SourceCell]
     spread: float
@@ -99,6 +102,21 @@ class SpreadCell(Record):
     df: int
     p_value: float
     beyond_interval: bool
+
+
+@dataclass
+class Transport(Record):
+    """Leave one model out: the bridge from the other sources, through `method`, applied to
+    this source's new-judge verdicts, against the reference grader's own score on them."""
+
+    source: str  # the source's run directory, as given
+    model: str  # the model whose replies it holds
+    method: str
+    own: float | None  # the reference grader's own score on the source's replies
+    bridged: float | None  # None: no example scored, or the method refused the others' bridge
+    error: float | None  # bridged - own
+    ci: list[float] | None  # the bridged score's 95% interval
+    refused: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
@@ -116,4 +134,6 @@ class Bridged(Record):
     holdout_error: HoldoutError
     # several sources: how much q varies between them (cells where two or more have pairs)
     spread: list[SpreadCell] | None = field(default=None, metadata=OMIT_NONE)
+    # several sources: each left out, through each method (leave one model out)
+    transport: list[Transport] | None = field(default=None, metadata=OMIT_NONE)
     warnings: list[str] = field(default_factory=list)  # what a reader must know (one line each)

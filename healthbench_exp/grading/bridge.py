@@ -260,11 +260,17 @@ class Counts:
 class Estimator(Protocol):
     """A bridge method: from the counts, a weight per cell (the probability that O said met on
     a criterion of that cell), the strata table, and a refusal where the bridge cannot be used
-    (None: it can)."""
+    (None: it can). `rates`: per cell, the quantity the method assumes the same for every
+    model, as `by_old` groups the pairs (`grading.bridge_checks.spread` compares it between
+    sources): by N's verdict (False), each cell's share of O met; by O's verdict (True), each
+    cell's share where N agrees."""
 
     name: str
+    by_old: bool
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray: ...
+
+    def rates(self, cells: Cells, counts: Counts) -> np.ndarray: ...
 
     def strata(self, cells: Cells, counts: Counts) -> list[BridgeStratum]: ...
 
@@ -283,6 +289,7 @@ class Bridging:
     ci: dict[str, list[float] | None]
     strata: list[BridgeStratum]
     q_draws: np.ndarray  # (samples, cells): each bootstrap resample's weights
+    rate_draws: np.ndarray  # (samples, cells): each resample's `Estimator.rates`
     cells: Cells
     q: np.ndarray  # the weights per cell
 
@@ -315,11 +322,14 @@ def bridge_run(
     rng = np.random.default_rng(seed)
     draws = np.empty((samples, len(point)))
     q_draws = np.empty((samples, len(q)))
+    rate_draws = np.empty((samples, len(q)))
     for i in range(samples):
         drawn_rows = rng.integers(0, max(1, layout.rows), layout.rows)
         weight = np.bincount(drawn_rows, minlength=layout.rows).astype(float)
         n, k = data.counts(data.draw(rng))
-        q_draws[i] = estimator.weights(cells, Counts(n, k, layout.run_counts(weight)))
+        drawn = Counts(n, k, layout.run_counts(weight))
+        q_draws[i] = estimator.weights(cells, drawn)
+        rate_draws[i] = estimator.rates(cells, drawn)
         draws[i] = layout.means(q_draws[i], weight)
     metrics: dict[str, float | None] = {}
     ci: dict[str, list[float] | None] = {}
@@ -337,6 +347,7 @@ def bridge_run(
         {name: ci[name] for name in order},
         estimator.strata(cells, counts),
         q_draws,
+        rate_draws,
         cells,
         q,
     )

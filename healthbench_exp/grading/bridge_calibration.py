@@ -67,9 +67,13 @@ class Calibration:
     module docstring); right only for replies like the bridge's."""
 
     name = CALIBRATION
+    by_old = False  # q: O's met share among the pairs where N gave a verdict
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
         return cells.q(counts.n, counts.k)[0]
+
+    def rates(self, cells: Cells, counts: Counts) -> np.ndarray:
+        return self.weights(cells, counts)
 
     def strata(self, cells: Cells, counts: Counts) -> list[BridgeStratum]:
         return strata_rows(cells, counts.n, counts.k)

@@ -135,6 +135,16 @@ class LabelShift:
     """`label_shift` (see the module docstring)."""
 
     name = LABEL_SHIFT
+    by_old = True  # se and sp: N's agreement among the pairs where O gave a verdict
+
+    def rates(self, cells: Cells, counts: Counts) -> np.ndarray:
+        """Each stratum's own (unpooled) sp (cell `2 * s`) and se (cell `2 * s + 1`)."""
+        k_not, k_met = counts.k[..., 0::2], counts.k[..., 1::2]
+        n_not, n_met = counts.n[..., 0::2], counts.n[..., 1::2]
+        out = np.empty(np.shape(counts.n))
+        out[..., 1::2] = (k_met + 0.5) / (k_met + k_not + 1)
+        out[..., 0::2] = (n_not - k_not + 0.5) / (n_met - k_met + n_not - k_not + 1)
+        return out
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
         shift = Shift.of(cells, counts)

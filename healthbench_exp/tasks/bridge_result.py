@@ -1,7 +1,8 @@
 """summary.json's `bridged` of an eval run with `bridge.runs` (`grading.bridge`, docs/bridge.md):
-the run's rows, graded by its judge, rescored through its bridge sources, with the intervals,
-the k-fold check on the bridge's own examples and, with several sources, how q varies between
-them. The run's own metrics stay its judge's; the protocol records the bridge as a deviation."""
+the run's rows, graded by its judge, rescored through its bridge sources, with the intervals and
+the k-fold check on the bridge's own examples; with several sources, how the quantity the method
+holds fixed varies between them, and each source left out (`transport`). The run's own metrics
+stay its judge's; the protocol records the bridge as a deviation."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from collections.abc import Sequence
 
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.core.bridged import CALIBRATION, Bridged
+from healthbench_exp.core.bridged import CALIBRATION, Bridged, Transport
 from healthbench_exp.grading.bridge import BridgeRefused, RunRow, bridge_run
 from healthbench_exp.grading.bridge_checks import holdout_error, spread
 from healthbench_exp.grading.bridge_methods import ESTIMATORS
+from healthbench_exp.grading.bridge_transport import transport
 from healthbench_exp.tasks.bridge_source import KEY, BridgeSource, all_pairs
 
 
@@ -33,8 +35,11 @@ def bridged(
     except BridgeRefused as exc:
         raise ConfigError(f"{KEY}: {exc}") from None
     paths = [s.path for s in sources]
-    several = len(sources) > 1 and method == CALIBRATION
-    cells = spread(pairs, result.cells, result.q_draws, paths) if several else None
+    cells = (
+        spread(pairs, result.cells, result.rate_draws, paths, estimator.by_old)
+        if len(sources) > 1
+        else None
+    )
     warnings = []
     pooled = [f"{s.stratum} ({s.sign})" for s in result.strata if s.pooled]
     if pooled and method == CALIBRATION:
@@ -49,12 +54,45 @@ def bridged(
             "pooled met share (fewer than 30 graded criteria)"
         )
     beyond = [c for c in cells or [] if c.beyond_interval]
-    if beyond:
+    if beyond and method != CALIBRATION:
+        first = beyond[0]
+        warnings.append(
+            f"the new judge's error rates vary between the bridge sources beyond the bridge's "
+            f"interval in {len(beyond)} cells (e.g. {first.stratum} {first.sign}, "
+            f"{'se' if first.verdict == 'met' else 'sp'}): they depend on the replies' model "
+            "there, which label_shift assumes they do not, and the interval does not cover that"
+        )
+    elif beyond:
         warnings.append(
             f"q varies between the bridge sources beyond its interval in {len(beyond)} cells "
             f"(e.g. {beyond[0].stratum} {beyond[0].sign}, new judge {beyond[0].verdict}): the "
             "judges' disagreement depends on the replies' model there, and the interval does "
             "not cover that"
+        )
+    moved = [
+        Transport(
+            paths[t.source],
+            sources[t.source].model,
+            t.method,
+            t.own,
+            t.bridged,
+            None if t.bridged is None or t.own is None else t.bridged - t.own,
+            t.ci,
+            t.refused,
+        )
+        for t in transport(pairs, len(sources), ESTIMATORS, samples, seed)
+    ]
+    missed = [
+        t
+        for t in moved
+        if t.method == method and t.own is not None and t.ci and not t.ci[0] <= t.own <= t.ci[1]
+    ]
+    if missed:
+        warnings.append(
+            f"leave one model out: the bridge from the other sources misses the reference "
+            f"grader's own score on {missed[0].model}'s replies ({missed[0].source}) by "
+            f"{missed[0].error:+.4f}, outside its interval: the models differ where {method} "
+            "assumes they do not"
         )
     return Bridged(
         method=method,
@@ -67,5 +105,6 @@ def bridged(
         ci=result.ci,
         holdout_error=holdout_error(pairs, result.cells, estimator, samples, seed),
         spread=cells,
+        transport=moved or None,
         warnings=warnings,
     )

@@ -88,6 +88,24 @@ def test_several_sources_report_the_spread_of_q_between_them(sources: Sources) -
         assert cell["spread"] == 0 and cell["chi2"] == pytest.approx(0, abs=1e-9)
         assert cell["p_value"] == pytest.approx(1.0) and not cell["beyond_interval"]
     assert not any("beyond its interval" in w for w in bridged["warnings"])
+    # leave one model out: each source left out, through each method; the same verdicts twice,
+    # so the bridge from the other is this one's own, through either method
+    transport = bridged["transport"]
+    assert [(t["source"], t["method"]) for t in transport] == [
+        (str(s), m) for s in (sources.jury, sources.regrade) for m in ("label_shift", "calibration")
+    ]
+    assert {t["model"] for t in transport} == {"offline-model"}
+    own = {t["own"] for t in transport}
+    assert len(own) == 1  # the same replies, O's own score on them
+    for t in transport:
+        assert t["error"] == pytest.approx(t["bridged"] - t["own"], abs=1e-12)
+        assert t["ci"][0] <= t["bridged"] <= t["ci"][1]
+    html = (sources.root / "two_sources" / "report.html").read_text()
+    assert (
+        "<h3>Leave one model out</h3>" in html and "<h3>q between the bridge sources</h3>" in html
+    )
+    one = json.loads((sources.root / "one_source" / "summary.json").read_text())["bridged"]
+    assert "transport" not in one
 
 
 def test_a_source_whose_judges_disagree_otherwise_is_flagged_beyond_the_interval(

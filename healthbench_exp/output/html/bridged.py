@@ -15,6 +15,7 @@ STRATA = ["stratum", "sign", "n met", "n not", "q met", "q not", "pooled"]
 # label_shift: the judge's error rates from the bridge, the run's own met share, the weights
 SHIFT = ["stratum", "sign", "n O met", "n O not", "se", "sp", "run n", "run met", "pi"]
 SHIFT += ["w met", "w not", "pooled"]
+TRANSPORT = ["model", "source", "method", "own", "bridged", "error [bridged's 95% CI]", "refused"]
 HOW = {
     CALIBRATION: "each counted as met with the probability that {old} said met on criteria of "
     "its stratum where {new} gave that verdict (q, carried over from the bridge: right only for "
@@ -26,7 +27,7 @@ HOW = {
 SPREAD = [
     "stratum",
     "sign",
-    "new judge",
+    "verdict (N: q; O: se, sp)",
     "q (95% CI)",
     "by source",
     "spread",
@@ -79,7 +80,24 @@ def bridged_section(bridged: Bridged | None) -> str:
             + "</tr>"
             for c in bridged.spread
         ]
-        parts += ["<h3>q between the bridge sources</h3>", table(SPREAD, rows)]
+        rate = "q" if calibration else "se (O met) and sp (O not met)"
+        parts += [f"<h3>{rate} between the bridge sources</h3>", table(SPREAD, rows)]
+    if bridged.transport:
+        moved = [
+            "<tr>"
+            + cells(t.model, t.source, t.method, numeric=False)
+            + cells(t.own, t.bridged)
+            + f"<td class='num'>{fmt(t.error)}{_interval(t.ci)}</td>"
+            + cells(t.refused or "", numeric=False)
+            + "</tr>"
+            for t in bridged.transport
+        ]
+        parts += [
+            "<h3>Leave one model out</h3><p class='muted'>Each source's replies bridged from "
+            "the other sources, against the reference grader's own score on them: the only "
+            "check that the judges disagree alike on every model.</p>",
+            table(TRANSPORT, moved),
+        ]
     return "".join(parts)
 
 
