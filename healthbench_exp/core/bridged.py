@@ -137,3 +137,19 @@ class Bridged(Record):
     # several sources: each left out, through each method (leave one model out)
     transport: list[Transport] | None = field(default=None, metadata=OMIT_NONE)
     warnings: list[str] = field(default_factory=list)  # what a reader must know (one line each)
+
+
+@dataclass
+class BridgeCheck(Record):
+    """A bridge of several sources checked before any run uses it (the bridge kit's
+    `bridge_check.json`): each source left out through each method (`transport`), and per
+    method how what it holds fixed varies between the sources (`spread`), or its refusal."""
+
+    bridge: list[str]  # the sources' run directories
+    models: list[str]  # the model whose replies each holds
+    old_judge: str
+    new_judge: str
+    pairs: int
+    transport: list[Transport]
+    spread: dict[str, list[SpreadCell]]  # method -> cells
+    refused: dict[str, str] = field(default_factory=dict)  # method -> its one-line refusal

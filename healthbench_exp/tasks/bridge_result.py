@@ -10,7 +10,13 @@ from collections.abc import Sequence
 
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.core.bridged import CALIBRATION, Bridged, Transport
+from healthbench_exp.core.bridged import (
+    CALIBRATION,
+    BridgeCheck,
+    Bridged,
+    SpreadCell,
+    Transport,
+)
 from healthbench_exp.grading.bridge import BridgeRefused, RunRow, bridge_run
 from healthbench_exp.grading.bridge_checks import holdout_error, spread
 from healthbench_exp.grading.bridge_methods import ESTIMATORS
@@ -69,19 +75,7 @@ def bridged(
             "judges' disagreement depends on the replies' model there, and the interval does "
             "not cover that"
         )
-    moved = [
-        Transport(
-            paths[t.source],
-            sources[t.source].model,
-            t.method,
-            t.own,
-            t.bridged,
-            None if t.bridged is None or t.own is None else t.bridged - t.own,
-            t.ci,
-            t.refused,
-        )
-        for t in transport(pairs, len(sources), ESTIMATORS, samples, seed)
-    ]
+    moved = transport_of(sources, samples, seed)
     missed = [
         t
         for t in moved
@@ -107,4 +101,51 @@ def bridged(
         spread=cells,
         transport=moved or None,
         warnings=warnings,
+    )
+
+
+def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> list[Transport]:
+    """Each source left out, through each method (`grading.bridge_transport`); [] for one."""
+    paths = [s.path for s in sources]
+    return [
+        Transport(
+            paths[t.source],
+            sources[t.source].model,
+            t.method,
+            t.own,
+            t.bridged,
+            None if t.bridged is None or t.own is None else t.bridged - t.own,
+            t.ci,
+            t.refused,
+        )
+        for t in transport(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)
+    ]
+
+
+def bridge_check(
+    sources: Sequence[BridgeSource], new_judge: str, samples: int, seed: int
+) -> BridgeCheck:
+    """The checks of a bridge of several sources before any run uses it (the bridge kit's
+    `bridge_check.json`): each source left out through each method, and per method the spread
+    of what it holds fixed between the sources (its refusal instead, where it refuses)."""
+    pairs = all_pairs(sources)
+    paths = [s.path for s in sources]
+    spreads: dict[str, list[SpreadCell]] = {}
+    refusals: dict[str, str] = {}
+    for method, estimator in ESTIMATORS.items():
+        try:
+            result = bridge_run([], pairs, samples, seed, estimator)
+        except BridgeRefused as exc:
+            refusals[method] = str(exc)
+            continue
+        spreads[method] = spread(pairs, result.cells, result.rate_draws, paths, estimator.by_old)
+    return BridgeCheck(
+        paths,
+        [s.model for s in sources],
+        REFERENCE_JUDGE,
+        new_judge,
+        len(pairs),
+        transport_of(sources, samples, seed),
+        spreads,
+        refusals,
     )
