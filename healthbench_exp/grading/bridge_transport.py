@@ -49,7 +49,8 @@ def as_rows(pairs: Sequence[Pair], old: bool) -> list[RunRow]:
     return [
         RunRow(
             [],
-            [Criterion(f"{i}", p.points, (p.stratum,)) for i, p in enumerate(group)],
+            # mutmut: the criterion's text is never read (its stratum and points are)
+            [Criterion("", p.points, (p.stratum,)) for p in group],  # pragma: no mutate
             [p.old if old else p.new for p in group],
         )
         for _, group in sorted(by_example.items())
@@ -58,12 +59,14 @@ def as_rows(pairs: Sequence[Pair], old: bool) -> list[RunRow]:
 
 def own_score(pairs: Sequence[Pair]) -> float | None:
     """O's own score on the pairs (see the module docstring)."""
+    by_example: dict[str, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_example[p.example].append(p)
     scores = []
-    for row in as_rows(pairs, old=True):
-        den = sum(c.points for c in row.criteria if c.points > 0)
+    for group in by_example.values():
+        den = sum(p.points for p in group if p.points > 0)
         if den > 0:
-            met = sum(c.points for c, v in zip(row.criteria, row.verdicts, strict=True) if v)
-            scores.append(met / den)
+            scores.append(sum(p.points for p in group if p.old) / den)
     return min(1.0, max(0.0, sum(scores) / len(scores))) if scores else None
 
 

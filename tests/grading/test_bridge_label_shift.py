@@ -20,7 +20,15 @@ import pytest
 
 from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import BridgeRefused, Pair, RunRow, bridge_run
+from healthbench_exp.grading.bridge import (
+    BridgeData,
+    BridgeRefused,
+    Counts,
+    Layout,
+    Pair,
+    RunRow,
+    bridge_run,
+)
 from healthbench_exp.grading.bridge_calibration import Calibration
 from healthbench_exp.grading.bridge_checks import holdout_error
 from healthbench_exp.grading.bridge_label_shift import LabelShift
@@ -279,3 +287,39 @@ def test_holdout_uses_the_held_out_folds_own_met_share() -> None:
 def test_both_methods_are_registered_by_their_names() -> None:
     assert set(ESTIMATORS) == {"label_shift", "calibration"}
     assert all(ESTIMATORS[name].name == name for name in ESTIMATORS)
+
+
+def test_rates_are_each_strata_own_se_and_sp() -> None:
+    result = bridge_run([], PAIRS, 0, 1, SHIFT)
+    cells = result.cells
+    n, k = BridgeData.of(PAIRS, cells).counts()
+    rates = SHIFT.rates(cells, Counts(n, k, np.zeros(len(n))))
+    expected = {
+        ("axis:accuracy", True): (50.5 / 61, 40.5 / 51),
+        ("axis:complete", True): (15.5 / 21, 15.5 / 21),
+        ("cluster:c1", True): (20.5 / 41, 20.5 / 41),
+        ("axis:accuracy", False): (30.5 / 33, 58.5 / 64),
+    }
+    for (stratum, positive), (se, sp) in expected.items():
+        assert rates[cells.cell(stratum, positive, True)] == pytest.approx(se, abs=1e-12)
+        assert rates[cells.cell(stratum, positive, False)] == pytest.approx(sp, abs=1e-12)
+
+
+def test_the_estimators_take_a_stack_of_resamples_row_by_row() -> None:
+    """The study passes many resamples at once (a leading axis): each row as alone."""
+    result = bridge_run(ROWS, PAIRS, 0, 1, SHIFT)
+    cells = result.cells
+    n, k = BridgeData.of(PAIRS, cells).counts()
+    rng = np.random.default_rng(0)
+    run = Layout.of(ROWS, cells).run_counts()
+    stack = [
+        Counts(n * f, np.round(k * f), np.round(run * g))
+        for f, g in zip(rng.uniform(0.5, 1.5, 4), rng.uniform(0.2, 1.5, 4), strict=True)
+    ]
+    both = Counts(*(np.stack([getattr(c, x) for c in stack]) for x in ("n", "k", "run")))
+    for estimator in (SHIFT, Calibration()):
+        weights = estimator.weights(cells, both)
+        rates = estimator.rates(cells, both)
+        for i, one in enumerate(stack):
+            assert weights[i] == pytest.approx(estimator.weights(cells, one), abs=1e-12)
+            assert rates[i] == pytest.approx(estimator.rates(cells, one), abs=1e-12)

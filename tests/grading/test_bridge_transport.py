@@ -105,6 +105,9 @@ def test_one_source_has_no_transport_and_a_refused_bridge_says_so() -> None:
     # two sources, the other one's judge at chance: label shift refuses it, calibration does not
     chance = source_pairs(1, 0.5, {"axis:a": 0.5, "axis:b": 0.5, "axis:n": 0.5}, 0.5)
     found = transport([*PAIRS[:900], *chance], 2, ESTIMATORS, 10, 1)
+    assert [(t.source, t.method) for t in found] == [
+        (s, m) for s in range(2) for m in ("label_shift", "calibration")
+    ]  # a refusal goes on to the next method
     refused = [t for t in found if t.source == 0 and t.method == "label_shift"]
     assert refused[0].bridged is None and "J" in str(refused[0].refused)
     assert all(t.refused is None for t in found if t.method == "calibration")
@@ -145,3 +148,15 @@ def test_the_spread_of_se_and_sp_between_sources_by_hand() -> None:
     met_by_n = [p for p in PAIRS if p.stratum == "axis:a" and p.new]
     assert q_a.q == pytest.approx((sum(p.old for p in met_by_n) + 0.5) / (len(met_by_n) + 1))
     assert Calibration().by_old is False and shift.by_old is True
+
+
+def test_own_score_skips_examples_without_positive_points_and_counts_one_point() -> None:
+    pairs = [
+        Pair(0, "a", "axis:x", 1.0, True, True),  # one positive point, met: 1
+        Pair(0, "b", "axis:x", -2.0, True, True),  # negative points only: not scored
+        Pair(0, "c", "axis:x", 4.0, True, False),  # 0 of 4
+        Pair(0, "c", "axis:y", -1.0, False, True),  # met: -1 of 4
+    ]
+    assert own_score(pairs) == pytest.approx((1.0 + -1 / 4) / 2, abs=1e-12)
+    assert own_score(pairs[1:2]) is None and own_score([]) is None
+    assert own_score(pairs[2:]) == 0.0  # clipped at 0
