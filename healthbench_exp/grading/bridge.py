@@ -99,7 +99,9 @@ class Cells:
         pooled_q = np.zeros(np.shape(n))
         for positive in (True, False):
             for met in (False, True):
-                mask = (sign == positive) & (verdict == met)
+                # mutmut: `!=` for either `==` visits the same four (sign, verdict) masks in
+                # another order, each still assigned its own pooled q
+                mask = (sign == positive) & (verdict == met)  # pragma: no mutate
                 pooled_n = (n * mask).sum(axis=-1, keepdims=True)
                 pooled_q += mask * jeffreys((k * mask).sum(axis=-1, keepdims=True), pooled_n)
         pooled = n < MIN_PAIRS
@@ -210,6 +212,7 @@ class Layout:
         # mutmut: without `dtype=float` the int columns stay int and the points' sums the same;
         # numpy reads any negative size in `reshape` as "the rest"
         t = np.array(terms, dtype=float).reshape(-1, 3)  # pragma: no mutate
+        counted_cells = np.array(counted, dtype=float)  # pragma: no mutate (int sums the same)
         g = np.array(groups, dtype=float).reshape(-1, 3)  # pragma: no mutate
         return cls(
             list(names),
@@ -220,7 +223,7 @@ class Layout:
             g[:, 1].astype(int),
             g[:, 2].astype(int),
             scored,
-            np.array(counted, dtype=float).reshape(scored, 2 * len(cells.strata)),
+            counted_cells.reshape(scored, 2 * len(cells.strata)),
         )
 
     def run_counts(self, weight: np.ndarray | None = None) -> np.ndarray:
@@ -325,7 +328,8 @@ def bridge_run(
     rate_draws = np.empty((samples, len(q)))
     for i in range(samples):
         drawn_rows = rng.integers(0, max(1, layout.rows), layout.rows)
-        weight = np.bincount(drawn_rows, minlength=layout.rows).astype(float)
+        # mutmut: `astype(None)` is float64 too
+        weight = np.bincount(drawn_rows, minlength=layout.rows).astype(float)  # pragma: no mutate
         n, k = data.counts(data.draw(rng))
         drawn = Counts(n, k, layout.run_counts(weight))
         q_draws[i] = estimator.weights(cells, drawn)

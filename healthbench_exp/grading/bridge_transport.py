@@ -5,7 +5,8 @@ With bridge sources from two or more models, for each source i and each method: 
 built from the other sources' pairs, applied to source i's new-judge verdicts as if they were a
 run (its pairs grouped by example: one row per example, each pair a criterion of its stratum
 and sign), against O's own score on the same pairs (section 3: per example sum(points x O met)
-/ positive points, the mean over the examples with positive points, clipped to [0, 1]).
+/ positive points, the mean over the examples with positive points, clipped to [0, 1]: at
+most 1 already).
 `error`: bridged minus own; `ci`: the bridged score's 95% interval (the bootstrap of
 `grading.bridge`, `samples` resamples, `seed`). A method whose assumption holds between the
 models errs within its interval for every source; one error far outside says the models differ
@@ -41,8 +42,8 @@ class Transported:
     refused: str | None = None  # the method's refusal of the other sources' bridge
 
 
-def as_rows(pairs: Sequence[Pair], old: bool) -> list[RunRow]:
-    """The pairs grouped by example as run rows: N's verdicts (`old` False) or O's."""
+def as_rows(pairs: Sequence[Pair]) -> list[RunRow]:
+    """The pairs grouped by example as run rows, with N's verdicts."""
     by_example: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
         by_example[p.example].append(p)
@@ -51,7 +52,7 @@ def as_rows(pairs: Sequence[Pair], old: bool) -> list[RunRow]:
             [],
             # mutmut: the criterion's text is never read (its stratum and points are)
             [Criterion("", p.points, (p.stratum,)) for p in group],  # pragma: no mutate
-            [p.old if old else p.new for p in group],
+            [p.new for p in group],
         )
         for _, group in sorted(by_example.items())
     ]
@@ -64,10 +65,12 @@ def own_score(pairs: Sequence[Pair]) -> float | None:
         by_example[p.example].append(p)
     scores = []
     for group in by_example.values():
-        den = sum(p.points for p in group if p.points > 0)
+        # mutmut: a criterion of 0 points adds 0 either way
+        den = sum(p.points for p in group if p.points > 0)  # pragma: no mutate
         if den > 0:
             scores.append(sum(p.points for p in group if p.old) / den)
-    return min(1.0, max(0.0, sum(scores) / len(scores))) if scores else None
+    # clipped to [0, 1]: an example's score is at most 1 already, so only the floor can bite
+    return max(0.0, sum(scores) / len(scores)) if scores else None
 
 
 def transport(
@@ -86,7 +89,7 @@ def transport(
         held = [p for p in pairs if p.source == source]
         others = [p for p in pairs if p.source != source]
         own = own_score(held)
-        rows = as_rows(held, old=False)
+        rows = as_rows(held)
         for method, estimator in estimators.items():
             try:
                 result = bridge_run(rows, others, samples, seed, estimator)

@@ -239,6 +239,7 @@ def test_a_pooled_j_below_0_2_is_refused_in_one_line() -> None:
         bridge_run(rows, chance, 10, 1, SHIFT)
     message = str(raised.value)
     assert "\n" not in message and "positive" in message and "0.098" in message
+    assert message.endswith("bridge.method=label_shift refuses this bridge")
     assert bridge_refusal(chance, "label_shift") == message
     assert bridge_refusal(chance, "calibration") is None
     assert bridge_run(rows, chance, 0, 1, Calibration()).metrics["bridged_score"] is not None

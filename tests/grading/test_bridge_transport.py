@@ -110,6 +110,7 @@ def test_one_source_has_no_transport_and_a_refused_bridge_says_so() -> None:
     ]  # a refusal goes on to the next method
     refused = [t for t in found if t.source == 0 and t.method == "label_shift"]
     assert refused[0].bridged is None and "J" in str(refused[0].refused)
+    assert refused[0].own == pytest.approx(own_by_hand(PAIRS[:900]), abs=1e-12)
     assert all(t.refused is None for t in found if t.method == "calibration")
 
 
