@@ -1,48 +1,89 @@
 """`python -m healthbench_exp.bridge_kit new_judge=<preset> [key=value ...]`: grade a
-stratified sample with both the reference grader and a new judge, and keep it as a bridge
-source (docs/bridge.md).
+stratified sample of replies of several models with both the reference grader and a new judge,
+keep each model's run as a bridge source, and check the bridge across them (docs/bridge.md).
 
-Its own keys (every other `key=value` is an override of the graded run, as the main command
-takes it: `model=`, `difficulty=`, `dry_run=true`, `cache.*`, `budget.*`, ...):
+Its own keys (every other `key=value` is an override of the graded runs, as the main command
+takes it: `difficulty=`, `dry_run=true`, `cache.*`, `budget.*`, ...):
 
 - `new_judge`: the judge preset the bridge leads to (`gpt54`, ...); required.
-- `examples` (500): the sample's size; `seed` (0): its seed (`tasks.bridge_sample`: every
-  consensus cluster and axis represented, the rest drawn at random).
+- `models` (`o3,gpt41,gpt4o`): the model presets whose replies are graded, one bridge source
+  each. The default's published HealthBench scores (gpt-4.1 grader) are 0.60, 0.48 and 0.32:
+  far enough apart that leaving one out tests the bridge on a stronger and a weaker model. An
+  entry `preset@name` also sets `model.name` (the same preset under another name, e.g. the
+  built-in endpoint's models of set strength). `model=<preset>` alone: that one model.
+- `examples` (250 per model): the sample's size; `seed` (0): its seed (`tasks.bridge_sample`:
+  every consensus cluster and axis represented, the rest drawn at random). Every model answers
+  the same sample. 250 x 3 models: a bridge of 750 examples, which the simulation study
+  (docs/bridge.md) puts at an interval half-width of about 0.028 for a 1,000-row run bridged
+  with a judge of J about 0.6.
 - `batch` (false): send both judges' calls through the Batch API (half price, within 24 h):
   `judge.batch=true` for the reference grader, and the new judge's preset with `batch: true`
   (a preset written into the kit's folder; the same model and verdict settings).
 - `old_judge` (`gpt41`): the reference grader's preset; its model name must be
   `gpt-4.1-2025-04-14` (a test points it at the built-in endpoint, keeping the name).
 - `difficulty=` and `dataset.*` pick the data sampled from (`all` by default; a local copy:
-  `dataset.path=FILE`); the run reads the sample.
+  `dataset.path=FILE`); the runs read the sample.
 - `out` (`bridge_kit/<date>_<time>`): the kit's folder, new or empty: `bridge_sample.jsonl`,
-  and the run, `source/` (a dry run: `dry_run/`, its `estimate.json`).
+  one run per model, `source_<model>/` (a dry run: `dry_run_<model>/`, each with its
+  `estimate.json`, and their total printed), and with two or more models `bridge_check.json`:
+  each source left out through each method and the spread between sources
+  (`tasks.bridge_result.bridge_check`).
 
-The run is the main command (`python -m healthbench_exp`) on the sample as `dataset.path`, with
-`judge=<old_judge>` and `jury=[<new_judge>]`: a jury run, which `bridge.runs=[<out>/source]`
-names in any later run graded by the new judge. Config errors are one line, exit 2, before any
-request; otherwise the exit code is the run's.
+Each run is the main command (`python -m healthbench_exp`) on the sample as `dataset.path`,
+with `judge=<old_judge>` and `jury=[<new_judge>]`: a jury run, which
+`bridge.runs=[<out>/source_<model>,...]` names in any later run graded by the new judge.
+Config errors are one line, exit 2, before any request; otherwise the exit code is the first
+failed run's.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from healthbench_exp.cli.compose import load_config
+from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
-from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.config.schema import ConfigError, JudgeConfig
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.data.rows import DataError
-from healthbench_exp.output.bridge_kit_files import write_batch_preset, write_sample
+from healthbench_exp.output.bridge_kit_files import (
+    check_lines,
+    write_batch_preset,
+    write_check,
+    write_sample,
+)
+from healthbench_exp.tasks.bridge_result import bridge_check
 from healthbench_exp.tasks.bridge_sample import stratified_sample
+from healthbench_exp.tasks.bridge_source import load_sources
 
-KIT_KEYS = {"new_judge", "examples", "seed", "batch", "old_judge", "out"}
+KIT_KEYS = {"new_judge", "examples", "seed", "batch", "old_judge", "out", "models"}
 SAMPLE = "bridge_sample.jsonl"
+CHECK = "bridge_check.json"
 TRUE = ("true", "1", "yes")
+# published HealthBench scores (gpt-4.1 grader, SPEC section 3): o3 0.60, gpt-4.1 0.48, gpt-4o
+# 0.32: a strong, a middling and a weak model, about 0.15 apart (the study's shifted worlds)
+MODELS = "o3,gpt41,gpt4o"
+EXAMPLES = 250  # per model: a bridge of 750 examples (docs/bridge.md, the study)
+
+
+@dataclass
+class Plan:
+    """The kit's runs: per model its label, the main command's arguments and its directory;
+    the new judge as the runs grade with it; the bootstrap settings of the check."""
+
+    runs: list[tuple[str, list[str], Path]]
+    out: Path
+    dry: bool
+    new_judge: JudgeConfig
+    samples: int
+    seed: int
 
 
 def _split(argv: Sequence[str]) -> tuple[dict[str, str], list[str], list[str]]:
@@ -57,6 +98,8 @@ def _split(argv: Sequence[str]) -> tuple[dict[str, str], list[str], list[str]]:
         root = key.split(".")[0].lstrip("+~")
         if key in KIT_KEYS:
             kit[key] = value
+        elif key == "model":  # one model: as `models=<preset>`
+            kit.setdefault("models", value)
         elif root == "dataset":  # the data sampled from; the run reads the sample
             data.append(argument)
         elif root in ("judge", "jury", "hydra") and not key.startswith(
@@ -82,18 +125,34 @@ def _int(kit: dict[str, str], key: str, default: int, least: int) -> int:
     return value
 
 
-def plan(argv: Sequence[str]) -> tuple[list[str], Path]:
-    """The main command's arguments for the kit's run, and the run's directory; writes the
-    sample (and the batch preset). ConfigError (one line) before anything is written."""
+def _models(text: str) -> list[tuple[str, list[str]]]:
+    """(label, the run's model overrides) per entry of `models=` (`preset` or `preset@name`)."""
+    out = []
+    for entry in filter(None, (e.strip() for e in text.strip("[]").split(","))):
+        preset, _, name = entry.partition("@")
+        label = re.sub(r"[^A-Za-z0-9._-]", "_", name or preset)
+        out.append((label, [f"model={preset}", *([f"model.name={name}"] if name else [])]))
+    labels = [label for label, _ in out]
+    if not out or len(set(labels)) != len(labels):
+        raise ConfigError(f"models={text}: give distinct model presets (preset or preset@name)")
+    return out
+
+
+def plan(argv: Sequence[str]) -> Plan:
+    """The kit's runs (see `Plan`); writes the sample (and the batch preset). ConfigError (one
+    line) before anything is written."""
     kit, rest, data = _split(argv)
-    n, seed = _int(kit, "examples", 500, 1), _int(kit, "seed", 0, 0)
+    n, seed = _int(kit, "examples", EXAMPLES, 1), _int(kit, "seed", 0, 0)
     batch = kit.get("batch", "false").lower() in TRUE
     old, new = kit.get("old_judge", "gpt41"), kit["new_judge"]
+    models = _models(kit.get("models", MODELS))
     dry = any(a.partition("=")[0] == "dry_run" and a.endswith(("=true", "=True")) for a in rest)
     out = Path(kit.get("out") or f"bridge_kit/{time.strftime('%Y-%m-%d_%H-%M-%S')}").expanduser()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"out={out} is not empty; give the kit a new folder")
-    config, _ = load_config([*rest, *data, f"judge={old}", f"jury=[{new}]"])
+    for _, model in models[1:]:  # each preset composes (the first is composed below)
+        load_config([*rest, *model, *data, f"judge={old}", f"jury=[{new}]"])
+    config, _ = load_config([*rest, *models[0][1], *data, f"judge={old}", f"jury=[{new}]"])
     if config.judge.name != REFERENCE_JUDGE:
         raise ConfigError(
             f"old_judge={old} is {config.judge.name}; a bridge starts from the reference "
@@ -111,29 +170,65 @@ def plan(argv: Sequence[str]) -> tuple[list[str], Path]:
             raise ConfigError("batch=true writes its own hydra.searchpath; give presets by name")
         member = write_batch_preset(out / "conf", new)
         extra = [f"hydra.searchpath=[file://{(out / 'conf').resolve()}]", "judge.batch=true"]
-    run_dir = out / ("dry_run" if dry else "source")
-    arguments = [
-        *rest,
-        *extra,
-        f"judge={old}",
-        f"jury=[{member}]",
-        f"dataset.path={sample.resolve()}",
-        f"hydra.run.dir={run_dir.resolve()}",
-    ]
-    return arguments, run_dir
+    runs = []
+    for label, model in models:
+        run_dir = out / f"{'dry_run' if dry else 'source'}_{label}"
+        arguments = [
+            *rest,
+            *model,
+            *extra,
+            f"judge={old}",
+            f"jury=[{member}]",
+            f"dataset.path={sample.resolve()}",
+            f"hydra.run.dir={run_dir.resolve()}",
+        ]
+        runs.append((label, arguments, run_dir))
+    samples, seed_ = config.runner.bootstrap_samples, config.sampling.seed
+    return Plan(runs, out, dry, config.jury_members[0], samples, seed_)
+
+
+def _dry_total(runs: Sequence[Path]) -> str:
+    """One line: each dry run's estimated cost and their total."""
+    costs = []
+    for run_dir in runs:
+        try:
+            estimate = json.loads((run_dir / "estimate.json").read_text())
+            costs.append(estimate.get("total_cost_usd"))
+        except (OSError, ValueError):
+            costs.append(None)
+    shown = ", ".join(
+        f"{r.name}: " + ("n/a" if c is None else f"${c:,.2f}")
+        for r, c in zip(runs, costs, strict=True)
+    )
+    known = [c for c in costs if isinstance(c, int | float)]
+    total = f"${sum(known):,.2f}" if len(known) == len(costs) else "n/a (a price is missing)"
+    return f"bridge kit dry run: {shown}; in all {total}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Plan, then run the main command; its exit code (2 for a refused plan)."""
     try:
-        arguments, run_dir = plan(sys.argv[1:] if argv is None else argv)
+        kit = plan(sys.argv[1:] if argv is None else argv)
     except (ConfigError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    code = subprocess.call([sys.executable, "-m", "healthbench_exp", *arguments])
-    if code == 0 and run_dir.name == "source":
-        print(
-            f"bridge source: {run_dir}\n  name it in runs graded by the new judge: "
-            f"bridge.runs=[{run_dir}]"
-        )
-    return code
+    for _, arguments, _ in kit.runs:
+        code = subprocess.call([sys.executable, "-m", "healthbench_exp", *arguments])
+        if code != 0:
+            return code
+    dirs = [run_dir for _, _, run_dir in kit.runs]
+    if kit.dry:
+        print(_dry_total(dirs))
+        return 0
+    named = ",".join(str(d) for d in dirs)
+    print(
+        f"bridge sources: {named}\n  name them in runs graded by the new judge: "
+        f"bridge.runs=[{named}]"
+    )
+    if len(dirs) > 1:
+        sources = load_sources(BridgeConfig(runs=[str(d) for d in dirs]), kit.new_judge)
+        check = bridge_check(sources, kit.new_judge.name, kit.samples, kit.seed)
+        write_check(kit.out / CHECK, check)
+        print("\n".join(check_lines(check)))
+        print(f"  the check: {kit.out / CHECK}")
+    return 0

@@ -6,7 +6,8 @@ run talks to (and so which keys, prices and addresses must exist).
 
 from __future__ import annotations
 
-from healthbench_exp.config.ranges import judge_flip_rates, out_of_range
+from healthbench_exp.config.bridge import method_problem
+from healthbench_exp.config.ranges import judge_flip_rates, model_strengths, out_of_range
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
     REASONING_EFFORTS,
@@ -46,8 +47,12 @@ def validate(config: Config) -> None:
         judge_flip_rates(
             config.offline_server.judge_lenient_rates, "offline_server.judge_lenient_rates"
         )
+        model_strengths(config.offline_server.model_strengths)
     except ValueError as error:
         bad.append(str(error))
+    method = method_problem(config.bridge)
+    if method is not None:
+        bad.append(method)
     if config.offline_server.limited_role not in ("all", "model", "judge"):
         bad.append(
             "offline_server.limited_role must be all, model or judge, "

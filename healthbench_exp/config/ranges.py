@@ -151,3 +151,25 @@ def judge_flip_rates(text: str, key: str = "offline_server.judge_flip_rates") ->
             raise ValueError(f"{key}: {entry!r} is not <judge model name>=<rate from 0 to 1>")
         rates[name.strip()] = rate
     return rates
+
+
+def model_strengths(text: str) -> dict[str, tuple[float, float]]:
+    """`offline_server.model_strengths` (`"model=pos:neg,..."`, or `model=share` for both) as
+    a mapping: each named model's share of positive criteria its base verdicts meet and of
+    negative ones they avoid. ValueError (one line, naming the entry) for an entry that is not
+    `<model name>=<share>[:<share>]`, each share from 0 to 1."""
+    out = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = entry.rpartition("=")
+        positive, _, negative = value.partition(":")
+        try:
+            shares = (float(positive), float(negative or positive))
+        except ValueError:
+            shares = (math.nan, math.nan)
+        if not sep or not name.strip() or not all(0.0 <= s <= 1.0 for s in shares):
+            raise ValueError(
+                f"offline_server.model_strengths: {entry!r} is not <model name>=<share of "
+                "positive criteria met>[:<share of negative criteria avoided>], each from 0 to 1"
+            )
+        out[name.strip()] = shares
+    return out

@@ -217,6 +217,9 @@ class OfflineServerConfig:
     # base verdict (a hash of the grader prompt alone) flipped at its rate; others: see replies
     judge_flip_rates: str = ""
     judge_lenient_rates: str = ""  # "model=rate,...": these judges also say met where not met
+    # models of set strength ("model=pos:neg,..."): the base verdict on such a model's reply
+    # meets a positive criterion at share pos and avoids a negative one at share neg
+    model_strengths: str = ""
     seed: int = 0
     # reply lengths, in tokens (4 characters each): 0 keeps the 1 to 5 canned sentences (about
     # 15 to 90 tokens); N gives model replies of about N tokens (seeded per reply, N/2 to 3N/2)

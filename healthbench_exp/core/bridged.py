@@ -14,24 +14,49 @@ POSITIVE = "positive"
 NEGATIVE = "negative"
 MET = "met"
 NOT_MET = "not"
+LABEL_SHIFT = "label_shift"  # `bridge.method`: the judge's error rates carried over (default)
+CALIBRATION = "calibration"  # `bridge.method`: q = P(O met | N's verdict) carried over
+METHODS = (LABEL_SHIFT, CALIBRATION)
+# why a label-shift stratum takes its sign's pooled values (`BridgeStratum.pooled`)
+FEW_PAIRS = "bridge"  # fewer than 30 bridge pairs with O met, or with O not met
+NEAR_CHANCE = "near_chance"  # its own J = se + sp - 1 below 0.2
+FEW_RUN = "run"  # fewer than 30 graded criteria in the run: its sign's pooled m, se and sp
 
 
 @dataclass
 class BridgeStratum(Record):
-    """One stratum and sign of the bridge: the new judge's verdict cells behind it.
+    """One stratum and sign of the bridge, as its method uses it.
 
-    `n_met` / `n_not`: bridge pairs of the stratum and sign where the new judge said met / not
-    met; `q_met` / `q_not`: the probability, used for the run, that the reference grader said met
-    there (Jeffreys' (k + 0.5) / (n + 1)); `pooled`: the cells (`met`, `not`) with fewer than the
-    minimum pairs, whose q is their sign's pooled cell's (all strata of that sign)."""
+    `calibration`: `n_met` / `n_not`, bridge pairs of the stratum and sign where the new judge
+    said met / not met; `q_met` / `q_not`, the probability, used for the run, that the reference
+    grader said met there (Jeffreys' (k + 0.5) / (n + 1)); `pooled`: the cells (`met`, `not`)
+    with fewer than the minimum pairs, whose q is their sign's pooled cell's.
 
-    stratum: str  # `cluster:<c>`, `axis:<a>`, `none`; `pooled` for a sign's pooled cells
+    `label_shift`: `n_o_met` / `n_o_not`, bridge pairs where the reference grader said met /
+    not met; `se` / `sp`, the new judge's sensitivity and specificity against it, as used (the
+    sign's pooled values where pooled); `run_n` / `run_met`, the run's graded criteria there and
+    those the new judge said met; `pi`, the reference grader's met share on the run
+    (Rogan-Gladen); `w_met` / `w_not`, the weight of a criterion the new judge said met / not
+    met; `pooled`: why it takes its sign's pooled values (`bridge`, `near_chance`, `run`).
+
+    The other method's fields are None (not written)."""
+
+    stratum: str  # `cluster:<c>`, `axis:<a>`, `none`; `pooled` for a sign's pooled values
     sign: str  # positive | negative (the sign of the criterion's points)
-    n_met: int
-    n_not: int
-    q_met: float
-    q_not: float
+    n_met: int | None = field(default=None, metadata=OMIT_NONE)
+    n_not: int | None = field(default=None, metadata=OMIT_NONE)
+    q_met: float | None = field(default=None, metadata=OMIT_NONE)
+    q_not: float | None = field(default=None, metadata=OMIT_NONE)
     pooled: list[str] = field(default_factory=list)
+    n_o_met: int | None = field(default=None, metadata=OMIT_NONE)
+    n_o_not: int | None = field(default=None, metadata=OMIT_NONE)
+    se: float | None = field(default=None, metadata=OMIT_NONE)
+    sp: float | None = field(default=None, metadata=OMIT_NONE)
+    run_n: int | None = field(default=None, metadata=OMIT_NONE)
+    run_met: int | None = field(default=None, metadata=OMIT_NONE)
+    pi: float | None = field(default=None, metadata=OMIT_NONE)
+    w_met: float | None = field(default=None, metadata=OMIT_NONE)
+    w_not: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
@@ -56,17 +81,20 @@ class SourceCell(Record):
 
 @dataclass
 class SpreadCell(Record):
-    """How much one cell's q varies between bridge sources (replies of different models).
+    """How much one cell's rate varies between bridge sources (replies of different models):
+    `calibration`, q (the reference grader's met share where the new judge gave `verdict`);
+    `label_shift`, the new judge's agreement where the reference grader gave `verdict` (se
+    where met, sp where not): the quantity the method assumes the same for every model.
 
-    `spread`: the largest minus the smallest source q (sources with pairs there); `chi2`, `df`,
-    `p_value`: Pearson's chi-square test that every source has the same met rate; `ci`: the
-    bridge's 95% bootstrap interval of the pooled (all sources) q; `beyond_interval`: a source's
-    q lies outside it and the test rejects equality at 0.05."""
+    `spread`: the largest minus the smallest source rate (sources with pairs there); `chi2`,
+    `df`, `p_value`: Pearson's chi-square test that every source has the same rate; `ci`: the
+    bridge's 95% bootstrap interval of the cell's rate; `beyond_interval`: a source's rate lies
+    outside it and the test rejects equality at 0.05."""
 
     stratum: str
     sign: str
-    verdict: str  # met | not: the new judge's verdict
-    q: float  # all sources together, unpooled
+    verdict: str  # met | not: the new judge's (calibration) or the reference grader's verdict
+    q: float  # the rate, all sources together, unpooled
     ci: list[float]
     by_source: dict[str, SourceCell]
     spread: float
@@ -77,9 +105,25 @@ class SpreadCell(Record):
 
 
 @dataclass
+class Transport(Record):
+    """Leave one model out: the bridge from the other sources, through `method`, applied to
+    this source's new-judge verdicts, against the reference grader's own score on them."""
+
+    source: str  # the source's run directory, as given
+    model: str  # the model whose replies it holds
+    method: str
+    own: float | None  # the reference grader's own score on the source's replies
+    bridged: float | None  # None: no example scored, or the method refused the others' bridge
+    error: float | None  # bridged - own
+    ci: list[float] | None  # the bridged score's 95% interval
+    refused: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
 class Bridged(Record):
     """`bridged` of an eval run with `bridge.runs` (see the module docstring)."""
 
+    method: str  # label_shift | calibration (`bridge.method`)
     bridge: list[str]  # the bridge sources' run directories, as given
     old_judge: str  # the reference grader
     new_judge: str  # this run's judge
@@ -90,4 +134,22 @@ class Bridged(Record):
     holdout_error: HoldoutError
     # several sources: how much q varies between them (cells where two or more have pairs)
     spread: list[SpreadCell] | None = field(default=None, metadata=OMIT_NONE)
+    # several sources: each left out, through each method (leave one model out)
+    transport: list[Transport] | None = field(default=None, metadata=OMIT_NONE)
     warnings: list[str] = field(default_factory=list)  # what a reader must know (one line each)
+
+
+@dataclass
+class BridgeCheck(Record):
+    """A bridge of several sources checked before any run uses it (the bridge kit's
+    `bridge_check.json`): each source left out through each method (`transport`), and per
+    method how what it holds fixed varies between the sources (`spread`), or its refusal."""
+
+    bridge: list[str]  # the sources' run directories
+    models: list[str]  # the model whose replies each holds
+    old_judge: str
+    new_judge: str
+    pairs: int
+    transport: list[Transport]
+    spread: dict[str, list[SpreadCell]]  # method -> cells
+    refused: dict[str, str] = field(default_factory=dict)  # method -> its one-line refusal

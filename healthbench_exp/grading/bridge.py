@@ -2,21 +2,25 @@
 
 Bridge data: pairs, one per criterion both judges graded on the same reply (`Pair`).
 
+What every estimator shares (here):
+
 - Stratum of a criterion (`stratum_of`): its `cluster:` tag (consensus criteria), else its
-  `axis:` tag, else `none`; the sign of its points splits each stratum in two.
-- Per stratum s (with its sign) and N's verdict v: q_s(v) = (k + 0.5) / (n + 1), n pairs of s
-  with N = v, k of them with O = met (Jeffreys). A cell with n < MIN_PAIRS takes its sign's
-  pooled cell's q (the pairs of every stratum of that sign, with N = v), and says so; a stratum
-  of the run that the bridge never saw has n = 0 there, so it is pooled too.
-- Bridged example score: section 3 with each graded criterion counted as met with weight
-  q_s(v) for its stratum and N's verdict: sum(points * q) / sum(positive points), over the
-  graded criteria (ungraded ones left out of both). Example tags take the example's score;
-  rubric tags the same formula over their criteria (skipped without positive points); per name
-  the mean over the rows where it is defined, clipped to [0, 1]: `bridged_score`,
-  `bridged:<tag>`.
+  `axis:` tag, else `none`; the sign of its points splits each stratum in two. Each stratum and
+  sign has two cells (`Cells`), one per N verdict: cell `2 * stratum + verdict`.
+- An estimator (`Estimator`) is a function from counts per cell (the bridge's pairs n, and k
+  of them with O met; the run's graded criteria) to a weight per cell: the probability that O
+  said met on a criterion of that cell. `calibration` (`grading.bridge_calibration`): q_s(v) =
+  P(O met | N = v) from the bridge; `label_shift` (`grading.bridge_label_shift`): N's error
+  rates from the bridge and the run's own met share, by Bayes.
+- Bridged example score: section 3 with each graded criterion counted as met with its cell's
+  weight w: sum(points * w) / sum(positive points), over the graded criteria (ungraded ones
+  left out of both). Example tags take the example's score; rubric tags the same formula over
+  their criteria (skipped without positive points); per name the mean over the rows where it
+  is defined, clipped to [0, 1]: `bridged_score`, `bridged:<tag>` (`Layout`). The run's counts
+  per cell are over the scored rows' graded criteria.
 - 95% interval: `samples` seeded resamples, each drawing the run's rows with replacement and,
-  independently, the bridge's pairs with replacement within each stratum and sign (q recomputed,
-  pooling included); the 2.5th and 97.5th percentiles of each metric.
+  independently, the bridge's pairs with replacement within each stratum and sign (the weights
+  recomputed from both, pooling included); the 2.5th and 97.5th percentiles of each metric.
 
 Pure: arrays in, `core.bridged` records out; no config, no files.
 """
@@ -25,10 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from healthbench_exp.core.bridged import MET, NEGATIVE, NOT_MET, POSITIVE, BridgeStratum
+from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
 
 MIN_PAIRS = 30  # a cell with fewer pairs takes its sign's pooled q
@@ -87,14 +92,18 @@ class Cells:
         return 2 * self.index[(stratum, positive)] + int(verdict)
 
     def q(self, n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(q of every cell, which cells are pooled) from the pairs' n and k per cell."""
+        """(q of every cell, which cells are pooled) from the pairs' n and k per cell (the last
+        axis; any leading axes are resamples)."""
         sign = np.repeat(self.positive, 2)
         verdict = np.tile([False, True], len(self.strata))
-        pooled_q = np.empty(len(n))
+        pooled_q = np.zeros(np.shape(n))
         for positive in (True, False):
             for met in (False, True):
-                mask = (sign == positive) & (verdict == met)
-                pooled_q[mask] = jeffreys(k[mask].sum(), n[mask].sum())
+                # mutmut: `!=` for either `==` visits the same four (sign, verdict) masks in
+                # another order, each still assigned its own pooled q
+                mask = (sign == positive) & (verdict == met)  # pragma: no mutate
+                pooled_n = (n * mask).sum(axis=-1, keepdims=True)
+                pooled_q += mask * jeffreys((k * mask).sum(axis=-1, keepdims=True), pooled_n)
         pooled = n < MIN_PAIRS
         return np.where(pooled, pooled_q, (k + 0.5) / (n + 1)), pooled
 
@@ -168,6 +177,7 @@ class Layout:
     group_row: np.ndarray
     group_metric: np.ndarray
     rows: int
+    cell_counts: np.ndarray  # (rows, cells): each scored row's graded criteria per cell
 
     @classmethod
     def of(cls, rows: Sequence[RunRow], cells: Cells) -> Layout:
@@ -175,6 +185,7 @@ class Layout:
         terms: list[tuple[int, int, float]] = []
         groups: list[tuple[float, int, int]] = []  # (den, row, metric)
         scored = 0
+        counted: list[np.ndarray] = []
         for row in rows:
             graded = [
                 (c, v) for c, v in zip(row.criteria, row.verdicts, strict=True) if v is not None
@@ -195,10 +206,13 @@ class Layout:
                 groups.append((den, scored, names.setdefault(name, len(names))))
                 for c, v in chosen:
                     terms.append((group, cells.cell(stratum_of(c.tags), c.points > 0, v), c.points))
+            per_cell = [cells.cell(stratum_of(c.tags), c.points > 0, v) for c, v in graded]
+            counted.append(np.bincount(per_cell, minlength=2 * len(cells.strata)))
             scored += 1
         # mutmut: without `dtype=float` the int columns stay int and the points' sums the same;
         # numpy reads any negative size in `reshape` as "the rest"
         t = np.array(terms, dtype=float).reshape(-1, 3)  # pragma: no mutate
+        counted_cells = np.array(counted, dtype=float)  # pragma: no mutate (int sums the same)
         g = np.array(groups, dtype=float).reshape(-1, 3)  # pragma: no mutate
         return cls(
             list(names),
@@ -209,11 +223,19 @@ class Layout:
             g[:, 1].astype(int),
             g[:, 2].astype(int),
             scored,
+            counted_cells.reshape(scored, 2 * len(cells.strata)),
         )
 
+    def run_counts(self, weight: np.ndarray | None = None) -> np.ndarray:
+        """The run's graded criteria per cell (rows weighted by a resample's counts)."""
+        counts: np.ndarray = (
+            self.cell_counts.sum(axis=0) if weight is None else weight @ self.cell_counts
+        )
+        return counts
+
     def means(self, q: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
-        """Each metric's clipped mean over its rows (row `weight`s: a resample's counts); NaN
-        where no row of it is drawn."""
+        """Each metric's clipped mean over its rows with each criterion weighted by its cell's
+        `q` (row `weight`s: a resample's counts); NaN where no row of it is drawn."""
         groups = len(self.group_den)
         num = np.bincount(
             self.term_group, weights=self.term_points * q[self.term_cell], minlength=groups
@@ -228,73 +250,91 @@ class Layout:
             return np.clip(total / count, 0.0, 1.0)
 
 
-def strata_rows(cells: Cells, n: np.ndarray, k: np.ndarray) -> list[BridgeStratum]:
-    """The strata table: each stratum and sign's cells, then each sign's pooled cells."""
-    q, pooled = cells.q(n, k)
-    out = []
-    for i, (stratum, positive) in enumerate(cells.strata):
-        sign = POSITIVE if positive else NEGATIVE
-        flags = [name for name, v in ((NOT_MET, 0), (MET, 1)) if pooled[2 * i + v]]
-        out.append(
-            BridgeStratum(
-                stratum,
-                sign,
-                int(n[2 * i + 1]),
-                int(n[2 * i]),
-                float(q[2 * i + 1]),
-                float(q[2 * i]),
-                sorted(flags),
-            )
-        )
-    for positive in (True, False):
-        mask = np.repeat(cells.positive == positive, 2)
-        if not mask.any():
-            continue
-        met = mask & np.tile([False, True], len(cells.strata))
-        nope = mask & ~met
-        out.append(
-            BridgeStratum(
-                POOLED,
-                POSITIVE if positive else NEGATIVE,
-                int(n[met].sum()),
-                int(n[nope].sum()),
-                jeffreys(k[met].sum(), n[met].sum()),
-                jeffreys(k[nope].sum(), n[nope].sum()),
-            )
-        )
-    return out
+@dataclass(frozen=True)
+class Counts:
+    """What an estimator sees: the bridge's pairs per cell (`n`, and `k` of them with O met)
+    and the run's graded criteria per cell (`run`), each cell `2 * stratum + N's verdict`."""
+
+    n: np.ndarray
+    k: np.ndarray
+    run: np.ndarray
+
+
+class Estimator(Protocol):
+    """A bridge method: from the counts, a weight per cell (the probability that O said met on
+    a criterion of that cell), the strata table, and a refusal where the bridge cannot be used
+    (None: it can). `rates`: per cell, the quantity the method assumes the same for every
+    model, as `by_old` groups the pairs (`grading.bridge_checks.spread` compares it between
+    sources): by N's verdict (False), each cell's share of O met; by O's verdict (True), each
+    cell's share where N agrees."""
+
+    name: str
+    by_old: bool
+
+    def weights(self, cells: Cells, counts: Counts) -> np.ndarray: ...
+
+    def rates(self, cells: Cells, counts: Counts) -> np.ndarray: ...
+
+    def strata(self, cells: Cells, counts: Counts) -> list[BridgeStratum]: ...
+
+    def refusal(self, cells: Cells, counts: Counts) -> str | None: ...
+
+
+class BridgeRefused(ValueError):
+    """The bridge cannot be used for this run (the estimator's one-line reason)."""
 
 
 @dataclass
 class Bridging:
-    """The bridged metrics of a run, their intervals, the strata table and the q draws."""
+    """The bridged metrics of a run, their intervals, the strata table and the weight draws."""
 
     metrics: dict[str, float | None]
     ci: dict[str, list[float] | None]
     strata: list[BridgeStratum]
-    q_draws: np.ndarray  # (samples, cells): q of each bootstrap resample
+    q_draws: np.ndarray  # (samples, cells): each bootstrap resample's weights
+    rate_draws: np.ndarray  # (samples, cells): each resample's `Estimator.rates`
     cells: Cells
-    q: np.ndarray
+    q: np.ndarray  # the weights per cell
 
 
-def bridge_run(rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int) -> Bridging:
-    """The bridged metrics of `rows` (N's verdicts) through `pairs` (see the module docstring)."""
+def cells_of(rows: Sequence[RunRow], pairs: Sequence[Pair]) -> Cells:
+    """Every stratum and sign of the bridge's pairs and the run's criteria."""
     strata = {(p.stratum, p.points > 0) for p in pairs}
     strata |= {(stratum_of(c.tags), c.points > 0) for r in rows for c in r.criteria}
-    cells = Cells(sorted(strata))
+    return Cells(sorted(strata))
+
+
+def bridge_run(
+    rows: Sequence[RunRow],
+    pairs: Sequence[Pair],
+    samples: int,
+    seed: int,
+    estimator: Estimator,
+) -> Bridging:
+    """The bridged metrics of `rows` (N's verdicts) through `pairs` with `estimator` (see the
+    module docstring); BridgeRefused where the estimator refuses the bridge."""
+    cells = cells_of(rows, pairs)
     data = BridgeData.of(pairs, cells)
     layout = Layout.of(rows, cells)
-    n, k = data.counts()
-    q, _ = cells.q(n, k)
+    counts = Counts(*data.counts(), layout.run_counts())
+    refusal = estimator.refusal(cells, counts)
+    if refusal is not None:
+        raise BridgeRefused(refusal)
+    q = estimator.weights(cells, counts)
     point = layout.means(q)
     rng = np.random.default_rng(seed)
     draws = np.empty((samples, len(point)))
     q_draws = np.empty((samples, len(q)))
+    rate_draws = np.empty((samples, len(q)))
     for i in range(samples):
         drawn_rows = rng.integers(0, max(1, layout.rows), layout.rows)
-        weight = np.bincount(drawn_rows, minlength=layout.rows)
-        q_draws[i] = cells.q(*data.counts(data.draw(rng)))[0]
-        draws[i] = layout.means(q_draws[i], weight.astype(float))
+        # mutmut: `astype(None)` is float64 too
+        weight = np.bincount(drawn_rows, minlength=layout.rows).astype(float)  # pragma: no mutate
+        n, k = data.counts(data.draw(rng))
+        drawn = Counts(n, k, layout.run_counts(weight))
+        q_draws[i] = estimator.weights(cells, drawn)
+        rate_draws[i] = estimator.rates(cells, drawn)
+        draws[i] = layout.means(q_draws[i], weight)
     metrics: dict[str, float | None] = {}
     ci: dict[str, list[float] | None] = {}
     for j, name in enumerate(layout.names):
@@ -309,8 +349,9 @@ def bridge_run(rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed
     return Bridging(
         {name: metrics[name] for name in order},
         {name: ci[name] for name in order},
-        strata_rows(cells, n, k),
+        estimator.strata(cells, counts),
         q_draws,
+        rate_draws,
         cells,
         q,
     )

@@ -1,17 +1,22 @@
 """Checks of a bridge (`grading.bridge`): on its own held-out examples, and between its sources.
 
 - `holdout_error`: k-fold by example (k = FOLDS; the bridge's examples shuffled with the seed,
-  the i-th in fold i mod k). For each fold, q from the other folds' pairs (pooling as the
-  bridge pools); each held-out example's bridged score (its pairs, N's verdicts weighted by q)
-  minus O's own score on the same pairs (section 3, not clipped); examples without positive
-  points are left out. `mean`: the mean error over every example; `ci`: the 2.5th and 97.5th
-  percentiles of that mean over `samples` seeded resamples of the examples.
-- `spread`: with several sources (replies of different models), per cell (stratum, sign, N's
-  verdict) where two or more sources have pairs: each source's n, k and unpooled q; the largest
-  minus the smallest q; Pearson's chi-square test of one met rate for every source (2 x S table;
-  df = S - 1; 0 with p = 1 where every pair agrees on O); `beyond_interval` where a source's q
-  lies outside the bridge's 95% bootstrap interval of the cell's q (`q_draws`, the same
-  resamples as the bridged score's) and the test rejects at ALPHA.
+  the i-th in fold i mod k). For each fold, the estimator's weights from the other folds' pairs
+  (pooling as the bridge pools), with the held-out fold's pairs as the run (their N verdicts
+  per cell: `label_shift`'s m; `calibration` ignores them); each held-out example's bridged
+  score (its pairs, N's verdicts weighted) minus O's own score on the same pairs (section 3,
+  not clipped); examples without positive points are left out. `mean`: the mean error over
+  every example; `ci`: the 2.5th and 97.5th percentiles of that mean over `samples` seeded
+  resamples of the examples.
+- `spread`: with several sources (replies of different models), per cell where two or more
+  sources have pairs, of the quantity the method holds fixed between models. `calibration`
+  (`by_old` False): cells by N's verdict, the rate q = O's met share; `label_shift` (`by_old`
+  True): cells by O's verdict, the rate N's agreement (se where O said met, sp where not). Each
+  source's n, k and unpooled rate (Jeffreys); the largest minus the smallest; Pearson's
+  chi-square test of one rate for every source (2 x S table; df = S - 1; 0 with p = 1 where
+  every pair has the same outcome); `beyond_interval` where a source's rate lies outside the
+  bridge's 95% bootstrap interval of the cell's rate (`rate_draws`, the same resamples as the
+  bridged score's) and the test rejects at ALPHA.
 """
 
 from __future__ import annotations
@@ -31,14 +36,19 @@ from healthbench_exp.core.bridged import (
     SourceCell,
     SpreadCell,
 )
-from healthbench_exp.grading.bridge import BridgeData, Cells, Pair, jeffreys
+from healthbench_exp.grading.bridge import BridgeData, Cells, Counts, Estimator, Pair, jeffreys
 
 FOLDS = 5
 ALPHA = 0.05
 
 
 def holdout_error(
-    pairs: Sequence[Pair], cells: Cells, samples: int, seed: int, folds: int = FOLDS
+    pairs: Sequence[Pair],
+    cells: Cells,
+    estimator: Estimator,
+    samples: int,
+    seed: int,
+    folds: int = FOLDS,
 ) -> HoldoutError:
     """The k-fold check of the bridge on its own examples (see the module docstring)."""
     examples = sorted({(p.source, p.example) for p in pairs})
@@ -50,7 +60,12 @@ def holdout_error(
     errors: list[float] = []
     for fold in range(folds):
         train = [p for p in pairs if fold_of[(p.source, p.example)] != fold]
-        q, _ = cells.q(*BridgeData.of(train, cells).counts())
+        held_out = [p for p in pairs if fold_of[(p.source, p.example)] == fold]
+        run = np.bincount(
+            [cells.cell(p.stratum, p.points > 0, p.new) for p in held_out],
+            minlength=2 * len(cells.strata),
+        ).astype(float)
+        q = estimator.weights(cells, Counts(*BridgeData.of(train, cells).counts(), run))
         for key in examples:
             if fold_of[key] != fold:
                 continue
@@ -122,14 +137,19 @@ def chi2_equal_rates(counts: Sequence[tuple[int, int]]) -> tuple[float, int]:
 
 
 def spread(
-    pairs: Sequence[Pair], cells: Cells, q_draws: np.ndarray, sources: Sequence[str]
+    pairs: Sequence[Pair],
+    cells: Cells,
+    q_draws: np.ndarray,
+    sources: Sequence[str],
+    by_old: bool = False,
 ) -> list[SpreadCell]:
-    """Per cell where two or more sources have pairs: how q varies between them."""
+    """Per cell where two or more sources have pairs: how the rate varies between them."""
     counts: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])  # (cell, source)
     for p in pairs:
-        tally = counts[(cells.cell(p.stratum, p.points > 0, p.new), p.source)]
+        verdict = p.old if by_old else p.new
+        tally = counts[(cells.cell(p.stratum, p.points > 0, verdict), p.source)]
         tally[0] += 1
-        tally[1] += p.old
+        tally[1] += p.new == p.old if by_old else p.old
     out = []
     for index, (stratum, positive) in enumerate(cells.strata):
         for verdict in (True, False):

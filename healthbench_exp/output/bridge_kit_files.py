@@ -1,5 +1,6 @@
-"""The bridge kit's own files (not a run's): the sample as HealthBench JSONL, and the judge
-preset that sends the new judge's calls through the Batch API."""
+"""The bridge kit's own files (not a run's): the sample as HealthBench JSONL, the judge preset
+that sends the new judge's calls through the Batch API, and the bridge's check across its
+sources (`bridge_check.json`, with its lines for the console)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from healthbench_exp.core.bridged import BridgeCheck
 from healthbench_exp.core.types import Example
 
 
@@ -44,3 +46,34 @@ def write_batch_preset(conf_dir: Path, preset: str) -> str:
         f"defaults:\n  - {preset}\nbatch: true\n", encoding="utf-8"
     )
     return name
+
+
+def write_check(path: Path, check: BridgeCheck) -> Path:
+    """`bridge_check.json` (`core.bridged.BridgeCheck`)."""
+    path.write_text(json.dumps(check.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def check_lines(check: BridgeCheck) -> list[str]:
+    """Each source left out, per method: the bridged score from the others against the
+    reference grader's own, and whether its interval holds it; each method's spread cells
+    beyond the bridge's interval, or its refusal."""
+    lines = [f"leave one model out ({len(check.bridge)} sources, {check.pairs} pairs):"]
+    for t in check.transport:
+        if t.bridged is None or t.ci is None or t.own is None or t.error is None:
+            lines.append(f"  {t.method} {t.model}: {t.refused or 'not scored'}")
+            continue
+        inside = "inside" if t.ci[0] <= t.own <= t.ci[1] else "OUTSIDE"
+        lines.append(
+            f"  {t.method} {t.model}: bridged from the others {t.bridged:.4f} "
+            f"[{t.ci[0]:.4f}, {t.ci[1]:.4f}], own {t.own:.4f}, error {t.error:+.4f} "
+            f"({inside} the interval)"
+        )
+    for method, cells in check.spread.items():
+        beyond = sum(c.beyond_interval for c in cells)
+        lines.append(
+            f"  {method}: {beyond} of {len(cells)} cells differ between sources beyond "
+            "the bridge's interval"
+        )
+    lines += [f"  {method}: refused: {why}" for method, why in check.refused.items()]
+    return lines

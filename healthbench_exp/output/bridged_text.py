@@ -22,8 +22,8 @@ def bridged_cell(bridged: Bridged | None) -> str:
 
 
 def bridged_lines(bridged: Bridged | None) -> list[str]:
-    """The end-of-run table's lines: the bridged score with its interval, the bridge, the
-    held-out check, the pooled strata and every warning."""
+    """The end-of-run table's lines: the bridged score with its method and interval, the
+    bridge, the held-out check, each source left out (several sources) and every warning."""
     if bridged is None:
         return []
     holdout = bridged.holdout_error
@@ -34,10 +34,19 @@ def bridged_lines(bridged: Bridged | None) -> list[str]:
         else "no held-out check (no bridge example scored)"
     )
     lines = [
-        f"  bridged_score (on {bridged.old_judge}'s scale, not a reference metric): "
-        f"{bridged_cell(bridged)}",
+        f"  bridged_score ({bridged.method}, on {bridged.old_judge}'s scale, not a reference "
+        f"metric): {bridged_cell(bridged)}",
         f"    bridge: {bridged.pairs} criteria graded by both {bridged.old_judge} and "
         f"{bridged.new_judge} in {len(bridged.bridge)} run(s); {check}",
     ]
+    for t in bridged.transport or []:
+        if t.method != bridged.method or t.error is None or t.ci is None or t.own is None:
+            continue
+        inside = "inside" if t.ci[0] <= t.own <= t.ci[1] else "OUTSIDE"
+        lines.append(
+            f"    leave one model out: {t.model} ({t.source}): bridged from the others "
+            f"{t.bridged:.4f} [{t.ci[0]:.4f}, {t.ci[1]:.4f}], {bridged.old_judge}'s own "
+            f"{t.own:.4f} ({inside} the interval, error {t.error:+.4f})"
+        )
     lines += [f"    note: {warning}" for warning in bridged.warnings]
     return lines

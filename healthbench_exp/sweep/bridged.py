@@ -1,6 +1,7 @@
 """A bridged run in a comparison (summary.json's `bridged`, docs/bridge.md): the columns of its
-job row (`bridged_score` with `bridged_ci_low` / `bridged_ci_high`, `bridged_holdout_error`,
-`bridged_sources`) and its markdown cell, beside the job's own score."""
+job row (`bridged_score` with `bridged_ci_low` / `bridged_ci_high`, `bridged_method`,
+`bridged_holdout_error`, `bridged_sources`) and its markdown cell, beside the job's own
+score."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def bridged_columns(summary: RunSummary) -> dict[str, object]:
         "bridged_score": bridged.metrics.get(OVERALL),
         "bridged_ci_low": interval[0] if interval else None,
         "bridged_ci_high": interval[1] if interval else None,
+        "bridged_method": bridged.method,
         "bridged_holdout_error": bridged.holdout_error.mean,
         "bridged_sources": len(bridged.bridge),
     }
@@ -32,7 +34,8 @@ def has_bridged(rows: Sequence[Mapping[str, object]]) -> bool:
 
 
 def bridged_cell(row: Mapping[str, object]) -> str | None:
-    """`0.4099 [0.3627, 0.4574]`; None for a job without a bridged score."""
+    """`label_shift: 0.4099 [0.3627, 0.4574]` (the method, then the score and its interval);
+    None for a job without a bridged score."""
     score, low, high = (
         row.get("bridged_score"),
         row.get("bridged_ci_low"),
@@ -40,6 +43,8 @@ def bridged_cell(row: Mapping[str, object]) -> str | None:
     )
     if not isinstance(score, float | int):
         return None
+    method = row.get("bridged_method")
+    shown = f"{score:.4f}" if method is None else f"{method}: {score:.4f}"
     if isinstance(low, float | int) and isinstance(high, float | int):
-        return f"{score:.4f} [{low:.4f}, {high:.4f}]"
-    return f"{score:.4f}"
+        return f"{shown} [{low:.4f}, {high:.4f}]"
+    return shown

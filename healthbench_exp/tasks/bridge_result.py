@@ -1,17 +1,27 @@
 """summary.json's `bridged` of an eval run with `bridge.runs` (`grading.bridge`, docs/bridge.md):
-the run's rows, graded by its judge, rescored through its bridge sources, with the intervals,
-the k-fold check on the bridge's own examples and, with several sources, how q varies between
-them. The run's own metrics stay its judge's; the protocol records the bridge as a deviation."""
+the run's rows, graded by its judge, rescored through its bridge sources, with the intervals and
+the k-fold check on the bridge's own examples; with several sources, how the quantity the method
+holds fixed varies between them, and each source left out (`transport`). The run's own metrics
+stay its judge's; the protocol records the bridge as a deviation."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
-from healthbench_exp.core.bridged import Bridged
-from healthbench_exp.grading.bridge import RunRow, bridge_run
+from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.core.bridged import (
+    CALIBRATION,
+    BridgeCheck,
+    Bridged,
+    SpreadCell,
+    Transport,
+)
+from healthbench_exp.grading.bridge import BridgeRefused, RunRow, bridge_run
 from healthbench_exp.grading.bridge_checks import holdout_error, spread
-from healthbench_exp.tasks.bridge_source import BridgeSource, all_pairs
+from healthbench_exp.grading.bridge_methods import ESTIMATORS
+from healthbench_exp.grading.bridge_transport import transport
+from healthbench_exp.tasks.bridge_source import KEY, BridgeSource, all_pairs
 
 
 def bridged(
@@ -20,28 +30,66 @@ def bridged(
     new_judge: str,
     samples: int,
     seed: int,
+    method: str,
 ) -> Bridged:
-    """The `bridged` record of the run's scored `rows` (see the module docstring)."""
+    """The `bridged` record of the run's scored `rows` through `method` (see the module
+    docstring); ConfigError (one line) where the estimator refuses the bridge."""
     pairs = all_pairs(sources)
-    result = bridge_run(rows, pairs, samples, seed)
+    estimator = ESTIMATORS[method]
+    try:
+        result = bridge_run(rows, pairs, samples, seed, estimator)
+    except BridgeRefused as exc:
+        raise ConfigError(f"{KEY}: {exc}") from None
     paths = [s.path for s in sources]
-    cells = spread(pairs, result.cells, result.q_draws, paths) if len(sources) > 1 else None
+    cells = (
+        spread(pairs, result.cells, result.rate_draws, paths, estimator.by_old)
+        if len(sources) > 1
+        else None
+    )
     warnings = []
     pooled = [f"{s.stratum} ({s.sign})" for s in result.strata if s.pooled]
-    if pooled:
+    if pooled and method == CALIBRATION:
         warnings.append(
             f"{len(pooled)} strata take their sign's pooled q for one verdict or both "
             "(fewer than 30 bridge pairs there)"
         )
+    elif pooled:
+        warnings.append(
+            f"{len(pooled)} strata take their sign's pooled error rates (fewer than 30 bridge "
+            "pairs with either verdict of the reference grader, or J below 0.2) or the run's "
+            "pooled met share (fewer than 30 graded criteria)"
+        )
     beyond = [c for c in cells or [] if c.beyond_interval]
-    if beyond:
+    if beyond and method != CALIBRATION:
+        first = beyond[0]
+        warnings.append(
+            f"the new judge's error rates vary between the bridge sources beyond the bridge's "
+            f"interval in {len(beyond)} cells (e.g. {first.stratum} {first.sign}, "
+            f"{'se' if first.verdict == 'met' else 'sp'}): they depend on the replies' model "
+            "there, which label_shift assumes they do not, and the interval does not cover that"
+        )
+    elif beyond:
         warnings.append(
             f"q varies between the bridge sources beyond its interval in {len(beyond)} cells "
             f"(e.g. {beyond[0].stratum} {beyond[0].sign}, new judge {beyond[0].verdict}): the "
             "judges' disagreement depends on the replies' model there, and the interval does "
             "not cover that"
         )
+    moved = transport_of(sources, samples, seed)
+    missed = [
+        t
+        for t in moved
+        if t.method == method and t.own is not None and t.ci and not t.ci[0] <= t.own <= t.ci[1]
+    ]
+    if missed:
+        warnings.append(
+            f"leave one model out: the bridge from the other sources misses the reference "
+            f"grader's own score on {missed[0].model}'s replies ({missed[0].source}) by "
+            f"{missed[0].error:+.4f}, outside its interval: the models differ where {method} "
+            "assumes they do not"
+        )
     return Bridged(
+        method=method,
         bridge=paths,
         old_judge=REFERENCE_JUDGE,
         new_judge=new_judge,
@@ -49,7 +97,55 @@ def bridged(
         strata=result.strata,
         metrics=result.metrics,
         ci=result.ci,
-        holdout_error=holdout_error(pairs, result.cells, samples, seed),
+        holdout_error=holdout_error(pairs, result.cells, estimator, samples, seed),
         spread=cells,
+        transport=moved or None,
         warnings=warnings,
+    )
+
+
+def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> list[Transport]:
+    """Each source left out, through each method (`grading.bridge_transport`); [] for one."""
+    paths = [s.path for s in sources]
+    return [
+        Transport(
+            paths[t.source],
+            sources[t.source].model,
+            t.method,
+            t.own,
+            t.bridged,
+            None if t.bridged is None or t.own is None else t.bridged - t.own,
+            t.ci,
+            t.refused,
+        )
+        for t in transport(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)
+    ]
+
+
+def bridge_check(
+    sources: Sequence[BridgeSource], new_judge: str, samples: int, seed: int
+) -> BridgeCheck:
+    """The checks of a bridge of several sources before any run uses it (the bridge kit's
+    `bridge_check.json`): each source left out through each method, and per method the spread
+    of what it holds fixed between the sources (its refusal instead, where it refuses)."""
+    pairs = all_pairs(sources)
+    paths = [s.path for s in sources]
+    spreads: dict[str, list[SpreadCell]] = {}
+    refusals: dict[str, str] = {}
+    for method, estimator in ESTIMATORS.items():
+        try:
+            result = bridge_run([], pairs, samples, seed, estimator)
+        except BridgeRefused as exc:
+            refusals[method] = str(exc)
+            continue
+        spreads[method] = spread(pairs, result.cells, result.rate_draws, paths, estimator.by_old)
+    return BridgeCheck(
+        paths,
+        [s.model for s in sources],
+        REFERENCE_JUDGE,
+        new_judge,
+        len(pairs),
+        transport_of(sources, samples, seed),
+        spreads,
+        refusals,
     )

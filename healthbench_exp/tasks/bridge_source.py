@@ -35,8 +35,10 @@ from pathlib import Path
 from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError, JudgeConfig
+from healthbench_exp.core.bridged import METHODS
 from healthbench_exp.core.summary import EVAL, read_summary
 from healthbench_exp.grading.bridge import Pair, stratum_of
+from healthbench_exp.grading.bridge_methods import bridge_refusal
 from healthbench_exp.tasks.calibration_source import judge_differences, run_status
 from healthbench_exp.tasks.records import CRITERIA_FILE, EXAMPLES_FILE
 
@@ -53,6 +55,13 @@ class BridgeSource:
     kind: str  # jury | regrade
     pairs: list[Pair]
     rubrics: dict[str, Rubric]  # prompt_id -> its criteria (text, points) in order
+    model: str = ""  # the model whose replies were graded (`transport`)
+
+
+def _model(config: Mapping[str, object]) -> str:
+    model = config.get("model")
+    name = model.get("name") if isinstance(model, dict) else None
+    return str(name) if name else "unknown"
 
 
 def _lines(path: Path, where: str) -> Iterator[tuple[int, dict[str, object]]]:
@@ -214,7 +223,7 @@ def load_source(directory: str, judge: JudgeConfig) -> BridgeSource:
             "judge",
         )
         pairs, rubrics = _jury_pairs(path, where, judge.name)
-        kind = "jury"
+        kind, model = "jury", _model(config)
     elif isinstance(regrade_of, str):
         source = Path(regrade_of)
         source_config = _finished(source, f"{where} (its regrade source {source})")
@@ -228,7 +237,7 @@ def load_source(directory: str, judge: JudgeConfig) -> BridgeSource:
         new_is_regrade = primary_name == judge.name
         _judge_problem(primary if new_is_regrade else theirs, judge, where, "judge")
         pairs, rubrics = _regrade_pairs(path, source, where, new_is_regrade)
-        kind = "regrade"
+        kind, model = "regrade", _model(source_config)  # the replies are the source run's
     else:
         raise ConfigError(
             f"{where}: graded by {', '.join(sorted(str(n) for n in names))}; a bridge source is "
@@ -237,7 +246,7 @@ def load_source(directory: str, judge: JudgeConfig) -> BridgeSource:
         )
     if not pairs:
         raise ConfigError(f"{where}: no criterion graded by both judges")
-    return BridgeSource(str(directory), kind, pairs, rubrics)
+    return BridgeSource(str(directory), kind, pairs, rubrics, model)
 
 
 def load_sources(bridge: BridgeConfig, judge: JudgeConfig) -> list[BridgeSource]:
@@ -260,7 +269,7 @@ def load_sources(bridge: BridgeConfig, judge: JudgeConfig) -> list[BridgeSource]
                     f"{directory}: the sources graded different data"
                 )
         pairs = [Pair(index, p.example, p.stratum, p.points, p.new, p.old) for p in source.pairs]
-        sources.append(BridgeSource(source.path, source.kind, pairs, source.rubrics))
+        sources.append(BridgeSource(source.path, source.kind, pairs, source.rubrics, source.model))
     return sources
 
 
@@ -271,10 +280,13 @@ def bridge_problem(bridge: BridgeConfig, judge: JudgeConfig, is_eval: bool) -> s
     if not is_eval:
         return f"{KEY} applies to task=eval only"
     try:
-        load_sources(bridge, judge)
+        sources = load_sources(bridge, judge)
     except ConfigError as exc:
         return str(exc)
-    return None
+    if bridge.method not in METHODS:  # `validate` names it
+        return None
+    refusal = bridge_refusal(all_pairs(sources), bridge.method)
+    return None if refusal is None else f"{KEY}: {refusal}"
 
 
 def all_pairs(sources: Sequence[BridgeSource]) -> list[Pair]:

@@ -207,7 +207,9 @@ class EvalTask:
             sources = load_sources(self.bridge, self.judge)
             samples, seed = self.runner.bootstrap_samples, self.sampling.seed
             rows = tally.bridge_in_order()
-            summary.bridged = bridged(rows, sources, self.judge.name, samples, seed)
+            summary.bridged = bridged(
+                rows, sources, self.judge.name, samples, seed, self.bridge.method
+            )
         return summary
 
     def estimate(self, counter: CallCounter) -> int:

@@ -8,6 +8,11 @@ Judges named in `judge_flip_rates` disagree by known rates: each says the prompt
 flipped at its own rate (`judge_met`). Judges named in `judge_lenient_rates` are biased: each
 starts from the base verdict (flipped at its flip rate, if it has one) and says met where that
 says not met, at its own rate (a lenient judge; an independent draw per judge and prompt).
+Models named in `model_strengths` have a set strength: their replies end with
+`[[offline-model:<name>]]`, and the base verdict on such a reply meets a positive criterion at
+the model's share of positive criteria met and a negative one at one minus its share avoided
+(a draw per grader prompt, independent of the judges' flips), so a stronger and a weaker model
+are graded by judges whose error rates against the base verdict are the same.
 `Faults` injects latency, 429/500/503 errors, malformed verdicts and empty replies at the rates of
 an `OfflineServerConfig` (seeded), and judge-only faults: verdicts fenced without the `json` label
 (which the reference parse rejects), empty verdicts and 500s; a model request whose last message
@@ -27,12 +32,15 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 
-from healthbench_exp.config.ranges import judge_flip_rates
+from healthbench_exp.config.ranges import judge_flip_rates, model_strengths
 from healthbench_exp.config.schema import OfflineServerConfig
 
 JUDGE_MARKER = "Your job is to look at a conversation and a rubric item"
 REFUSE_MARKER = "[[offline-server:refuse]]"
 REASONING_TOKENS = 64
+MODEL_MARKER = "[[offline-model:"  # ends the reply of a model of set strength
+RUBRIC_HEADER = "# Rubric item\n["  # the grader prompt's rubric item: `[points] text`
+Strengths = Mapping[str, tuple[float, float]]
 _SENTENCES = (
     "It is best to talk to a doctor or nurse who can examine you.",
     "If symptoms get worse, such as trouble breathing or chest pain, call emergency services.",
@@ -55,11 +63,18 @@ def _digest(*parts: str) -> bytes:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
 
 
-def model_reply(model: str, temperature: object, messages: Sequence[Mapping[str, object]]) -> str:
-    """A deterministic, health-flavoured reply of 1 to 5 sentences."""
+def model_reply(
+    model: str,
+    temperature: object,
+    messages: Sequence[Mapping[str, object]],
+    strengths: Strengths | None = None,
+) -> str:
+    """A deterministic, health-flavoured reply of 1 to 5 sentences; a model of set strength
+    (named in `strengths`) ends it with its marker."""
     digest = _digest(model, repr(temperature), json.dumps(messages, sort_keys=True))
     count = 1 + digest[0] % 5
-    return " ".join(_SENTENCES[digest[1 + i] % len(_SENTENCES)] for i in range(count))
+    reply = " ".join(_SENTENCES[digest[1 + i] % len(_SENTENCES)] for i in range(count))
+    return f"{reply} {MODEL_MARKER}{model}]]" if model in (strengths or {}) else reply
 
 
 def sized_reply(reply: str, tokens: int, messages: Sequence[Mapping[str, object]]) -> str:
@@ -87,9 +102,27 @@ def sized_verdict(verdict: str, tokens: int) -> str:
     return "```json\n" + json.dumps(parsed, indent=2) + "\n```"
 
 
-def base_verdict(grader_prompt: str) -> bool:
-    """The verdict every judge with a flip rate starts from: a hash of the grader prompt alone."""
-    return _digest(grader_prompt)[0] % 2 == 0
+def strength_of(grader_prompt: str, strengths: Strengths) -> tuple[tuple[float, float], float]:
+    """((share met, share avoided), the criterion's points) where the prompt grades the reply
+    of a model in `strengths`; ValueError where it does not."""
+    at = grader_prompt.rfind(MODEL_MARKER)
+    name = grader_prompt[at + len(MODEL_MARKER) :].partition("]]")[0] if at >= 0 else ""
+    rubric = grader_prompt.rfind(RUBRIC_HEADER)
+    if name not in strengths or rubric < 0:
+        raise ValueError("not a reply of a model of set strength")
+    points = grader_prompt[rubric + len(RUBRIC_HEADER) :].partition("]")[0]
+    return strengths[name], float(points)
+
+
+def base_verdict(grader_prompt: str, strengths: Strengths | None = None) -> bool:
+    """The verdict every judge with a flip rate starts from: a hash of the grader prompt alone;
+    on the reply of a model of set strength, met at its share for the criterion's sign."""
+    try:
+        (met, avoided), points = strength_of(grader_prompt, strengths or {})
+    except ValueError:
+        return _digest(grader_prompt)[0] % 2 == 0
+    draw = int.from_bytes(_digest("strength", grader_prompt)[:8], "big") / 2**64
+    return draw < met if points > 0 else draw >= avoided
 
 
 def flip_draw(judge: str, grader_prompt: str) -> float:
@@ -108,20 +141,24 @@ def judge_met(
     judge: str,
     flip_rates: Mapping[str, float],
     lenient_rates: Mapping[str, float] | None = None,
+    strengths: Strengths | None = None,
 ) -> bool:
     """The judge's verdict. A judge named in `flip_rates` says `base_verdict` flipped where
     `flip_draw` falls below its rate (so judges at rates 0 and r disagree exactly where the
     second flips, a share of about r); a judge named in `lenient_rates` starts from that (or
     from `base_verdict` without a flip rate) and turns a not met into met where `lenient_draw`
     falls below its rate; any other judge, a hash of its name and the prompt (so two
-    differently named judges disagree on about half the items)."""
+    differently named judges disagree on about half the items). `strengths`: the models of
+    set strength (`base_verdict`)."""
     lenient = lenient_rates or {}
     if judge in lenient:
-        met = judge_met(grader_prompt, judge, flip_rates) if judge in flip_rates else None
-        met = base_verdict(grader_prompt) if met is None else met
+        flipped = judge in flip_rates
+        met = judge_met(grader_prompt, judge, flip_rates, None, strengths) if flipped else None
+        met = base_verdict(grader_prompt, strengths) if met is None else met
         return met or lenient_draw(judge, grader_prompt) < lenient[judge]
     if judge in flip_rates:
-        return base_verdict(grader_prompt) != (flip_draw(judge, grader_prompt) < flip_rates[judge])
+        flip = flip_draw(judge, grader_prompt) < flip_rates[judge]
+        return base_verdict(grader_prompt, strengths) != flip
     return _digest(judge, grader_prompt)[0] % 2 == 0
 
 
@@ -130,6 +167,7 @@ def judge_reply(
     judge: str = "",
     flip_rates: Mapping[str, float] | None = None,
     lenient_rates: Mapping[str, float] | None = None,
+    strengths: Strengths | None = None,
 ) -> str:
     """A verdict in the format the official template asks for (`judge_met`'s)."""
     rates, lenient = flip_rates or {}, lenient_rates or {}
@@ -139,7 +177,7 @@ def judge_reply(
             if judge in rates or judge in lenient
             else "Offline verdict derived from a hash of the judge name and grader prompt."
         ),
-        "criteria_met": judge_met(grader_prompt, judge, rates, lenient),
+        "criteria_met": judge_met(grader_prompt, judge, rates, lenient, strengths),
     }
     return "```json\n" + json.dumps(verdict, indent=2) + "\n```"
 
@@ -156,6 +194,7 @@ class Faults:
         self.lenient_rates = judge_flip_rates(
             settings.judge_lenient_rates, "offline_server.judge_lenient_rates"
         )
+        self.strengths = model_strengths(settings.model_strengths)
         self.prefixes: dict[str, str] = {}
         self.reset()
 
@@ -246,9 +285,9 @@ def completion_response(
             text = _MALFORMED[int(draw * 1_000_003) % len(_MALFORMED)]
         elif draw < fenced:  # ``` without `json`: the reference parse cannot read it
             faults.count("fenced_injected")
-            text = judge_reply(last, model, faults.flip_rates, faults.lenient_rates).replace(
-                "```json\n", "```\n", 1
-            )
+            text = judge_reply(
+                last, model, faults.flip_rates, faults.lenient_rates, faults.strengths
+            ).replace("```json\n", "```\n", 1)
         elif draw < empty:
             faults.count("judge_empty_injected")
             text = ""
@@ -257,14 +296,14 @@ def completion_response(
             return 500, {"error": {"message": "injected judge 500", "type": "injected"}}, None
         else:
             text = sized_verdict(
-                judge_reply(last, model, faults.flip_rates, faults.lenient_rates),
+                judge_reply(last, model, faults.flip_rates, faults.lenient_rates, faults.strengths),
                 rates.verdict_tokens,
             )
     elif draw < rates.empty_reply_rate:
         faults.count("empty_injected")
         text = ""
     else:
-        text = model_reply(model, body.get("temperature"), messages)
+        text = model_reply(model, body.get("temperature"), messages, faults.strengths)
         text = sized_reply(text, rates.reply_tokens, messages)
     finish_reason = "content_filter" if not is_judge and REFUSE_MARKER in last else "stop"
     prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)

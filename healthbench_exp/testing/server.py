@@ -59,6 +59,7 @@ HELP = {
     "judge_error_rate": "judge 500s",
     "judge_flip_rates": "model=rate,...: these judges flip the base verdict at these rates",
     "judge_lenient_rates": "model=rate,...: these judges say met where not met at these rates",
+    "model_strengths": "model=pos:neg,...: shares of positive criteria met, negative avoided",
     "batch_delay_s": "Batch API batches stay in_progress so long",
     "rate_limit_requests": "per window; 0: none",
     "rate_limit_tokens": "per window; 0: none",

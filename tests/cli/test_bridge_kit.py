@@ -1,6 +1,7 @@
 """`python -m healthbench_exp.bridge_kit` end to end on the built-in endpoint: the dry run
 first (both judges priced, at half price through the Batch API), then the kit's run, a bridge
-source that a later run of the new judge names; its refusals."""
+source that a later run of the new judge names; three models of set strength, the bridge
+checked across them (leave one model out); its refusals."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.e2e.test_e2e import run_module
 
 OFFLINE_OLD = ("old_judge=offline", f"judge.name={OLD}")
 KIT = ("new_judge=offline", *OFFLINE_OLD, *JUDGES)
+ONE = "models=offline"  # one model (the default's three are real presets)
 
 
 def kit(tmp_path: Path, *args: str) -> tuple[int, str, str]:
@@ -32,13 +34,15 @@ def test_the_dry_run_prices_both_judges_and_batch_halves_both(tmp_path: Path) ->
     costs = {}
     for batch in ("false", "true"):
         out = tmp_path / f"kit_{batch}"
-        code, _, err = kit(
-            tmp_path, f"dataset.path={data}", "examples=30", f"out={out}", "dry_run=true",
+        code, stdout, err = kit(
+            tmp_path, ONE, f"dataset.path={data}", "examples=30", f"out={out}", "dry_run=true",
             f"batch={batch}",
         )  # fmt: skip
         assert code == 0, err[-2000:]
-        estimate = json.loads((out / "dry_run" / "estimate.json").read_text())
-        assert estimate["rows"] == 30 and not (out / "source").exists()
+        estimate = json.loads((out / "dry_run_offline" / "estimate.json").read_text())
+        assert estimate["rows"] == 30 and not (out / "source_offline").exists()
+        total = estimate["total_cost_usd"]
+        assert f"bridge kit dry run: dry_run_offline: ${total:,.2f}; in all ${total:,.2f}" in stdout
         costs[batch] = (estimate["judge"]["cost_usd"], estimate["jury"][NEW]["cost_usd"])
         assert estimate["judge"]["calls"] == estimate["jury"][NEW]["calls"] > 0
     for plain, batched in zip(costs["false"], costs["true"], strict=True):
@@ -49,10 +53,11 @@ def test_the_kit_writes_a_bridge_source_a_later_run_names(tmp_path: Path) -> Non
     data = write_data(tmp_path, "pool", 80)
     other = write_data(tmp_path, "later", 20)
     out = tmp_path / "kit"
-    code, stdout, err = kit(tmp_path, f"dataset.path={data}", "examples=40", f"out={out}")
+    code, stdout, err = kit(tmp_path, ONE, f"dataset.path={data}", "examples=40", f"out={out}")
     assert code == 0, err[-2000:]
-    source = out / "source"
+    source = out / "source_offline"
     assert f"bridge.runs=[{source}]" in stdout
+    assert not (out / "bridge_check.json").exists()  # one source: nothing to leave out
     sample = lines(out / "bridge_sample.jsonl")
     pool = {r["prompt_id"]: r for r in lines(data)}
     assert len(sample) == 40 and all(
@@ -88,7 +93,45 @@ def test_the_kits_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "judge.name=offline-judge",
         ),
     }
+    cases["models=offline,offline: give distinct model presets"] = ("models=offline,offline",)
     for message, args in cases.items():
-        code, _, err = kit(tmp_path, f"out={tmp_path / 'k'}", *args)
+        code, _, err = kit(tmp_path, ONE, f"out={tmp_path / 'k'}", *args)
         assert code == 2 and err.strip().count("\n") == 0 and message in err, (message, err)
     assert (tmp_path / "full" / "x").read_text() == "mine" and not (tmp_path / "k").exists()
+
+
+def test_three_models_of_set_strength_make_a_bridge_checked_across_them(tmp_path: Path) -> None:
+    """A strong, a middling and a weak model (`offline_server.model_strengths`) answer one
+    sample; the kit leaves each out: label_shift's bridge from the other two holds the reference
+    grader's own score on it, calibration's misses the strong and the weak one."""
+    data = write_data(tmp_path, "pool", 150)
+    out = tmp_path / "kit"
+    strengths = "strong=0.8:0.95,middling=0.45:0.8,weak=0.15:0.6"
+    code, stdout, err = kit(
+        tmp_path, "models=offline@strong,offline@middling,offline@weak",
+        f"offline_server.model_strengths='{strengths}'", f"dataset.path={data}",
+        "examples=150", f"out={out}",
+    )  # fmt: skip
+    assert code == 0, err[-2000:]
+    dirs = [out / f"source_{m}" for m in ("strong", "middling", "weak")]
+    assert f"bridge.runs=[{','.join(str(d) for d in dirs)}]" in stdout
+    check = json.loads((out / "bridge_check.json").read_text())
+    assert check["bridge"] == [str(d) for d in dirs]
+    assert check["models"] == ["strong", "middling", "weak"]
+    moved = {(t["model"], t["method"]): t for t in check["transport"]}
+    assert len(moved) == 6
+    for model in ("strong", "weak"):
+        shift, q = moved[(model, "label_shift")], moved[(model, "calibration")]
+        low, high = shift["ci"]
+        assert low <= shift["own"] <= high, shift
+        assert abs(shift["error"]) < abs(q["error"])
+        assert not q["ci"][0] <= q["own"] <= q["ci"][1], q
+        print(
+            f"{model}: own {shift['own']:.4f}, label_shift {shift['bridged']:.4f} "
+            f"[{low:.4f}, {high:.4f}], calibration {q['bridged']:.4f}"
+        )
+    # the judge's error rates are the same on every model: se and sp do not differ beyond
+    # the interval; calibration's q does (it moves with the model)
+    assert not any(c["beyond_interval"] for c in check["spread"]["label_shift"])
+    assert any(c["beyond_interval"] for c in check["spread"]["calibration"])
+    assert "leave one model out (3 sources" in stdout and "OUTSIDE the interval" in stdout

@@ -47,6 +47,7 @@ class Runs:
             "wandb=offline",
             f"dataset.path={self.data_b}",
             f"bridge.runs=[{self.source}]",
+            "bridge.method=calibration",  # q carried over: the hand computation below
             f"hydra.run.dir={self.new_b}",
             env={
                 "HEALTHBENCH_CACHE_DIR": str(self.cache),
@@ -175,7 +176,8 @@ def test_the_bridged_score_is_shown_beside_the_runs_own_everywhere(
     score = bridged["metrics"]["bridged_score"]
     low, high = bridged["ci"]["bridged_score"]
     cell = f"{score:.4f} [{low:.4f}, {high:.4f}]"
-    assert f"bridged_score (on {OLD}'s scale, not a reference metric): {cell}" in runs.result.stdout
+    shown = f"bridged_score (calibration, on {OLD}'s scale, not a reference metric): {cell}"
+    assert shown in runs.result.stdout
     html = (runs.new_b / "report.html").read_text()
     assert "id='bridged'" in html and f"{score:.4f} [{low:.4f}, {high:.4f}]" in html
     (folder,) = sorted((runs.root / "wandb_dir" / "wandb").glob("offline-run-*"))
@@ -183,6 +185,7 @@ def test_the_bridged_score_is_shown_beside_the_runs_own_everywhere(
     assert logged["bridged/bridged_score"] == pytest.approx(score)
     assert logged["bridged/bridged_score/ci_low"] == pytest.approx(low)
     assert logged["bridged/pairs"] == bridged["pairs"]
+    assert logged["bridged/method"] == bridged["method"] == "calibration"
     assert logged["bridged/holdout_error"] == pytest.approx(bridged["holdout_error"]["mean"])
     out = tmp_path / "comparison"
     result = run_module(
@@ -196,8 +199,10 @@ def test_the_bridged_score_is_shown_beside_the_runs_own_everywhere(
     assert result.returncode == 0, result.stderr
     rows = {r["job"]: r for r in json.loads((out / "sweep_summary.json").read_text())["jobs"]}
     assert rows["new_b"]["bridged_score"] == pytest.approx(score)
+    assert rows["new_b"]["bridged_method"] == "calibration"
     assert "bridged_sources" not in rows["old_b"]
     table = (out / "sweep_summary.md").read_text()
     (line,) = [x for x in table.splitlines() if x.startswith("| new_b |")]
-    assert line.rstrip(" |").endswith(cell)
+    assert line.rstrip(" |").endswith(f"calibration: {cell}")
     assert "id='bridged'" in (out / "report.html").read_text()
+    assert "<b class='bridged-method'>calibration</b>" in html

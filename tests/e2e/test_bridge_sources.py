@@ -41,6 +41,7 @@ class Sources:
             self.cache,
             f"dataset.path={self.target}",
             f"bridge.runs=[{','.join(str(s) for s in sources)}]",
+            "bridge.method=calibration",  # the q table and its spread
         )
         return json.loads((directory / "summary.json").read_text())["bridged"]
 
@@ -87,6 +88,24 @@ def test_several_sources_report_the_spread_of_q_between_them(sources: Sources) -
         assert cell["spread"] == 0 and cell["chi2"] == pytest.approx(0, abs=1e-9)
         assert cell["p_value"] == pytest.approx(1.0) and not cell["beyond_interval"]
     assert not any("beyond its interval" in w for w in bridged["warnings"])
+    # leave one model out: each source left out, through each method; the same verdicts twice,
+    # so the bridge from the other is this one's own, through either method
+    transport = bridged["transport"]
+    assert [(t["source"], t["method"]) for t in transport] == [
+        (str(s), m) for s in (sources.jury, sources.regrade) for m in ("label_shift", "calibration")
+    ]
+    assert {t["model"] for t in transport} == {"offline-model"}
+    own = {t["own"] for t in transport}
+    assert len(own) == 1  # the same replies, O's own score on them
+    for t in transport:
+        assert t["error"] == pytest.approx(t["bridged"] - t["own"], abs=1e-12)
+        assert t["ci"][0] <= t["bridged"] <= t["ci"][1]
+    html = (sources.root / "two_sources" / "report.html").read_text()
+    assert (
+        "<h3>Leave one model out</h3>" in html and "<h3>q between the bridge sources</h3>" in html
+    )
+    one = json.loads((sources.root / "one_source" / "summary.json").read_text())["bridged"]
+    assert "transport" not in one
 
 
 def test_a_source_whose_judges_disagree_otherwise_is_flagged_beyond_the_interval(
@@ -177,3 +196,50 @@ def test_a_source_that_did_not_finish_is_refused(sources: Sources, tmp_path: Pat
     (interrupted / "status.json").write_text(json.dumps({"status": "interrupted"}))
     line = sources.refused("interrupted", f"bridge.runs=[{interrupted}]")
     assert "the run did not finish (interrupted)" in line
+
+
+def test_a_judge_near_chance_is_refused_by_label_shift_before_any_request(
+    sources: Sources, tmp_path: Path
+) -> None:
+    """A source whose new judge flips 45% of the verdicts (and is lenient on top): pooled J far
+    below 0.2; label_shift refuses the bridge in one line, exit 2, before grading anything."""
+    noisy = tmp_path / "noisy"
+    result = run_cli(
+        "experiment=demo",
+        "wandb=disabled",
+        "runner.progress=false",
+        f"offline_server.judge_flip_rates='{OLD}=0,{NEW}=0.45'",
+        f"offline_server.judge_lenient_rates='{NEW}=0.3'",
+        *AS_OLD,
+        "jury=[offline]",
+        f"dataset.path={sources.data}",
+        f"hydra.run.dir={noisy}",
+        env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = sources.refused("near_chance", f"bridge.runs=[{noisy}]")
+    assert "pooled J = se + sp - 1 = " in line and "refuses this bridge" in line
+    # calibration does not refuse it (q is what it is)
+    run(
+        tmp_path / "calibrated",
+        sources.cache,
+        f"dataset.path={sources.target}",
+        f"bridge.runs=[{noisy}]",
+        "bridge.method=calibration",
+    )
+
+
+def test_an_unknown_method_is_one_line_naming_the_valid_ones(
+    sources: Sources, tmp_path: Path
+) -> None:
+    result = run_cli(
+        *JUDGES,
+        f"dataset.path={sources.target}",
+        f"bridge.runs=[{sources.jury}]",
+        "bridge.method=q_table",
+        f"hydra.run.dir={tmp_path / 'unknown'}",
+        env={"HEALTHBENCH_CACHE_DIR": str(sources.cache)},
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = [x for x in result.stderr.splitlines() if "bridge.method" in x]
+    assert "bridge.method must be one of label_shift, calibration, got 'q_table'" in line

@@ -103,9 +103,15 @@ QFn = Callable[[str, bool, bool], float]
 
 
 def bootstrap(
-    rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int
+    rows: Sequence[RunRow],
+    pairs: Sequence[Pair],
+    samples: int,
+    seed: int,
+    weights_of: Callable[[Sequence[Pair], Sequence[RunRow], Sequence[int]], QFn] | None = None,
 ) -> tuple[dict[str, list[float]], list[tuple[dict[str, float], QFn]]]:
-    """(each metric's 2.5th and 97.5th percentiles, each resample's (metrics, q))."""
+    """(each metric's 2.5th and 97.5th percentiles, each resample's (metrics, q)); q from the
+    drawn pairs (`q_of`), or from the drawn pairs and the scored rows with their drawn counts
+    (`weights_of`)."""
     scored = sum(row_scores(r, lambda *_: 0.5) is not None for r in rows)
     ordered = sorted(
         pairs,
@@ -133,7 +139,7 @@ def bootstrap(
         for i, p in enumerate(ordered):
             group = members[(p.stratum, p.points > 0)]
             drawn.append(ordered[group[0] + int(u[i] * len(group))])
-        q = q_of(drawn)
+        q = q_of(drawn) if weights_of is None else weights_of(drawn, rows, weight)
         draws.append((metrics_of(rows, q, weight), q))
     names = {name for d, _ in draws for name in d}
     ci = {}

@@ -5,12 +5,14 @@ scheme, and the spread between sources with its chi-square test in closed form."
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 from healthbench_exp.core.bridged import HoldoutError, SourceCell
-from healthbench_exp.grading.bridge import Cells, Pair, bridge_run
+from healthbench_exp.grading.bridge import Bridging, Cells, Pair, RunRow, bridge_run
+from healthbench_exp.grading.bridge_calibration import Calibration
 from healthbench_exp.grading.bridge_checks import (
     chi2_equal_rates,
     chi2_sf,
@@ -18,6 +20,14 @@ from healthbench_exp.grading.bridge_checks import (
     spread,
 )
 from tests.grading.bridge_oracle import make_pairs, q_of
+
+CAL = Calibration()
+
+
+def run_q(rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int) -> Bridging:
+    """`bridge_run` with the calibration estimator (q)."""
+    return bridge_run(rows, pairs, samples, seed, CAL)
+
 
 # three bridge examples; with 3 folds each is a fold of its own, whatever the shuffle
 X = [Pair(0, "x", "axis:a", 3, True, True), Pair(0, "x", "axis:a", -2, False, False)]
@@ -37,7 +47,7 @@ def test_each_held_out_example_is_scored_with_q_from_the_other_folds() -> None:
     # y held out, q from x and z: positive met 1.5 / 2, positive not 0.5, negative met 1.5 / 2
     # (z): bridged 4 * 0.75 + 0.5 - 0.75 = 2.75, own 1 - 1 = 0, error 2.75 / 5.
     x_error, y_error = -3.25 / 3, 2.75 / 5
-    result = holdout_error(SMALL, CELLS, 400, 7, folds=3)
+    result = holdout_error(SMALL, CELLS, CAL, 400, 7, folds=3)
     assert (result.mean, result.folds, result.examples) == (
         pytest.approx((x_error + y_error) / 2, rel=1e-12),
         3,
@@ -48,12 +58,12 @@ def test_each_held_out_example_is_scored_with_q_from_the_other_folds() -> None:
 
 
 def test_the_default_is_five_folds() -> None:
-    assert holdout_error(SMALL, CELLS, 10, 7).folds == 5
+    assert holdout_error(SMALL, CELLS, CAL, 10, 7).folds == 5
 
 
 def test_no_example_with_positive_points_has_no_error() -> None:
-    assert holdout_error(Z, CELLS, 10, 7) == HoldoutError(None, None, 5, 0)
-    assert holdout_error([], CELLS, 10, 7) == HoldoutError(None, None, 5, 0)
+    assert holdout_error(Z, CELLS, CAL, 10, 7) == HoldoutError(None, None, 5, 0)
+    assert holdout_error([], CELLS, CAL, 10, 7) == HoldoutError(None, None, 5, 0)
 
 
 def holdout_by_hand(
@@ -101,7 +111,7 @@ def test_the_k_fold_error_matches_an_independent_loop() -> None:
     cells = Cells({(p.stratum, p.points > 0) for p in pairs})
     for folds, seed in ((5, 3), (4, 8)):
         mean, ci, examples = holdout_by_hand(pairs, 50, seed, folds)
-        result = holdout_error(pairs, cells, 50, seed, folds)
+        result = holdout_error(pairs, cells, CAL, 50, seed, folds)
         assert result.mean == pytest.approx(mean, rel=1e-12)
         assert result.ci == pytest.approx(ci, rel=1e-12)
         assert (result.folds, result.examples) == (folds, examples)
@@ -221,9 +231,9 @@ def test_a_zero_point_pair_breaks_no_check() -> None:
     """The data loader accepts 0 points; such a pair has a cell like any other."""
     pairs = [*SMALL, Pair(0, "w", "axis:a", 0, True, True), Pair(1, "w", "axis:a", 0, True, False)]
     cells = Cells({(p.stratum, p.points > 0) for p in pairs})
-    assert holdout_error(pairs, cells, 10, 7, folds=3).examples == 2
+    assert holdout_error(pairs, cells, CAL, 10, 7, folds=3).examples == 2
     # the spread counts each pair in the same cell as the bridge does
-    bridged = bridge_run([], pairs, 5, 1)
+    bridged = run_q([], pairs, 5, 1)
     n = {}
     for row in bridged.strata:
         n[(row.stratum, row.sign, "met")], n[(row.stratum, row.sign, "not")] = row.n_met, row.n_not

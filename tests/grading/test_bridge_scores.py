@@ -18,14 +18,24 @@ Pooled (n < 30): positive met 63, 47; positive not 70, 10; negative met 45, 37; 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import Pair, RunRow, bridge_run, jeffreys, stratum_of
+from healthbench_exp.grading.bridge import Bridging, Pair, RunRow, bridge_run, jeffreys, stratum_of
+from healthbench_exp.grading.bridge_calibration import Calibration
 from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of, q_of
+
+CAL = Calibration()
+
+
+def run_q(rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int) -> Bridging:
+    """`bridge_run` with the calibration estimator (q)."""
+    return bridge_run(rows, pairs, samples, seed, CAL)
+
 
 PAIRS = [
     *make_pairs("cluster:c1", [1, 5], True, 30, 21),
@@ -75,7 +85,7 @@ def test_the_stratum_is_the_cluster_tag_then_the_axis_tag_then_none() -> None:
 
 
 def test_the_strata_table_pools_cells_below_30_pairs_by_sign() -> None:
-    result = bridge_run([ROW1, ROW2], PAIRS, 0, 1)
+    result = run_q([ROW1, ROW2], PAIRS, 0, 1)
     assert result.strata == [
         BridgeStratum("axis:accuracy", "positive", 31, 40, 25.5 / 32, 6.5 / 41, []),
         BridgeStratum("axis:completeness", "positive", 0, 0, POS_MET, POS_NOT, ["met", "not"]),
@@ -98,7 +108,7 @@ def test_exactly_30_pairs_is_not_pooled_and_29_is() -> None:
     base = make_pairs("axis:accuracy", [4], True, 40, 10)
     for n, own in ((30, True), (29, False)):
         pairs = [*base, *make_pairs("axis:context_awareness", [4], True, n, n)]
-        row = bridge_run([], pairs, 0, 1).strata[1]
+        row = run_q([], pairs, 0, 1).strata[1]
         assert row.stratum == "axis:context_awareness"
         pooled = (10 + n + 0.5) / (40 + n + 1)
         expected = ((n + 0.5) / (n + 1), ["not"]) if own else (pooled, ["met", "not"])
@@ -106,7 +116,7 @@ def test_exactly_30_pairs_is_not_pooled_and_29_is() -> None:
 
 
 def test_the_bridged_example_score_weights_each_graded_criterion_by_its_q() -> None:
-    result = bridge_run([ROW1, ROW2, ROW3], PAIRS, 0, 1)
+    result = run_q([ROW1, ROW2, ROW3], PAIRS, 0, 1)
     expected = {
         "bridged_score": (S1 + S2) / 2,
         "bridged:axis:accuracy": (5 * 21.5 / 31 + 3 * 6.5 / 41 - 2 * NEG_NOT) / 8,  # row 1
@@ -132,10 +142,10 @@ def test_the_mean_is_clipped_after_averaging_not_per_row() -> None:
     q = 39.5 / 41  # both cells
     high = RunRow(["theme:a"], [crit(2, "axis:accuracy")], [True])  # q
     low = RunRow(["theme:a"], [crit(2, "axis:accuracy"), crit(-3, "axis:x")], [True, True])
-    result = bridge_run([high, low], pairs, 0, 1).metrics  # low: (2q - 3q) / 2 = -q / 2
+    result = run_q([high, low], pairs, 0, 1).metrics  # low: (2q - 3q) / 2 = -q / 2
     assert result["bridged_score"] == pytest.approx((q - q / 2) / 2, rel=1e-12)  # not q / 2
     assert "bridged:axis:x" not in result  # negative points only: skipped
-    assert bridge_run([low], pairs, 0, 1).metrics["bridged_score"] == 0.0
+    assert run_q([low], pairs, 0, 1).metrics["bridged_score"] == 0.0
 
 
 def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
@@ -144,7 +154,7 @@ def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
     rows = [ROW1, ROW2, ROW3, row4]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an undrawn metric is NaN quietly, not with a warning
-        result = bridge_run(rows, PAIRS, 60, 11)
+        result = run_q(rows, PAIRS, 60, 11)
     ci, draws = bootstrap(rows, PAIRS, 60, 11)
     assert set(result.ci) == set(ci)
     for name, interval in ci.items():
@@ -159,14 +169,14 @@ def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
 
 
 def test_a_run_with_no_scored_row_has_no_bridged_score() -> None:
-    result = bridge_run([ROW3], PAIRS, 20, 3)
+    result = run_q([ROW3], PAIRS, 20, 3)
     assert result.metrics == {"bridged_score": None}
     assert result.ci == {"bridged_score": None}
 
 
 def test_a_single_row_interval_comes_from_the_bridge_alone() -> None:
     rows = [RunRow([], [A], [True])]
-    result = bridge_run(rows, PAIRS, 40, 5)
+    result = run_q(rows, PAIRS, 40, 5)
     ci, _ = bootstrap(rows, PAIRS, 40, 5)
     assert result.ci["bridged_score"] == pytest.approx(ci["bridged_score"], rel=1e-12)
     low, high = result.ci["bridged_score"]
@@ -175,7 +185,7 @@ def test_a_single_row_interval_comes_from_the_bridge_alone() -> None:
 
 def test_a_row_or_tag_with_one_positive_point_is_scored() -> None:
     one = RunRow(["theme:one"], [crit(1, "axis:accuracy", "level:cluster")], [True])
-    metrics = bridge_run([ROW1, one], PAIRS, 0, 1).metrics
+    metrics = run_q([ROW1, one], PAIRS, 0, 1).metrics
     assert metrics["bridged:theme:one"] == pytest.approx(25.5 / 32, rel=1e-12)
     assert metrics["bridged:level:cluster"] == pytest.approx((21.5 / 31 + 25.5 / 32) / 2)
     assert metrics["bridged_score"] == pytest.approx((S1 + 25.5 / 32) / 2, rel=1e-12)
@@ -183,18 +193,18 @@ def test_a_row_or_tag_with_one_positive_point_is_scored() -> None:
 
 def test_verdicts_must_align_with_the_criteria() -> None:
     with pytest.raises(ValueError):
-        bridge_run([RunRow([], [A, B], [True])], PAIRS, 0, 1)
+        run_q([RunRow([], [A, B], [True])], PAIRS, 0, 1)
 
 
 def test_an_empty_bridge_gives_every_cell_one_half() -> None:
-    result = bridge_run([ROW1], [], 20, 3)
+    result = run_q([ROW1], [], 20, 3)
     score = (5 + 3 - 2 + 1) * 0.5 / 9  # every graded criterion weighted 0.5
     assert result.metrics["bridged_score"] == pytest.approx(score, rel=1e-12)
     assert result.ci["bridged_score"] == pytest.approx([score, score], rel=1e-12)
     # three rows, few resamples: the interval comes from the rows' draws alone, seed for seed
     rows = [ROW1, ROW2, RunRow([], [B], [True])]
     ci, _ = bootstrap(rows, [], 9, 4)
-    assert bridge_run(rows, [], 9, 4).ci["bridged_score"] == pytest.approx(ci["bridged_score"])
+    assert run_q(rows, [], 9, 4).ci["bridged_score"] == pytest.approx(ci["bridged_score"])
     assert (result.q_draws == 0.5).all()
     assert [(s.n_met, s.n_not, s.pooled) for s in result.strata[:-2]] == [
         (0, 0, ["met", "not"])
@@ -203,7 +213,7 @@ def test_an_empty_bridge_gives_every_cell_one_half() -> None:
 
 def test_a_bridge_of_negative_criteria_only_has_one_pooled_row() -> None:
     pairs = make_pairs("axis:a", [-1], True, 5, 2)
-    assert bridge_run([], pairs, 0, 1).strata == [
+    assert run_q([], pairs, 0, 1).strata == [
         BridgeStratum("axis:a", "negative", 5, 0, 2.5 / 6, 0.5, ["met", "not"]),
         BridgeStratum("pooled", "negative", 5, 0, 2.5 / 6, 0.5),
     ]
@@ -213,9 +223,9 @@ def test_a_criterion_with_zero_points_changes_no_score_and_breaks_nothing() -> N
     """The data loader accepts 0 points; such a criterion adds nothing to any sum."""
     zero = crit(0, "axis:instruction_following", "level:example")
     with_zero = RunRow(ROW1.example_tags, [*ROW1.criteria, zero], [*ROW1.verdicts, True])
-    assert bridge_run([with_zero, ROW2], PAIRS, 0, 1).metrics == pytest.approx(
-        bridge_run([ROW1, ROW2], PAIRS, 0, 1).metrics, rel=1e-12
+    assert run_q([with_zero, ROW2], PAIRS, 0, 1).metrics == pytest.approx(
+        run_q([ROW1, ROW2], PAIRS, 0, 1).metrics, rel=1e-12
     )
     pairs = [*PAIRS, Pair(0, "z", "axis:instruction_following", 0, True, True)]
-    strata = bridge_run([ROW1], pairs, 5, 1).strata  # its stratum: in no run criterion
+    strata = run_q([ROW1], pairs, 5, 1).strata  # its stratum: in no run criterion
     assert sum(s.n_met + s.n_not for s in strata if s.stratum != "pooled") == len(pairs)

@@ -8,14 +8,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from healthbench_exp.core.bridged import Bridged
+from healthbench_exp.core.bridged import CALIBRATION, Bridged, BridgeStratum
 from healthbench_exp.output.html.charts import cells, fmt, table
 
 STRATA = ["stratum", "sign", "n met", "n not", "q met", "q not", "pooled"]
+# label_shift: the judge's error rates from the bridge, the run's own met share, the weights
+SHIFT = ["stratum", "sign", "n O met", "n O not", "se", "sp", "run n", "run met", "pi"]
+SHIFT += ["w met", "w not", "pooled"]
+TRANSPORT = ["model", "source", "method", "own", "bridged", "error [bridged's 95% CI]", "refused"]
+HOW = {
+    CALIBRATION: "each counted as met with the probability that {old} said met on criteria of "
+    "its stratum where {new} gave that verdict (q, carried over from the bridge: right only for "
+    "replies like the bridge's)",
+    "label_shift": "each counted as met with the probability that {old} said met, by Bayes "
+    "from {new}'s error rates against {old} in its stratum (from the bridge) and the share "
+    "{old} would have said met in this run (from {new}'s own met share, Rogan-Gladen)",
+}
 SPREAD = [
     "stratum",
     "sign",
-    "new judge",
+    "verdict (N: q; O: se, sp)",
     "q (95% CI)",
     "by source",
     "spread",
@@ -38,28 +50,24 @@ def bridged_section(bridged: Bridged | None) -> str:
         f"{_interval(bridged.ci.get(name))}</td></tr>"
         for name, value in bridged.metrics.items()
     ]
-    strata = [
-        "<tr>"
-        + cells(s.stratum, s.sign, numeric=False)
-        + cells(s.n_met, s.n_not, s.q_met, s.q_not)
-        + cells(", ".join(s.pooled), numeric=False)
-        + "</tr>"
-        for s in bridged.strata
-    ]
+    calibration = bridged.method == CALIBRATION
+    strata = [_stratum_row(s, calibration) for s in bridged.strata]
     holdout = bridged.holdout_error
+    how = HOW.get(bridged.method, "").format(
+        old=escape(bridged.old_judge), new=escape(bridged.new_judge)
+    )
     parts = [
         "<h2 id='bridged'>Bridged score (on the reference grader's scale; not a reference "
         "metric)</h2>",
-        f"<p class='muted'>This run's judge {escape(bridged.new_judge)}'s verdicts, each counted "
-        f"as met with the probability that {escape(bridged.old_judge)} said met on criteria of "
-        f"its stratum where {escape(bridged.new_judge)} gave that verdict, from "
+        f"<p class='muted'>Method <b class='bridged-method'>{escape(bridged.method)}</b>: this "
+        f"run's judge {escape(bridged.new_judge)}'s verdicts, {how}, from "
         f"{bridged.pairs} criteria both graded in {', '.join(escape(b) for b in bridged.bridge)}. "
         f"Held-out check ({holdout.folds}-fold, {holdout.examples} bridge examples): mean error "
         f"{fmt(holdout.mean)}{_interval(holdout.ci)}.</p>",
         *[f"<p class='bad'>{escape(w)}</p>" for w in bridged.warnings],
         table(["metric", "value [95% CI]"], metrics),
         "<h3>Strata</h3>",
-        table(STRATA, strata),
+        table(STRATA if calibration else SHIFT, strata),
     ]
     if bridged.spread:
         rows = [
@@ -72,8 +80,40 @@ def bridged_section(bridged: Bridged | None) -> str:
             + "</tr>"
             for c in bridged.spread
         ]
-        parts += ["<h3>q between the bridge sources</h3>", table(SPREAD, rows)]
+        rate = "q" if calibration else "se (O met) and sp (O not met)"
+        parts += [f"<h3>{rate} between the bridge sources</h3>", table(SPREAD, rows)]
+    if bridged.transport:
+        moved = [
+            "<tr>"
+            + cells(t.model, t.source, t.method, numeric=False)
+            + cells(t.own, t.bridged)
+            + f"<td class='num'>{fmt(t.error)}{_interval(t.ci)}</td>"
+            + cells(t.refused or "", numeric=False)
+            + "</tr>"
+            for t in bridged.transport
+        ]
+        parts += [
+            "<h3>Leave one model out</h3><p class='muted'>Each source's replies bridged from "
+            "the other sources, against the reference grader's own score on them: the only "
+            "check that the judges disagree alike on every model.</p>",
+            table(TRANSPORT, moved),
+        ]
     return "".join(parts)
+
+
+def _stratum_row(s: BridgeStratum, calibration: bool) -> str:
+    numbers = (
+        cells(s.n_met, s.n_not, s.q_met, s.q_not)
+        if calibration
+        else cells(s.n_o_met, s.n_o_not, s.se, s.sp, s.run_n, s.run_met, s.pi, s.w_met, s.w_not)
+    )
+    return (
+        "<tr>"
+        + cells(s.stratum, s.sign, numeric=False)
+        + numbers
+        + cells(", ".join(s.pooled), numeric=False)
+        + "</tr>"
+    )
 
 
 def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
@@ -83,6 +123,7 @@ def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
         "<tr>"
         + cells(j.get("job"), j.get("label"), j.get("judge"), numeric=False)
         + cells(j.get("overall_score"))
+        + cells(j.get("bridged_method"), numeric=False)
         + f"<td class='num job-bridged'>{fmt(j.get('bridged_score'))}</td>"
         + cells(j.get("bridged_ci_low"), j.get("bridged_ci_high"), j.get("bridged_holdout_error"))
         + "</tr>"
@@ -91,7 +132,7 @@ def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
     ]
     if not rows:
         return ""
-    header = ["job", "label", "judge", "overall score", "bridged", "CI low", "CI high"]
+    header = ["job", "label", "judge", "overall score", "method", "bridged", "CI low", "CI high"]
     return (
         "<h2 id='bridged'>Bridged scores (each run on the reference grader's scale)</h2>"
         + table([*header, "held-out error"], rows)

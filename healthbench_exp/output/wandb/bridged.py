@@ -9,11 +9,12 @@ PREFIX = "bridged/"
 
 def bridged_metrics(bridged: Bridged | None) -> dict[str, object]:
     """`bridged/<metric>` (`bridged/bridged_score`, `bridged/bridged:<tag>`) with
-    `.../ci_low` and `.../ci_high`, `bridged/pairs`, `bridged/holdout_error` and its interval,
-    `bridged/sources`; defined values only; {} without a bridge."""
+    `.../ci_low` and `.../ci_high`, `bridged/method`, `bridged/pairs`, `bridged/holdout_error`
+    and its interval, `bridged/sources`; defined values only; {} without a bridge."""
     if bridged is None:
         return {}
     out: dict[str, object] = {
+        f"{PREFIX}method": bridged.method,
         f"{PREFIX}pairs": bridged.pairs,
         f"{PREFIX}sources": len(bridged.bridge),
         f"{PREFIX}old_judge": bridged.old_judge,

@@ -1,0 +1,326 @@
+"""The `label_shift` bridge in process (`grading.bridge_label_shift`), against numbers worked out
+by hand from SPEC 7.5 (revised) and an independent loop (tests/grading/bridge_shift_oracle.py).
+
+The bridge, per stratum and sign (O's verdict: n pairs, of them N agreeing):
+
+| stratum         | sign | O met: n1, a | O not: n0, b | why pooled            |
+|-----------------|------|--------------|--------------|-----------------------|
+| axis:accuracy   | +    | 60, 50       | 50, 40       |                       |
+| axis:complete   | +    | 20, 15       | 20, 15       | bridge (n1, n0 < 30)  |
+| cluster:c1      | +    | 40, 20       | 40, 20       | near_chance (J = 0)   |
+| axis:accuracy   | -    | 32, 30       | 63, 58       |                       |
+
+Pooled positive: n1 120, a 85; n0 110, b 75.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from healthbench_exp.core.bridged import BridgeStratum
+from healthbench_exp.core.types import Criterion
+from healthbench_exp.grading.bridge import (
+    BridgeData,
+    BridgeRefused,
+    Counts,
+    Layout,
+    Pair,
+    RunRow,
+    bridge_run,
+)
+from healthbench_exp.grading.bridge_calibration import Calibration
+from healthbench_exp.grading.bridge_checks import holdout_error
+from healthbench_exp.grading.bridge_label_shift import LabelShift
+from healthbench_exp.grading.bridge_methods import ESTIMATORS, bridge_refusal
+from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of
+from tests.grading.bridge_shift_oracle import shift_q, shift_table, table_of
+
+SHIFT = LabelShift()
+
+
+def cell(
+    stratum: str, points: list[float], o_met: tuple[int, int], o_not: tuple[int, int]
+) -> list[Pair]:
+    """Pairs of one stratum: (n1, a) with O met, a of them N met; (n0, b) with O not met, b of
+    them N not met."""
+    (n1, a), (n0, b) = o_met, o_not
+    return [
+        *make_pairs(stratum, points, True, a, a),  # O met, N met
+        *[p for p in make_pairs(stratum, points, False, n1 - a, n1 - a)],  # O met, N not
+        *make_pairs(stratum, points, True, n0 - b, 0),  # O not, N met
+        *make_pairs(stratum, points, False, b, 0),  # O not, N not
+    ]
+
+
+PAIRS = [
+    *cell("axis:accuracy", [1, 3], (60, 50), (50, 40)),
+    *cell("axis:complete", [2], (20, 15), (20, 15)),
+    *cell("cluster:c1", [5], (40, 20), (40, 20)),
+    *cell("axis:accuracy", [-2, -1], (32, 30), (63, 58)),
+]
+SE_POOL, SP_POOL = 85.5 / 121, 75.5 / 111
+
+
+def crit(points: float, *tags: str) -> Criterion:
+    return Criterion(f"c{points}{tags}", points, tags)
+
+
+ACC = crit(4, "axis:accuracy", "level:example")
+COMP = crit(3, "axis:complete", "level:example")
+C1 = crit(5, "axis:accuracy", "cluster:c1", "level:cluster")
+NEG = crit(-3, "axis:accuracy", "level:example")
+# 40 rows: accuracy, complete, negative in each; cluster c1 in every fourth (10: under 30)
+ROWS = [
+    RunRow(
+        [f"theme:t{i % 3}"],
+        [ACC, COMP, NEG, *([C1] if i % 4 == 0 else [])],
+        [i % 5 != 0, i % 2 == 0, i % 7 == 0, *([i % 8 == 0] if i % 4 == 0 else [])],
+    )
+    for i in range(40)
+]
+
+
+def pi_w(se: float, sp: float, m: float) -> tuple[float, float, float]:
+    pi = min(1.0, max(0.0, (m - (1 - sp)) / (se + sp - 1)))
+    return (
+        pi,
+        se * pi / (se * pi + (1 - sp) * (1 - pi)),
+        (1 - se) * pi / ((1 - se) * pi + sp * (1 - pi)),
+    )
+
+
+def test_the_strata_table_is_the_hand_computation() -> None:
+    result = bridge_run(ROWS, PAIRS, 0, 1, SHIFT)
+    rows = {(s.stratum, s.sign): s for s in result.strata}
+    # accuracy +: its own rates; the run: 40 graded, met where i % 5 != 0 (32)
+    se, sp = 50.5 / 61, 40.5 / 51
+    pi, w_met, w_not = pi_w(se, sp, 32 / 40)
+    assert rows[("axis:accuracy", "positive")] == BridgeStratum(
+        "axis:accuracy",
+        "positive",
+        pooled=[],
+        n_o_met=60,
+        n_o_not=50,
+        se=pytest.approx(se, abs=1e-12),
+        sp=pytest.approx(sp, abs=1e-12),
+        run_n=40,
+        run_met=32,
+        pi=pytest.approx(pi, abs=1e-12),
+        w_met=pytest.approx(w_met, abs=1e-12),
+        w_not=pytest.approx(w_not, abs=1e-12),
+    )
+    # complete +: too few pairs: the pooled rates with its own m (20 of 40)
+    complete = rows[("axis:complete", "positive")]
+    assert complete.pooled == ["bridge"] and (complete.n_o_met, complete.n_o_not) == (20, 20)
+    assert (complete.se, complete.sp) == pytest.approx((SE_POOL, SP_POOL), abs=1e-12)
+    assert complete.pi == pytest.approx(pi_w(SE_POOL, SP_POOL, 20 / 40)[0], abs=1e-12)
+    # c1: near chance, and 10 graded in the run: the pooled m (of every positive criterion)
+    c1 = rows[("cluster:c1", "positive")]
+    assert c1.pooled == ["near_chance", "run"] and c1.run_n == 10 and c1.run_met == 5
+    pooled_m = (32 + 20 + 5) / 90
+    assert (c1.pi, c1.w_met, c1.w_not) == pytest.approx(pi_w(SE_POOL, SP_POOL, pooled_m), abs=1e-12)
+    assert rows[("pooled", "positive")].run_n == 90 and rows[("pooled", "positive")].n_o_met == 120
+    assert rows[("pooled", "positive")].pi == pytest.approx(c1.pi, abs=1e-12)
+    # negative accuracy: its own rates; met where i % 7 == 0 (6 of 40)
+    neg = rows[("axis:accuracy", "negative")]
+    assert (neg.se, neg.sp) == pytest.approx((30.5 / 33, 58.5 / 64), abs=1e-12)
+    assert neg.pi == pytest.approx(pi_w(30.5 / 33, 58.5 / 64, 6 / 40)[0], abs=1e-12)
+    # every field as the independent loop has it
+    oracle = shift_table(PAIRS, ROWS)
+    for (stratum, sign), row in rows.items():
+        o = oracle[(stratum, sign == "positive")]
+        assert (row.n_o_met, row.n_o_not, row.run_n, row.run_met) == (
+            o.n1,
+            o.n0,
+            o.run_n,
+            o.run_met,
+        )
+        assert [row.se, row.sp, row.pi, row.w_met, row.w_not] == pytest.approx(
+            [o.se, o.sp, o.pi, o.w_met, o.w_not], abs=1e-12
+        )
+        assert row.pooled == o.pooled
+        assert row.q_met is None and row.n_met is None  # calibration's fields: not written
+    assert set(rows) == {(s, "positive" if p else "negative") for s, p in oracle}
+
+
+def test_bridged_score_is_the_hand_computation_to_1e_9() -> None:
+    result = bridge_run(ROWS, PAIRS, 0, 1, SHIFT)
+    expected = metrics_of(ROWS, shift_q(PAIRS, ROWS), None)
+    assert result.metrics == pytest.approx(expected, abs=1e-9)
+    # row 0 alone (ACC not met; COMP, NEG, C1 met): every run stratum has under 30 graded, so
+    # each takes its sign's pooled m (positive 2 of 3 met, negative 1 of 1), se and sp
+    one = bridge_run(ROWS[:1], PAIRS, 0, 1, SHIFT)
+    pos = pi_w(SE_POOL, SP_POOL, 2 / 3)
+    neg = pi_w(30.5 / 33, 58.5 / 64, 1.0)  # the only negative stratum: pooled = own
+    alone = (4 * pos[2] + 3 * pos[1] + 5 * pos[1] - 3 * neg[1]) / 12
+    assert one.metrics["bridged_score"] == pytest.approx(alone, abs=1e-12)
+    assert result.metrics["bridged:theme:t0"] == pytest.approx(
+        metrics_of([r for r in ROWS if r.example_tags == ["theme:t0"]], shift_q(PAIRS, ROWS), None)[
+            "bridged_score"
+        ],
+        abs=1e-12,
+    )
+
+
+def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
+    result = bridge_run(ROWS, PAIRS, 40, 9, SHIFT)
+    ci, _ = bootstrap(ROWS, PAIRS, 40, 9, shift_q)
+    assert set(result.ci) == set(ci)
+    for name, interval in ci.items():
+        assert result.ci[name] == pytest.approx(interval, rel=1e-9), name
+    low, high = result.ci["bridged_score"]
+    assert low < result.metrics["bridged_score"] < high  # type: ignore[operator]
+
+
+def test_label_shift_follows_the_runs_met_share_where_calibration_does_not() -> None:
+    """The same judge, a run of a stronger model: N says met more often; label shift's pi and
+    score rise with it, O's share recovered; calibration's weights stay the bridge's."""
+    weak = [RunRow([], [ACC] * 40, [i % 4 == 0 for i in range(40)])]
+    strong = [RunRow([], [ACC] * 40, [i % 4 != 0 for i in range(40)])]
+    se, sp = 50.5 / 61, 40.5 / 51
+    for rows, m in ((weak, 0.25), (strong, 0.75)):
+        pi, w_met, w_not = pi_w(se, sp, m)
+        score = bridge_run(rows, PAIRS, 0, 1, SHIFT).metrics["bridged_score"]
+        assert score == pytest.approx(m * w_met + (1 - m) * w_not, abs=1e-12)
+        assert score == pytest.approx(pi, abs=1e-12)  # the weights average back to pi
+    cal_weak = bridge_run(weak, PAIRS, 0, 1, Calibration()).q
+    cal_strong = bridge_run(strong, PAIRS, 0, 1, Calibration()).q
+    assert (cal_weak == cal_strong).all()
+    assert not (
+        bridge_run(weak, PAIRS, 0, 1, SHIFT).q == bridge_run(strong, PAIRS, 0, 1, SHIFT).q
+    ).all()
+
+
+def test_pi_is_clipped_at_both_ends() -> None:
+    se, sp = 50.5 / 61, 40.5 / 51
+    below = [RunRow([], [ACC] * 40, [False] * 40)]  # m = 0 < 1 - sp
+    above = [RunRow([], [ACC] * 40, [True] * 40)]  # m = 1 > se
+    assert bridge_run(below, PAIRS, 0, 1, SHIFT).metrics["bridged_score"] == 0.0
+    top = bridge_run(above, PAIRS, 0, 1, SHIFT)
+    assert top.metrics["bridged_score"] == pytest.approx(1.0, abs=1e-12)
+    assert top.strata[0].pi == 1.0 and top.strata[0].w_not == pytest.approx(1.0)
+    assert (se, sp) == pytest.approx((top.strata[0].se, top.strata[0].sp))
+
+
+def test_exactly_30_is_own_and_29_pooled_on_either_side() -> None:
+    base = cell("axis:b", [1], (60, 50), (60, 50))
+    for n1, n0, own in ((30, 30, True), (29, 30, False), (30, 29, False)):
+        pairs = [*base, *cell("axis:x", [1], (n1, n1 - 3), (n0, n0 - 3))]
+        rows = [RunRow([], [crit(1, "axis:x")] * 30, [True] * 10 + [False] * 20)]
+        x = next(s for s in bridge_run(rows, pairs, 0, 1, SHIFT).strata if s.stratum == "axis:x")
+        assert x.pooled == ([] if own else ["bridge"])
+        expected = (n1 - 3 + 0.5) / (n1 + 1) if own else (50 + n1 - 3 + 0.5) / (60 + n1 + 1)
+        assert x.se == pytest.approx(expected, abs=1e-12)
+    for n, pooled in ((30, []), (29, ["run"])):
+        rows = [RunRow([], [crit(1, "axis:b")] * n + [crit(1, "axis:x")] * 40, [True] * (n + 40))]
+        pairs = [*base, *cell("axis:x", [1], (60, 30), (60, 30))]
+        b = bridge_run(rows, pairs, 0, 1, SHIFT).strata[0]
+        assert (b.stratum, b.pooled, b.run_n) == ("axis:b", pooled, n)
+
+
+def test_near_chance_is_j_below_0_2() -> None:
+    base = cell("axis:b", [1], (60, 50), (60, 50))
+    rows = [RunRow([], [crit(1, "axis:x")] * 40, [True] * 20 + [False] * 20)]
+    # J = (a + b + 1) / 61 - 1: 0.2131 with a + b = 73, 0.1967 with 72 (no count gives 0.2)
+    for a, b, near in ((40, 33, False), (40, 32, True), (33, 40, False), (32, 40, True)):
+        pairs = [*base, *cell("axis:x", [1], (60, a), (60, b))]
+        x = next(s for s in bridge_run(rows, pairs, 0, 1, SHIFT).strata if s.stratum == "axis:x")
+        assert x.pooled == (["near_chance"] if near else [])
+        own = ((a + 0.5) / 61, (b + 0.5) / 61)
+        pooled = ((50 + a + 0.5) / 121, (50 + b + 0.5) / 121)
+        assert (x.se, x.sp) == pytest.approx(pooled if near else own, abs=1e-12)
+
+
+def test_a_pooled_j_below_0_2_is_refused_in_one_line() -> None:
+    chance = cell("axis:x", [1], (60, 33), (60, 33))  # se = sp = 33.5 / 61: J = 0.098
+    rows = [RunRow([], [crit(1, "axis:x")], [True])]
+    with pytest.raises(BridgeRefused) as raised:
+        bridge_run(rows, chance, 10, 1, SHIFT)
+    message = str(raised.value)
+    assert "\n" not in message and "positive" in message and "0.098" in message
+    assert message.endswith("bridge.method=label_shift refuses this bridge")
+    assert bridge_refusal(chance, "label_shift") == message
+    assert bridge_refusal(chance, "calibration") is None
+    assert bridge_run(rows, chance, 0, 1, Calibration()).metrics["bridged_score"] is not None
+    # the negative sign alone near chance is refused too; both fine: not refused
+    negative = cell("axis:y", [-1], (60, 33), (60, 33))
+    assert "negative" in str(bridge_refusal([*PAIRS[:220], *negative], "label_shift"))
+    assert bridge_refusal(PAIRS, "label_shift") is None
+    # a sign the run has and the bridge never saw: se = sp = 0.5, refused when the run ends
+    with pytest.raises(BridgeRefused, match="negative"):
+        bridge_run([RunRow([], [ACC, crit(-1, "axis:z")], [True, True])], PAIRS[:220], 0, 1, SHIFT)
+    # 0.2 exactly is not refused
+    edge = cell("axis:x", [1], (60, 36), (60, 37))  # J = 74 / 61 - 1 = 0.2131
+    assert bridge_refusal(edge, "label_shift") is None
+
+
+def test_holdout_uses_the_held_out_folds_own_met_share() -> None:
+    """Each fold's weights: se, sp from the other folds, m from the held-out fold's N verdicts."""
+    pairs = [Pair(0, f"e{i % 20}", p.stratum, p.points, p.new, p.old) for i, p in enumerate(PAIRS)]
+    cells = bridge_run([], pairs, 0, 1, SHIFT).cells
+    result = holdout_error(pairs, cells, SHIFT, 50, 3, folds=4)
+    examples = sorted({(0, p.example) for p in pairs})
+    order = np.random.default_rng(3).permutation(len(examples))
+    fold = {examples[j][1]: i % 4 for i, j in enumerate(order)}
+    errors = []
+    for f in range(4):
+        train = [p for p in pairs if fold[p.example] != f]
+        held = [p for p in pairs if fold[p.example] == f]
+        # the held-out pairs as the run: each pair's N verdict counted once
+        observed = [(p.stratum, p.points > 0, p.new, 1) for p in held]
+        table = table_of(train, observed, set())
+
+        for example in sorted({p.example for p in held}):
+            mine = [p for p in held if p.example == example]
+            den = sum(p.points for p in mine if p.points > 0)
+            rows_of = [table[(p.stratum, p.points > 0)] for p in mine]
+            bridged = sum(
+                p.points * (r.w_met if p.new else r.w_not)
+                for p, r in zip(mine, rows_of, strict=True)
+            )
+            own = sum(p.points for p in mine if p.old)
+            errors.append((bridged - own) / den)
+    assert result.examples == len(errors)
+    assert result.mean == pytest.approx(sum(errors) / len(errors), abs=1e-12)
+
+
+def test_both_methods_are_registered_by_their_names() -> None:
+    assert set(ESTIMATORS) == {"label_shift", "calibration"}
+    assert all(ESTIMATORS[name].name == name for name in ESTIMATORS)
+
+
+def test_rates_are_each_strata_own_se_and_sp() -> None:
+    result = bridge_run([], PAIRS, 0, 1, SHIFT)
+    cells = result.cells
+    n, k = BridgeData.of(PAIRS, cells).counts()
+    rates = SHIFT.rates(cells, Counts(n, k, np.zeros(len(n))))
+    expected = {
+        ("axis:accuracy", True): (50.5 / 61, 40.5 / 51),
+        ("axis:complete", True): (15.5 / 21, 15.5 / 21),
+        ("cluster:c1", True): (20.5 / 41, 20.5 / 41),
+        ("axis:accuracy", False): (30.5 / 33, 58.5 / 64),
+    }
+    for (stratum, positive), (se, sp) in expected.items():
+        assert rates[cells.cell(stratum, positive, True)] == pytest.approx(se, abs=1e-12)
+        assert rates[cells.cell(stratum, positive, False)] == pytest.approx(sp, abs=1e-12)
+
+
+def test_the_estimators_take_a_stack_of_resamples_row_by_row() -> None:
+    """The study passes many resamples at once (a leading axis): each row as alone."""
+    result = bridge_run(ROWS, PAIRS, 0, 1, SHIFT)
+    cells = result.cells
+    n, k = BridgeData.of(PAIRS, cells).counts()
+    rng = np.random.default_rng(0)
+    run = Layout.of(ROWS, cells).run_counts()
+    stack = [
+        Counts(n * f, np.round(k * f), np.round(run * g))
+        for f, g in zip(rng.uniform(0.5, 1.5, 4), rng.uniform(0.2, 1.5, 4), strict=True)
+    ]
+    both = Counts(*(np.stack([getattr(c, x) for c in stack]) for x in ("n", "k", "run")))
+    for estimator in (SHIFT, Calibration()):
+        weights = estimator.weights(cells, both)
+        rates = estimator.rates(cells, both)
+        for i, one in enumerate(stack):
+            assert weights[i] == pytest.approx(estimator.weights(cells, one), abs=1e-12)
+            assert rates[i] == pytest.approx(estimator.rates(cells, one), abs=1e-12)
