@@ -8,10 +8,15 @@ zygote cannot hand over, such as one closed before the run starts)."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.e2e.test_e2e import run_cli, run_module
+import pytest
+
+from tests.e2e.test_e2e import REPO, run_cli, run_module
 
 DEMO_SCORE = 0.2879  # the README's figure
 
@@ -69,3 +74,98 @@ def test_a_second_judge_in_the_demo_cache_is_filed_under_its_own_name(tmp_path: 
 
 def summary_score(run_dir: Path) -> float:
     return round(json.loads((run_dir / "summary.json").read_text())["metrics"]["overall_score"], 4)
+
+
+# ---- output no one reads (issue 45, item 2) -------------------------------------------------
+
+RUN_FILES = {
+    "status.json", "summary.json", "examples.jsonl", "per_criterion.jsonl", "invocations.jsonl",
+    "healthbench.log", "report.html", "report_examples.js", "results", "wandb", ".hydra",
+}  # fmt: skip
+
+
+def assert_completed(run_dir: Path, returncode: int, stderr: str = "") -> None:
+    """The run finished as if its output had been read: exit 0, every file, status completed,
+    the demo's score, and no traceback about the lost output."""
+    assert returncode == 0, stderr
+    found = {p.name for p in run_dir.iterdir()}
+    assert found >= RUN_FILES, sorted(found)
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status == {"status": "completed", "error": None}
+    assert summary_score(run_dir) == DEMO_SCORE
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+    assert "Exception ignored" not in stderr, stderr
+    log = (run_dir / "healthbench.log").read_text()
+    assert "BrokenPipe" not in log and "Traceback" not in log, log
+
+
+def demo_command(run_dir: Path) -> str:
+    """The README's demo (W&B offline, as it runs it), in a fresh interpreter."""
+    return (
+        f"{shlex.quote(sys.executable)} -m healthbench_exp experiment=demo hydra.run.dir={run_dir}"
+    )
+
+
+def isolated_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")}
+
+
+@pytest.mark.parametrize(
+    "shell_tail",
+    [
+        "2> {err} | head -3",  # the run's log lines (on stdout too): the next one finds it closed
+        "2> {err} | head -8",  # the table, cut short (whether it is still written: timing)
+        # unbuffered, the table is written as printed: it often finds the pipe closed, which
+        # left status.json "running" (the print comes after the run's end); timing, not always
+        "2> {err} | head -8 #unbuffered",
+        "2>&1 | head -3",  # both streams into one pipe that closes
+        "> /dev/null 2> >(head -c 100 > /dev/null)",  # the progress bar's reader goes early
+    ],
+)
+def test_a_pipe_closed_mid_run_never_stops_the_run(tmp_path: Path, shell_tail: str) -> None:
+    run_dir, err = tmp_path / "run", tmp_path / "stderr.txt"
+    command = f"{demo_command(run_dir)} {shell_tail.format(err=err)}; exit ${{PIPESTATUS[0]}}"
+    if shell_tail.endswith("#unbuffered"):
+        command = f"PYTHONUNBUFFERED=1 {command}"
+    result = subprocess.run(["bash", "-c", command], cwd=REPO, env=isolated_env(tmp_path),
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    stderr = err.read_text() if err.exists() else result.stderr
+    assert_completed(run_dir, result.returncode, stderr + result.stdout)
+
+
+def closed_pipe() -> int:
+    """The write end of a pipe whose reader has gone before anything was written."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+@pytest.mark.parametrize("which", ["stdout", "stderr"])
+@pytest.mark.parametrize("how", ["reader gone", "closed"])
+def test_a_stream_gone_before_the_start_never_stops_the_run(
+    tmp_path: Path, which: str, how: str
+) -> None:
+    run_dir = tmp_path / "run"
+    other = "stderr" if which == "stdout" else "stdout"
+    if how == "closed":  # `>&-` / `2>&-`: the descriptor is not open at all
+        redirect = ">&-" if which == "stdout" else "2>&-"
+        result = subprocess.run(["bash", "-c", f"{demo_command(run_dir)} {redirect}"],
+                                cwd=REPO, env=isolated_env(tmp_path), capture_output=True,
+                                text=True, timeout=300)  # fmt: skip
+        seen = getattr(result, other)
+    else:
+        lost = closed_pipe()
+        try:
+            result = subprocess.run(
+                ["bash", "-c", f"exec {demo_command(run_dir)}"], cwd=REPO,
+                env=isolated_env(tmp_path), text=True, timeout=300,
+                **{which: lost, other: subprocess.PIPE},  # type: ignore[call-overload]
+            )  # fmt: skip
+        finally:
+            os.close(lost)
+        seen = getattr(result, other)
+    assert_completed(run_dir, result.returncode, seen if other == "stderr" else "")
+    if other == "stdout":  # the table is still printed where someone reads
+        assert "overall_score          0.2879" in seen and f"outputs: {run_dir}" in seen
+    else:
+        assert "Traceback" not in seen and "BrokenPipe" not in seen
