@@ -9,11 +9,19 @@ collects once, freezes what start-up made, and runs the collector while requests
 When the job (or sweep) is over, everything left is frozen too: the interpreter's exit then
 frees it by reference counting without scanning it for cycles first (its collections cost
 another 0.3 s of CPU, in a process whose outputs are all written and closed by then).
+
+Standard output and error that no one reads are guarded first (`core.standard_streams`).
 """
 
 import gc
 
 gc.disable()
+
+from healthbench_exp.core import standard_streams  # noqa: E402
+
+# output no one reads (`| head -3`, a terminal gone, `>&-`) never stops the run: before anything
+# opens a file (which could take a closed standard descriptor's number) or writes
+standard_streams.guard()
 
 from healthbench_exp.cli.app import main  # noqa: E402  (after the collector is off)
 

@@ -21,6 +21,7 @@ import argparse
 import sqlite3
 import sys
 
+from healthbench_exp.core import standard_streams
 from healthbench_exp.model.cache import cache_dir
 from healthbench_exp.model.cache_admin import Selection
 from healthbench_exp.model.cache_commands import clear, parse_age, parse_size, prune, stats
@@ -100,4 +101,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    standard_streams.guard()  # `stats | head -3` exits 0, no traceback (core.standard_streams)
     raise SystemExit(main())

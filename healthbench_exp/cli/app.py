@@ -27,6 +27,7 @@ from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.regrade import regrade_arguments
 from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.core import standard_streams
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
 from healthbench_exp.model.cache_file import discard_call_journal
@@ -65,7 +66,9 @@ register_configs()
 def app(cfg: DictConfig) -> float | None:
     """One Hydra job (`run_app`), its stopping signals raising RunInterrupted: in a job that a
     launcher started in a process of its own (SLURM, joblib) too, where `main` does not run and
-    SLURM's time-limit signal would otherwise go to submitit's handler."""
+    SLURM's time-limit signal would otherwise go to submitit's handler; there too, output no
+    one reads never ends it (`core.standard_streams`; `__main__` guarded its own already)."""
+    standard_streams.guard()
     with signals_interrupt(), hydra_errors.job_errors_printed():
         return run_app(cfg)
 

@@ -12,9 +12,9 @@ message) and keeps the usage the endpoint reported (prompt, provider-cached prom
 and reasoning tokens, and the prompt's length in characters): the dry run learns reply lengths
 and tokens per character from them (`engine.estimate`). Each run records its lookups (hits and
 misses per profile: the `runs` and `run_lookups` tables) for `python -m healthbench_exp.cache
-stats`. The
-`responses` table is as its first version made it, so an older harness sharing the file keeps
-working; its entries (and those stored before) have no profile ("unknown") and no usage detail.
+stats`. The `responses` table is as its first version made it, so an older harness sharing the
+file keeps working; its entries (and those stored before) have no profile ("unknown") and no
+usage detail.
 `model.cache_admin` reads and prunes the file.
 """
 
@@ -166,16 +166,17 @@ LOOKUPS_FLUSH_EVERY = 2000  # a run's hit and miss counts are written after so m
 
 
 def profile_id(db: sqlite3.Connection, profile: Profile, create: bool) -> int | None:
-    """The id of `profile` in the file (registered if `create`, else None when unknown)."""
-    settings = profile.settings_json
-    query = "SELECT id FROM profiles WHERE role = ? AND endpoint = ? AND settings = ?"
-    row = db.execute(query, (profile.role, profile.endpoint, settings)).fetchone()
+    """The id of `profile` (its model's name is part of it: two models at one endpoint with the
+    same settings are two profiles) in the file: registered if `create`, else None if unknown."""
+    identity = (profile.role, profile.name, profile.endpoint, profile.settings_json)
+    query = "SELECT id FROM profiles WHERE role = ? AND name = ? AND endpoint = ? AND settings = ?"
+    row = db.execute(query, identity).fetchone()
     if row is None and create:
         db.execute(
             "INSERT OR IGNORE INTO profiles (role, name, endpoint, settings) VALUES (?, ?, ?, ?)",
-            (profile.role, profile.name, profile.endpoint, settings),
+            identity,
         )
-        row = db.execute(query, (profile.role, profile.endpoint, settings)).fetchone()
+        row = db.execute(query, identity).fetchone()
     return None if row is None else int(row[0])
 
 

@@ -23,6 +23,17 @@ def discard_call_journal(output_dir: Path) -> None:
     shutil.rmtree(output_dir / CALL_JOURNAL, ignore_errors=True)
 
 
+# A profile is one model's (`name`) calls in one role at one endpoint with one set of settings.
+# Files written before the name was part of its identity have `UNIQUE (role, endpoint, settings)`:
+# two models alike in all else shared one profile, under the first one's name. `upgrade_profiles`
+# rebuilds that table with the name in its key, keeping every id (so every entry's profile).
+PROFILES = (
+    "CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, role TEXT NOT NULL, name TEXT "
+    "NOT NULL, endpoint TEXT NOT NULL, settings TEXT NOT NULL, UNIQUE (role, name, endpoint, "
+    "settings))"
+)
+PROFILES_KEY = "UNIQUE (role, name, endpoint, settings)"
+
 # `responses` keeps its first version's five columns, so that an older harness sharing the
 # file still writes to it; what later versions record of an entry is in `entry_details`
 SCHEMA = (
@@ -30,8 +41,7 @@ SCHEMA = (
     "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)",
     "CREATE TABLE IF NOT EXISTS entry_details (key TEXT PRIMARY KEY, profile INTEGER, "
     "reasoning_tokens INTEGER, cached_prompt_tokens INTEGER, prompt_chars INTEGER)",
-    "CREATE TABLE IF NOT EXISTS profiles (id INTEGER PRIMARY KEY, role TEXT NOT NULL, name TEXT "
-    "NOT NULL, endpoint TEXT NOT NULL, settings TEXT NOT NULL, UNIQUE (role, endpoint, settings))",
+    PROFILES.format(table="profiles"),
     # a run's process, and `open` 1 until it closes the cache (a killed one never does)
     "CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, started REAL, finished REAL, "
     "pid INTEGER, open INTEGER NOT NULL DEFAULT 1)",
@@ -57,6 +67,7 @@ def open_database(path: Path, patience_s: float = 60.0) -> sqlite3.Connection:
             try:
                 for statement in SCHEMA:
                     db.execute(statement)
+                upgrade_profiles(db)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -67,6 +78,25 @@ def open_database(path: Path, patience_s: float = 60.0) -> sqlite3.Connection:
                 db.close()
                 raise
             time.sleep(0.05)
+
+
+def upgrade_profiles(db: sqlite3.Connection) -> bool:
+    """Give an older file's `profiles` the model's name in its key (see `PROFILES`), in the
+    caller's transaction; True if it was upgraded. Rows and ids are kept as they are: entries
+    that two models shared under one profile stay under its (first) name, since nothing in the
+    file says which model stored them; every later entry goes to its own model's profile."""
+    row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'profiles'")
+    found = row.fetchone()
+    if found is None or PROFILES_KEY in found[0]:
+        return False
+    db.execute(PROFILES.format(table="profiles_by_name"))
+    db.execute(
+        "INSERT INTO profiles_by_name (id, role, name, endpoint, settings) "
+        "SELECT id, role, name, endpoint, settings FROM profiles"
+    )
+    db.execute("DROP TABLE profiles")
+    db.execute("ALTER TABLE profiles_by_name RENAME TO profiles")
+    return True
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:

@@ -174,7 +174,8 @@ def test_the_offline_cache_variables_skip_the_hub(tmp_path, silent_host) -> None
     )  # fmt: skip
     assert result.returncode == 2
     assert "unreachable" not in result.stderr
-    assert "OfflineModeIsEnabled" in result.stderr  # no cached copy on this machine
+    # no cached copy on this machine: datasets 3+ names the error, 2.21 says it
+    assert "OfflineModeIsEnabled" in result.stderr or "Offline mode is enabled" in result.stderr
     assert time.monotonic() - began < WALL_LIMIT_S
     assert silent_host.held == []  # the hub was never asked
 
