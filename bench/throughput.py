@@ -303,7 +303,7 @@ def limits_of(args: argparse.Namespace) -> dict:
         "rate_limit_tokens": tokens,
         "rate_limit_requests": requests,
         "rate_limit_window_s": args.rate_limit_window_s,
-        "limited_role": "all",
+        "limited_role": getattr(args, "limited_role", "all"),
     }
 
 
@@ -348,6 +348,10 @@ def main() -> None:
         help="requests per window (RPM; the headers give it per minute); 0: none",
     )  # fmt: skip
     parser.add_argument("--rate-limit-window-s", type=float, default=60.0)
+    parser.add_argument(
+        "--limited-role", choices=["all", "model", "judge"], default="all",
+        help="whose requests the rate limits apply to",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.runner == "simple-evals" and not args.simple_evals:
         parser.error("--runner simple-evals needs --simple-evals DIR (a simple-evals checkout)")
