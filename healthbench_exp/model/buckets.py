@@ -29,7 +29,11 @@ def parse_duration(text: str) -> float | None:
 HEADROOM = 0.02  # of a learnt bucket's capacity, kept unspent against counting differences
 KINDS = ("requests", "tokens")
 SENT = "sent"  # in a mark once `sending` (or `unsent`) has settled its pending cost
-SEQ, SENT_AT = "seq", "sent_at"  # in a sent request's mark: its place in the sending order, when
+SEQ, SENT_AT, COST = (
+    "seq",
+    "sent_at",
+    "cost",
+)  # in a sent request's mark: its place in the sending order, when
 # a request sent up to this many seconds before another may reach the server after it (while the
 # client is busy sending hundreds at once, or opening a connection): see `HeaderBuckets`
 REORDER_S = 2.0
@@ -40,6 +44,10 @@ DELAYS_KEPT = 64
 # two admissions closer than this are of unknown order (the reply's time is read when the event
 # loop gets to it, `openai-processing-ms` is whole milliseconds): see `HeaderBuckets._sent_before`
 ORDER_UNCERTAIN_S = 0.02
+# a limit that moves (see `HeaderBuckets._pace`)
+DRIFT_GAIN = 0.5
+MIN_REFILL_SHARE = 0.05
+MIN_READING_S = 0.05  # exact readings closer than this move nothing (their error is noise)
 UNKNOWN_POLL_S = 0.005  # see `HeaderBuckets.unknown_wait_s`
 # Before any reply has told the limits, the requests out at once hold at most this many tokens:
 # the smallest token bucket OpenAI gives a first-tier account (30,000 a minute for gpt-4.1, o3,
@@ -105,7 +113,9 @@ class HeaderBuckets:
         # one sent longer before another was admitted before it (a long reply still running)
         self.reorder_s = REORDER_S
         self.answered = False  # whether any reply has come (with the headers or without)
-        self.per_s: dict[str, float] = {}  # refill per second of each learnt bucket
+        self.per_s: dict[str, float] = {}  # refill per second of each learnt bucket (see `_pace`)
+        self.limit_per_s: dict[str, float] = {}  # ... as the headers give it (the account's)
+        self.read_at: dict[str, float] = {}  # when each was last read exactly (see `_pace`)
         self.capacity: dict[str, float] = {}
         self.updated = time.monotonic()
         self.delays: deque[float] = deque(maxlen=DELAYS_KEPT)  # sending to admission, seconds
@@ -201,7 +211,7 @@ class HeaderBuckets:
         now = time.monotonic()
         self._refill(now)
         mark.update({kind: level[kind] - shift[kind] + pending[kind] for kind in KINDS})
-        mark[SENT], mark[SEQ], mark[SENT_AT] = 1.0, self.sent, now
+        mark[SENT], mark[SEQ], mark[SENT_AT], mark[COST] = 1.0, self.sent, now, tokens
         self.in_flight[self.sent] = (tokens, now)
         self.sent += 1
         self._wake()
@@ -233,7 +243,10 @@ class HeaderBuckets:
         self.answered = True
         self._wake()
         now = time.monotonic()
-        own = self.in_flight.pop(int(mark[SEQ]), None) if SEQ in mark else None
+        own = None
+        if SEQ in mark:  # its cost and sending (it may have left `in_flight` in `unsent`)
+            self.in_flight.pop(int(mark[SEQ]), None)
+            own = (mark[COST], mark[SENT_AT])
         at = _admitted_at(headers, now) if own is not None else None
         if own is not None and at is not None and admitted:
             self.admitted[int(mark[SEQ])] = (own[0], own[1], at)
@@ -242,6 +255,7 @@ class HeaderBuckets:
             return  # a reply without the headers tells nothing (most servers send none)
         self._refill(now)
         travelling = self._sent_before(mark, at)
+        clean = not any(travelling.values())  # no request of unknown order: an exact reading
         on_the_way = _to_admission_s(headers, mark, now)
         if SENT_AT in mark:
             self.delays.append(on_the_way if at is not None else now - mark[SENT_AT])
@@ -256,12 +270,38 @@ class HeaderBuckets:
                 continue
             if per_s <= 0 or reset is None:
                 continue
-            self.per_s[kind] = per_s
             self.capacity[kind] = max(left + reset * per_s, self.capacity.get(kind, 0.0))
+            refill = self.per_s.get(kind, per_s) if self.limit_per_s.get(kind) == per_s else per_s
+            self.limit_per_s[kind] = per_s
             error = left - (mark[kind] + self.shift[kind]) - travelling[kind]
-            error -= on_the_way * per_s
+            error -= on_the_way * refill
             self.shift[kind] += error
             self.level[kind] = min(self.capacity[kind], self.level[kind] + error)
+            # a 429's correction also gives back its own cost, which no refill explains
+            drift = (
+                error if admitted or own is None else error - (own[0] if kind == "tokens" else 1.0)
+            )
+            self.per_s[kind] = self._pace(kind, refill, per_s, drift, now, clean)
+
+    def _pace(
+        self, kind: str, refill: float, limit: float, error: float, now: float, clean: bool
+    ) -> float:
+        """The refill the copy counts on from now: the headers' limit, less what the account's
+        other jobs take of it. Each exact reading (`clean`) whose error shows the copy refilled
+        faster (or slower) than the server since the exact reading before it (with no inexact
+        one between) moves it by DRIFT_GAIN of that difference, by half or double at most,
+        between MIN_REFILL_SHARE of the limit and the limit: when other jobs start spending the
+        limit, the copy slows down within a few replies; when they stop, the
+        replies show it, and the pace comes back."""
+        last = self.read_at.pop(kind, None)
+        if not clean:  # the copy is set from an inexact reading: the next one is no measure
+            return refill
+        self.read_at[kind] = now
+        if last is None or now - last < MIN_READING_S:
+            return refill
+        moved = refill + DRIFT_GAIN * error / (now - last)
+        moved = min(2.0 * refill, max(0.5 * refill, moved))  # at most halved or doubled
+        return min(limit, max(MIN_REFILL_SHARE * limit, moved))
 
     def _sent_before(self, mark: dict[str, float], at: float | None) -> dict[str, float]:
         """The costs that the server's `remaining` for the request holding `mark` (admitted
