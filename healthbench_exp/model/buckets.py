@@ -158,8 +158,9 @@ class HeaderBuckets:
 
     def _refill(self, now: float) -> None:
         elapsed, self.updated = now - self.updated, now
-        for kind, per_s in self.per_s.items():
-            self.level[kind] = min(self.capacity[kind], self.level[kind] + elapsed * per_s)
+        for kind, per_s in self.per_s.items():  # full less what is taken and not sent yet
+            top = self.capacity[kind] - self.pending[kind]
+            self.level[kind] = min(top, self.level[kind] + elapsed * per_s)
 
     def wait_s(self, tokens: float, now: float) -> float:
         """Seconds until a request of `tokens` fits in every learnt bucket (0: now)."""
@@ -194,6 +195,7 @@ class HeaderBuckets:
 
     def take(self, tokens: float) -> dict[str, float]:
         """Take a starting request's cost; its mark (the levels it left), until `sending`."""
+        self._refill(time.monotonic())  # up to the capacity before the cost, not after it
         level, shift, pending = self.level, self.shift, self.pending
         level["requests"] -= 1.0
         level["tokens"] -= tokens
