@@ -28,6 +28,13 @@ buckets refilled evenly and full at the start, `x-ratelimit-*` headers, 429 "try
   its level at the first request plus its refill until the last reply;
 - limit use evaluation: the same over the harness's whole evaluation time, which also holds
   its own start before the first request (making its HTTP client).
+- limit use by bucket: the same for each model's requests and tokens limits.
+
+`--limited-role judge` limits the judge's requests alone; `--one-model` asks for one model in
+both roles (a model that is also its judge: one limit, as OpenAI keeps one per model);
+`--rate-limit-schedule T:S,...` moves the limit (from T s after a model's first request the
+account's other jobs spend share S of its refill; the limit use counts what they leave);
+`--concurrency 0` keeps the harness's own concurrency defaults.
 
 `--runner simple-evals --simple-evals DIR` runs OpenAI's simple-evals itself from a checkout
 (bench/simple_evals_run.py), and `--runner reference` our re-creation of it (reference_style.py:
