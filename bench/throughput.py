@@ -280,9 +280,11 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         tail = log.read_text(errors="replace")[-2000:]
         raise SystemExit(f"{args.runner} failed ({status}):\n{tail}")
     stats = server_stats(server.base_url)
+    ungraded = 0
     if args.runner == "harness":
         counts = json.loads((run_dir / "summary.json").read_text())["counts"]
         requests = counts["model_requests"] + counts["judge_requests"]
+        ungraded = counts["ungraded_criteria"]
         evaluation = counts.get("evaluation_s") or wall
     elif args.runner == "reference":
         result = json.loads((run_dir / "result.json").read_text())
@@ -296,6 +298,8 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
     )
     schedule = getattr(args, "rate_limit_schedule", "")
     limited = limit_figures(before, stats, evaluation, schedule) if limits_of(args) else {}
+    if args.runner == "harness" and limited:
+        limited["ungraded"] = ungraded
     return {
         **limited,
         "requests": requests,
@@ -439,7 +443,10 @@ def main() -> None:
             print(f"{i + 1:<4} " + "  ".join(f"{result[h]:>12.3f}" for h in header), flush=True)
             if result.get("buckets"):
                 used = ", ".join(f"{name} {use:.3f}" for name, use in result["buckets"].items())
-                print(f"     limit use by bucket: {used}", flush=True)
+                graded = (
+                    f"; criteria ungraded: {result['ungraded']}" if "ungraded" in result else ""
+                )
+                print(f"     limit use by bucket: {used}{graded}", flush=True)
     finally:
         server.stop()
     if args.reuse_cache and len(results) > 1:

@@ -70,7 +70,8 @@ class HeaderBuckets:
     since, or an earlier correction, twice. Until a reply has carried
     the headers nothing is known and nothing waits for the copy; an endpoint that sends none
     costs nothing. (Until the first reply, `EndpointPacer` lets no more requests start than
-    can be sent at once: see `unknown_wait_s`.)
+    can be sent at once, and no more out than a first-tier bucket holds: see `unknown_wait_s`;
+    a limit the user states paces from the first request: see `stated`.)
 
     A request may wait between its start here and its sending (for a slot under the in-flight
     caps), while the server's bucket refills: its mark is taken again when it is sent
