@@ -53,7 +53,8 @@ UNKNOWN_POLL_S = 0.005  # see `HeaderBuckets.unknown_wait_s`
 # the smallest token bucket OpenAI gives a first-tier account (30,000 a minute for gpt-4.1, o3,
 # gpt-5), so a first burst never overruns an account it knows nothing of
 FIRST_BURST_TOKENS = 30_000.0
-# ... for this long at most: a server that sends no headers, or answers slowly, is not held back
+# ... for this long at most from the first sending: a server that answers slowly (or only with
+# errors, retried with backoff inside the client) is not held back
 FIRST_REPLY_WAIT_S = 2.0
 
 
@@ -121,6 +122,7 @@ class HeaderBuckets:
         self.updated = time.monotonic()
         self.delays: deque[float] = deque(maxlen=DELAYS_KEPT)  # sending to admission, seconds
         self.first_burst = FIRST_BURST_TOKENS  # see `unknown_wait_s`
+        self.first_sent_at: float | None = None
         self._watchers: list[asyncio.Future[None]] = []  # woken when the copy rises
 
     def stated(self, tokens_per_minute: float | None, requests_per_minute: float | None) -> None:
@@ -190,9 +192,15 @@ class HeaderBuckets:
         out = sum(tokens for tokens, _ in self.in_flight.values())
         if out <= 0 or out + tokens <= self.first_burst:
             return None
-        first = min(sent_at for _, sent_at in self.in_flight.values())
-        left = first + FIRST_REPLY_WAIT_S - time.monotonic()
+        left = (self.first_sent_at or 0.0) + FIRST_REPLY_WAIT_S - time.monotonic()
         return left if left > 0 else None
+
+    def heard(self, headers: Mapping[str, str]) -> None:
+        """Any HTTP answer (a 500 as well): one without rate-limit headers says the server sends
+        none, and nothing more is held back for them (see `unknown_wait_s`); one with them is
+        learnt from its request's reply (`learn`)."""
+        if not any(f"x-ratelimit-remaining-{kind}" in headers for kind in KINDS):
+            self.answered = True
 
     def take(self, tokens: float) -> dict[str, float]:
         """Take a starting request's cost; its mark (the levels it left), until `sending`."""
@@ -217,6 +225,8 @@ class HeaderBuckets:
         mark[SENT], mark[SEQ], mark[SENT_AT], mark[COST] = 1.0, self.sent, now, tokens
         self.in_flight[self.sent] = (tokens, now)
         self.sent += 1
+        if self.first_sent_at is None:
+            self.first_sent_at = now
         self._wake()
 
     def unsent(self, tokens: float, mark: dict[str, float]) -> None:

@@ -158,6 +158,7 @@ class ChatEndpoint:
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
         self.last_reply_at = time.monotonic()
         _answer_headers.set(headers)
+        self.pacer.buckets.heard(headers)
         if status == 429:
             self.stats.rate_limited += 1
             self.limit.rate_limited()
