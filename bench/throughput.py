@@ -28,6 +28,13 @@ buckets refilled evenly and full at the start, `x-ratelimit-*` headers, 429 "try
   its level at the first request plus its refill until the last reply;
 - limit use evaluation: the same over the harness's whole evaluation time, which also holds
   its own start before the first request (making its HTTP client).
+- limit use by bucket: the same for each model's requests and tokens limits.
+
+`--limited-role judge` limits the judge's requests alone; `--one-model` asks for one model in
+both roles (a model that is also its judge: one limit, as OpenAI keeps one per model);
+`--rate-limit-schedule T:S,...` moves the limit (from T s after a model's first request the
+account's other jobs spend share S of its refill; the limit use counts what they leave);
+`--concurrency 0` keeps the harness's own concurrency defaults.
 
 `--runner simple-evals --simple-evals DIR` runs OpenAI's simple-evals itself from a checkout
 (bench/simple_evals_run.py), and `--runner reference` our re-creation of it (reference_style.py:
@@ -57,6 +64,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import healthbench_exp
+from healthbench_exp.testing.limits import others_share, parse_schedule
 from healthbench_exp.testing.server import ServerProcess, server_args
 
 AXES = [
@@ -138,19 +146,29 @@ def reset_server(base_url: str) -> None:
 
 
 def harness_command(data: Path, args: argparse.Namespace, base_url: str, run_dir: Path) -> list:
+    # --concurrency 0: the harness's own defaults (64 model, 256 judge requests, 64 examples)
+    caps = args.concurrency > 0
     endpoints = [
         [
-            f"{role}=openai_compatible", f"{role}.name=bench-{role}",
-            f"{role}.base_url={base_url}", f"{role}.max_concurrency={args.concurrency}",
+            f"{role}=openai_compatible", f"{role}.name={model_name(args, role)}",
+            f"{role}.base_url={base_url}",
+            *([f"{role}.max_concurrency={args.concurrency}"] if caps else []),
         ]
         for role in ("model", "judge")
     ]  # fmt: skip
+    limits = [f"runner.max_in_flight={args.concurrency}",
+              f"runner.max_concurrent={args.examples_in_flight}"] if caps else []  # fmt: skip
     return [
         sys.executable, "-m", "healthbench_exp", f"dataset.path={data}", "wandb=disabled",
-        *endpoints[0], *endpoints[1], f"runner.max_in_flight={args.concurrency}",
-        f"runner.max_concurrent={args.examples_in_flight}", "runner.progress=false",
+        *endpoints[0], *endpoints[1], *limits, "runner.progress=false",
         f"runner.http_client={args.http_client}", f"hydra.run.dir={run_dir}", *args.set,
     ]  # fmt: skip
+
+
+def model_name(args: argparse.Namespace, role: str) -> str:
+    """The model a role asks for: `bench-<role>`, or one for both (`--one-model`: a model that
+    is also its judge, drawing on one limit, as OpenAI keeps one per model)."""
+    return "bench-one" if getattr(args, "one_model", False) else f"bench-{role}"
 
 
 def example_threads(args: argparse.Namespace) -> int:
@@ -180,6 +198,8 @@ def simple_evals_command(
     ]  # fmt: skip
 
 
+DEFAULT_IN_FLIGHT = 64 + 256  # the harness's defaults: model and judge max_concurrency
+
 COMMANDS = {
     "harness": harness_command,
     "reference": reference_command,
@@ -187,7 +207,16 @@ COMMANDS = {
 }
 
 
-def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
+def refill_share(schedule: list[tuple[float, float]], span: float) -> float:
+    """The share of a bucket's refill over its first `span` seconds left to the run, under the
+    server's `--rate-limit-schedule` (the account's other jobs spending the rest)."""
+    if not schedule or span <= 0:
+        return 1.0
+    steps = 1000
+    return sum(1 - others_share(schedule, (i + 0.5) * span / steps) for i in range(steps)) / steps
+
+
+def limit_figures(before: dict, stats: dict, evaluation: float, schedule_text: str = "") -> dict:
     """Under the server's rate limits (each model its own, as OpenAI's): the share of requests
     refused with 429, and the share of what the limits allowed that was used, for the most used
     limit (the binding one: requests or tokens, of the model or the judge): admitted over the
@@ -198,7 +227,9 @@ def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
     before this run (a shared server, `--reuse-cache`) counts from the run's first request,
     at its bucket's level then."""
     refused = stats["rate_limited"]
+    schedule = parse_schedule(schedule_text)
     uses, uses_evaluation = [], []
+    buckets: dict[str, float] = {}  # each model's limits: the share used
     for model, now in stats["limit_models"].items():
         then = before["limit_models"].get(model)
         first = stats["first_request_at"] if then else now["first_request_at"]
@@ -211,13 +242,18 @@ def limit_figures(before: dict, stats: dict, evaluation: float) -> dict:
             level = (then or {}).get(f"limit_{kind}_level", capacity)
             start_level = min(capacity, level + per_s * waited)
             admitted = now[f"limited_{kind}"] - (then or {}).get(f"limited_{kind}", 0)
-            uses.append(admitted / (start_level + per_s * sending))
-            uses_evaluation.append(admitted / (start_level + per_s * max(evaluation, sending)))
+            ours = refill_share(schedule, sending)  # what the account's other jobs leave
+            uses.append(admitted / (start_level + per_s * sending * ours))
+            longest = max(evaluation, sending)
+            ours = refill_share(schedule, longest)
+            uses_evaluation.append(admitted / (start_level + per_s * longest * ours))
+            buckets[f"{model} {kind}"] = uses[-1]
     sent = stats["requests"] + refused
     return {
         "refused_429_share": refused / max(1, sent),
         "limit_use": max(uses, default=0.0),
         "limit_use_evaluation": max(uses_evaluation, default=0.0),
+        "buckets": buckets,
     }
 
 
@@ -244,9 +280,11 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         tail = log.read_text(errors="replace")[-2000:]
         raise SystemExit(f"{args.runner} failed ({status}):\n{tail}")
     stats = server_stats(server.base_url)
+    ungraded = 0
     if args.runner == "harness":
         counts = json.loads((run_dir / "summary.json").read_text())["counts"]
         requests = counts["model_requests"] + counts["judge_requests"]
+        ungraded = counts["ungraded_criteria"]
         evaluation = counts.get("evaluation_s") or wall
     elif args.runner == "reference":
         result = json.loads((run_dir / "result.json").read_text())
@@ -255,8 +293,13 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         requests = stats["requests"]
         evaluation = stats["last_reply_at"] - stats["first_request_at"]
     request_seconds = stats["latency_ms_total"] / 1000
-    ideal = max(request_seconds / args.concurrency, 2 * (latency + jitter) / 1000)
-    limited = limit_figures(before, stats, evaluation) if limits_of(args) else {}
+    ideal = max(
+        request_seconds / (args.concurrency or DEFAULT_IN_FLIGHT), 2 * (latency + jitter) / 1000
+    )
+    schedule = getattr(args, "rate_limit_schedule", "")
+    limited = limit_figures(before, stats, evaluation, schedule) if limits_of(args) else {}
+    if args.runner == "harness" and limited:
+        limited["ungraded"] = ungraded
     return {
         **limited,
         "requests": requests,
@@ -303,7 +346,8 @@ def limits_of(args: argparse.Namespace) -> dict:
         "rate_limit_tokens": tokens,
         "rate_limit_requests": requests,
         "rate_limit_window_s": args.rate_limit_window_s,
-        "limited_role": "all",
+        "limited_role": getattr(args, "limited_role", "all"),
+        "rate_limit_schedule": getattr(args, "rate_limit_schedule", ""),
     }
 
 
@@ -314,7 +358,10 @@ def main() -> None:
     parser.add_argument("--jitter-ms", type=float, default=250.0)
     parser.add_argument("--zero-latency", action="store_true", help="L = J = 0 (CPU per request)")
     parser.add_argument(
-        "--concurrency", type=int, default=256, help="C: requests in flight at most"
+        "--concurrency",
+        type=int,
+        default=256,
+        help="C: requests in flight at most (0: the harness's defaults)",
     )
     parser.add_argument("--examples-in-flight", type=int, default=512, help="runner.max_concurrent")
     parser.add_argument("--repeat", type=int, default=1, help="runs; the median is printed last")
@@ -348,6 +395,19 @@ def main() -> None:
         help="requests per window (RPM; the headers give it per minute); 0: none",
     )  # fmt: skip
     parser.add_argument("--rate-limit-window-s", type=float, default=60.0)
+    parser.add_argument(
+        "--rate-limit-schedule", default="", metavar="T:S,...",
+        help="a limit that moves: from T s after a model's first request, the account's other "
+        "jobs spend share S of its refill",
+    )  # fmt: skip
+    parser.add_argument(
+        "--one-model", action="store_true",
+        help="the model is also its judge: both roles ask for one model (one limit)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--limited-role", choices=["all", "model", "judge"], default="all",
+        help="whose requests the rate limits apply to",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.runner == "simple-evals" and not args.simple_evals:
         parser.error("--runner simple-evals needs --simple-evals DIR (a simple-evals checkout)")
@@ -381,6 +441,12 @@ def main() -> None:
             result = run_once(data, args, work, server)
             results.append(result)
             print(f"{i + 1:<4} " + "  ".join(f"{result[h]:>12.3f}" for h in header), flush=True)
+            if result.get("buckets"):
+                used = ", ".join(f"{name} {use:.3f}" for name, use in result["buckets"].items())
+                graded = (
+                    f"; criteria ungraded: {result['ungraded']}" if "ungraded" in result else ""
+                )
+                print(f"     limit use by bucket: {used}{graded}", flush=True)
     finally:
         server.stop()
     if args.reuse_cache and len(results) > 1:

@@ -230,6 +230,9 @@ class OfflineServerConfig:
     rate_limit_requests: int = 0  # requests per rate_limit_window_s, as OpenAI limits; 0: none
     rate_limit_tokens: int = 0  # tokens (prompt + max_tokens) per rate_limit_window_s; 0: none
     rate_limit_window_s: float = 60.0
+    # a limit that moves: "T:S,...": from T s after a model's first request the account's other
+    # jobs spend share S of its refill ("20:0.5,40:0": half from 20 s, none again from 40 s)
+    rate_limit_schedule: str = ""
     quota_exhausted: bool = False  # answer 429 insufficient_quota
     silent: bool = False  # accept requests and never answer
     limited_role: str = "all"  # all | model | judge

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from healthbench_exp.core.record import Record
+from healthbench_exp.engine.long_run import long_run_lines
 
 
 @dataclass
@@ -229,6 +230,13 @@ def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
                 f"({'; '.join(filter(None, limits))})"
             )
         lines.append(f"  expected duration at the known rate limits: at least {minutes(longest)}")
+        judge = limited.get("judge")
+        lines += long_run_lines(  # more than a day: the ways out (engine/long_run.py)
+            longest,
+            None if judge is None else judge.seconds,
+            estimate.judge.cost_usd,
+            estimate.total_cost_usd,
+        )
     assumptions = estimate.assumptions
     lines.append(f"  where the figures come from ({assumptions.tokenizer}):")
     for role, rates in estimate.rates.items():

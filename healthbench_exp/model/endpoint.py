@@ -101,7 +101,9 @@ class ChatEndpoint:
         self.limit = AdaptiveLimit(config.max_concurrency)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
         # every request starts through it: a rate-limit 429 pauses and paces them all
-        self.pacer = EndpointPacer(role, config.rate_limit.requests_per_minute)
+        self.pacer = EndpointPacer(
+            role, config.rate_limit.requests_per_minute, config.rate_limit.tokens_per_minute
+        )
         self.url = base_url or OPENAI_DEFAULT_URL
         self.timeout_s = transport.timeout_s
         # when a reply (any HTTP answer) last came, and since when requests have been in flight:
@@ -156,6 +158,7 @@ class ChatEndpoint:
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
         self.last_reply_at = time.monotonic()
         _answer_headers.set(headers)
+        self.pacer.buckets.heard(headers)
         if status == 429:
             self.stats.rate_limited += 1
             self.limit.rate_limited()
@@ -211,7 +214,7 @@ class ChatEndpoint:
             try:
                 reply = await self._send(sent, prefix_key, sending)
             except RateLimited as refused:
-                self._learn(mark)
+                self._learn(mark, admitted=False)
                 pacer.rate_limited(refused.wait_s, started)
                 continue
             finally:
@@ -220,9 +223,9 @@ class ChatEndpoint:
             pacer.succeeded()
             return reply
 
-    def _learn(self, mark: dict[str, float]) -> None:
+    def _learn(self, mark: dict[str, float], admitted: bool = True) -> None:
         if (headers := _answer_headers.get()) is not None:
-            self.pacer.buckets.learn(headers, mark)
+            self.pacer.buckets.learn(headers, mark, admitted)
 
     async def _send(
         self, sent: list[dict[str, str]], prefix_key: str | None, sending: Callable[[], None]
@@ -256,6 +259,7 @@ class ChatEndpoint:
             body = with_messages(self.api, self.body, sent)
             if prefix_key is not None:
                 body["prompt_cache_key"] = prefix_key
+            self.poster.open()  # made at the first request, before it is marked sent
             sending()
             response = json_map(await self._post(body))
             success = True

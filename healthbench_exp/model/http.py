@@ -173,6 +173,10 @@ class DirectPoster:
         self._session: aiohttp.ClientSession | None = None
         self.proxy: tuple[URL | None, aiohttp.BasicAuth | None] = (None, None)
 
+    def open(self) -> None:
+        """Open the session now (the endpoint does before it marks a request sent)."""
+        self._open()
+
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:  # in the event loop, at the first request
             connector = aiohttp.TCPConnector(limit=0, ssl=self.tls)

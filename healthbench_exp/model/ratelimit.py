@@ -126,7 +126,12 @@ class EndpointPacer:
     cutting the pace.
     """
 
-    def __init__(self, role: str, requests_per_minute: float | None = None) -> None:
+    def __init__(
+        self,
+        role: str,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+    ) -> None:
         self.role = role
         # requests per second at `last_cut` (None: unpaced); see `rate`
         self.base_rate: float | None = requests_per_minute / 60.0 if requests_per_minute else None
@@ -140,6 +145,7 @@ class EndpointPacer:
         self.requeued = 0  # rate-limited requests sent again
         self._last_notice = float("-inf")
         self.buckets = HeaderBuckets()  # the server's limits, from its x-ratelimit-* headers
+        self.buckets.stated(tokens_per_minute, None)  # a stated token limit paces from the start
 
     def rate(self, now: float) -> float | None:
         """The pace now, in requests per second (None: unpaced)."""
@@ -172,7 +178,7 @@ class EndpointPacer:
             and now >= self.resume_at
             and not self._gate.locked()
             and buckets.wait_s(tokens, now) <= 0
-            and buckets.unknown_wait_s() is None
+            and buckets.unknown_wait_s(tokens) is None
         ):
             return now, buckets.take(tokens)
         self.waiting += 1
@@ -182,16 +188,26 @@ class EndpointPacer:
                     now = time.monotonic()
                     start = max(self.resume_at, self.next_start)
                     start = max(start, now + buckets.wait_s(tokens, now))
-                    if start <= now and (poll := buckets.unknown_wait_s()) is not None:
-                        start = now + poll  # nothing known, a request waits to be sent
+                    if start <= now and (poll := buckets.unknown_wait_s(tokens)) is not None:
+                        start = now + poll  # nothing known: wait for a sending or a reply
                     if start <= now:
                         break
-                    await asyncio.sleep(start - now)
+                    await self._sleep(start - now)
                 rate = self.rate(now)
                 self.next_start = now + (1.0 / rate if rate else 0.0)
                 return now, buckets.take(tokens)
         finally:
             self.waiting -= 1
+
+    async def _sleep(self, delay: float) -> None:
+        """Sleep `delay` seconds, or less: until the copy of the buckets rises (a reply, a cost
+        given back), so a request never waits on a level it read before."""
+        waiter = self.buckets.watch()
+        timer = asyncio.get_running_loop().call_later(delay, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
 
     def succeeded(self) -> None:
         now = time.monotonic()
@@ -256,6 +272,11 @@ class EndpointPacer:
             parts.append(f"limit {per_s:.3g} {'req' if kind == 'requests' else 'tokens'}/s")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def share_buckets(pacers: Iterable[tuple[Hashable, EndpointPacer]]) -> None:

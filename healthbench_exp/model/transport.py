@@ -99,6 +99,11 @@ class SdkClients:
             ]
         return self._clients
 
+    def open(self) -> None:
+        """Make the clients now (the endpoint does before it marks a request sent: the first
+        request would otherwise be marked sent up to half a second before it left)."""
+        _ = self.clients
+
     async def _on_response(self, response: httpx.Response) -> None:
         if response.status_code == 429 and response.request.url.path.endswith(
             ("/chat/completions", "/responses")

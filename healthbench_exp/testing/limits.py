@@ -11,6 +11,8 @@ gets 429 with `retry-after`, `retry-after-ms` and the body
 `{"error": {"message": "Rate limit reached ... Please try again in 1.2s. ...", "type":
 "requests"|"tokens", "code": "rate_limit_exceeded"}}`. A request counts its prompt (4
 characters per token) plus its `max_tokens` against the token limit, as OpenAI counts it.
+`rate_limit_schedule` moves the limit: from given times the account's other jobs spend a share
+of each bucket's refill, so less is left (the headers' limit stays the account's).
 """
 
 from __future__ import annotations
@@ -39,17 +41,43 @@ def format_duration(seconds: float) -> str:
     return f"{int(minutes)}m{math.ceil(rest * 1000) / 1000:g}s"
 
 
-class Bucket:
-    """`capacity` units, refilled evenly over `window_s`; full at the start."""
+def parse_schedule(text: str) -> list[tuple[float, float]]:
+    """`rate_limit_schedule` ("T:S,..."): (from T seconds on, the share S of the refill that the
+    account's other jobs spend), by T (ValueError for an entry that is not T:S, S in [0, 1))."""
+    steps = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        at, sep, share = entry.partition(":")
+        if not sep or not 0.0 <= float(share) < 1.0:
+            raise ValueError(f"rate_limit_schedule: {entry!r} is not T:S with 0 <= S < 1")
+        steps.append((float(at), float(share)))
+    return sorted(steps)
 
-    def __init__(self, capacity: int, window_s: float) -> None:
+
+def others_share(schedule: Sequence[tuple[float, float]], elapsed: float) -> float:
+    """The share of the refill the account's other jobs spend `elapsed` s after the start."""
+    share = 0.0
+    for at, step in schedule:
+        if elapsed >= at:
+            share = step
+    return share
+
+
+class Bucket:
+    """`capacity` units, refilled evenly over `window_s`; full at the start. `schedule`: when
+    the account's other jobs spend a share of the refill (see `parse_schedule`)."""
+
+    def __init__(
+        self, capacity: int, window_s: float, schedule: Sequence[tuple[float, float]] = ()
+    ) -> None:
         self.capacity = capacity
         self.per_s = capacity / window_s
         self.level = float(capacity)
-        self.updated = time.monotonic()
+        self.updated = self.started = time.monotonic()
+        self.schedule = schedule
 
     def refill(self, now: float) -> None:
-        self.level = min(self.capacity, self.level + (now - self.updated) * self.per_s)
+        ours = 1.0 - others_share(self.schedule, now - self.started)
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.per_s * ours)
         self.updated = now
 
     def wait_s(self, amount: float) -> float:
@@ -75,6 +103,7 @@ class AccountLimits:
             ("tokens", settings.rate_limit_tokens),
         )
         self.capacities = {kind: capacity for kind, capacity in capacities if capacity > 0}
+        self.schedule = parse_schedule(settings.rate_limit_schedule)
         self.models: dict[str, dict[str, Bucket]] = {}  # each model's, from its first request
         self.per_minute = 60.0 / self.window_s
         self.quota_exhausted = settings.quota_exhausted
@@ -97,7 +126,8 @@ class AccountLimits:
         buckets = self.models.get(model)
         if buckets is None:
             buckets = self.models[model] = {
-                kind: Bucket(capacity, self.window_s) for kind, capacity in self.capacities.items()
+                kind: Bucket(capacity, self.window_s, self.schedule)
+                for kind, capacity in self.capacities.items()
             }
             self.admitted_by_model[model] = {"limited_requests": 0, "limited_tokens": 0}
             self.first_at[model] = time.time()

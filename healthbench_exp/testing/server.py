@@ -63,6 +63,7 @@ HELP = {
     "batch_delay_s": "Batch API batches stay in_progress so long",
     "rate_limit_requests": "per window; 0: none",
     "rate_limit_tokens": "per window; 0: none",
+    "rate_limit_schedule": "T:S,...: from T s on, other jobs spend share S of the refill",
     "quota_exhausted": "429 insufficient_quota",
     "silent": "accept requests, never answer",
     "limited_role": "whose requests the rate limits, quota and silence apply to",

@@ -37,7 +37,10 @@ def test_a_judge_that_fails_every_call_ends_the_run_in_minutes(
         f"hydra.run.dir={run_dir}",
     )
     elapsed = time.monotonic() - started
-    assert elapsed < 120, elapsed
+    # before any answer at most a first-tier bucket's worth of judge calls goes out (30,000
+    # tokens: model/buckets.py), and its 429s carry no rate-limit headers, so the rest start at
+    # the pace accepted since (one a second, none accepted): about two minutes
+    assert elapsed < 180, elapsed
     assert result.returncode == EXIT_UNGRADED, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
