@@ -161,9 +161,8 @@ class HeaderBuckets:
 
     def _refill(self, now: float) -> None:
         elapsed, self.updated = now - self.updated, now
-        for kind, per_s in self.per_s.items():  # full less what is taken and not sent yet
-            top = self.capacity[kind] - self.pending[kind]
-            self.level[kind] = min(top, self.level[kind] + elapsed * per_s)
+        for kind, per_s in self.per_s.items():
+            self.level[kind] = min(self.capacity[kind], self.level[kind] + elapsed * per_s)
 
     def wait_s(self, tokens: float, now: float) -> float:
         """Seconds until a request of `tokens` fits in every learnt bucket (0: now)."""
