@@ -268,8 +268,9 @@ class EndpointPacer:
         rate = self.rate(now)
         if rate is not None:
             parts.append(f"pace {rate:.1f} req/s")
-        for kind, per_s in self.buckets.per_s.items():  # what the headers allow
-            parts.append(f"limit {per_s:.3g} {'req' if kind == 'requests' else 'tokens'}/s")
+        for kind, per_s in self.buckets.per_s.items():  # the account's, as the provider states it
+            per_minute = 60 * self.buckets.limit_per_s.get(kind, per_s)
+            parts.append(f"limit {per_minute:,.0f} {kind}/min")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])
 

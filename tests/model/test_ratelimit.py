@@ -295,3 +295,12 @@ def test_a_request_never_sent_gives_its_cost_back() -> None:
     buckets.sending(500.0, sent)
     buckets.unsent(500.0, sent)  # sent: its cost stays taken
     assert buckets.level["tokens"] == before["tokens"] - 500.0
+
+
+def test_the_progress_line_gives_limits_per_minute_as_the_provider_states_them() -> None:
+    """A first-tier key's 30,000 tokens a minute reads so, not "3e+04 tokens/s"."""
+    pacer = EndpointPacer("judge")
+    pacer.buckets.stated(30_000, 500)
+    pacer.base_rate = 1.0
+    line = pacer.describe()
+    assert "limit 30,000 tokens/min" in line and "limit 500 requests/min" in line, line
