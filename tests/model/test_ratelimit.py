@@ -59,7 +59,9 @@ def test_a_rate_limited_judge_grades_every_criterion_and_scores_the_same(tmp_pat
     assert json.loads((tmp_path / "limited" / "status.json").read_text())["status"] == "completed"
     output = limited.stdout + limited.stderr
     assert "judge endpoint rate-limited (HTTP 429): waiting" in output
-    assert "rate-limited judge: " in limited.stderr and " req/s" in limited.stderr  # progress
+    # the progress line, the limits per minute as a provider states them (5 a second: 300)
+    assert "rate-limited judge: " in limited.stderr
+    assert "limit 300 requests/min, limit 900,000 tokens/min" in limited.stderr
 
 
 def test_an_exhausted_quota_stops_the_run_with_one_line_and_it_resumes(tmp_path) -> None:
