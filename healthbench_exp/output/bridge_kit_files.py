@@ -10,6 +10,7 @@ from pathlib import Path
 
 from healthbench_exp.core.bridged import BridgeCheck
 from healthbench_exp.core.types import Example
+from healthbench_exp.output.bridged_text import transport_text
 
 
 def example_row(example: Example) -> dict[str, object]:
@@ -60,15 +61,8 @@ def check_lines(check: BridgeCheck) -> list[str]:
     beyond the bridge's interval, or its refusal."""
     lines = [f"leave one model out ({len(check.bridge)} sources, {check.pairs} pairs):"]
     for t in check.transport:
-        if t.bridged is None or t.ci is None or t.own is None or t.error is None:
-            lines.append(f"  {t.method} {t.model}: {t.refused or 'not scored'}")
-            continue
-        inside = "inside" if t.ci[0] <= t.own <= t.ci[1] else "OUTSIDE"
-        lines.append(
-            f"  {t.method} {t.model}: bridged from the others {t.bridged:.4f} "
-            f"[{t.ci[0]:.4f}, {t.ci[1]:.4f}], own {t.own:.4f}, error {t.error:+.4f} "
-            f"({inside} the interval)"
-        )
+        text = transport_text(t) or t.refused or "not scored"
+        lines.append(f"  {t.method} {t.model}: {text}")
     for method, cells in check.spread.items():
         beyond = sum(c.beyond_interval for c in cells)
         lines.append(

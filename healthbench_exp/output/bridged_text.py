@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from healthbench_exp.core.bridged import Bridged
+from healthbench_exp.core.bridged import Bridged, Transport
 
 OVERALL = "bridged_score"
 
@@ -19,6 +19,18 @@ def bridged_cell(bridged: Bridged | None) -> str:
     interval = bridged.ci.get(OVERALL)
     shown = _number(bridged.metrics.get(OVERALL))
     return shown if interval is None else f"{shown} [{interval[0]:.4f}, {interval[1]:.4f}]"
+
+
+def transport_text(t: Transport) -> str | None:
+    """A source left out: `bridged from the others 0.8065 [0.7604, 0.8441], own 0.7910, error
+    +0.0155 (inside the interval)`; None where it was not scored (refused, or no interval)."""
+    if t.bridged is None or t.ci is None or t.own is None or t.error is None:
+        return None
+    inside = "inside" if t.ci[0] <= t.own <= t.ci[1] else "OUTSIDE"
+    return (
+        f"bridged from the others {t.bridged:.4f} [{t.ci[0]:.4f}, {t.ci[1]:.4f}], "
+        f"own {t.own:.4f}, error {t.error:+.4f} ({inside} the interval)"
+    )
 
 
 def bridged_lines(bridged: Bridged | None) -> list[str]:
@@ -40,13 +52,8 @@ def bridged_lines(bridged: Bridged | None) -> list[str]:
         f"{bridged.new_judge} in {len(bridged.bridge)} run(s); {check}",
     ]
     for t in bridged.transport or []:
-        if t.method != bridged.method or t.error is None or t.ci is None or t.own is None:
-            continue
-        inside = "inside" if t.ci[0] <= t.own <= t.ci[1] else "OUTSIDE"
-        lines.append(
-            f"    leave one model out: {t.model} ({t.source}): bridged from the others "
-            f"{t.bridged:.4f} [{t.ci[0]:.4f}, {t.ci[1]:.4f}], {bridged.old_judge}'s own "
-            f"{t.own:.4f} ({inside} the interval, error {t.error:+.4f})"
-        )
+        text = transport_text(t)
+        if t.method == bridged.method and text is not None:
+            lines.append(f"    leave one model out: {t.model} ({t.source}): {text}")
     lines += [f"    note: {warning}" for warning in bridged.warnings]
     return lines

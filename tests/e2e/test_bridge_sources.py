@@ -95,8 +95,10 @@ def test_several_sources_report_the_spread_of_q_between_them(sources: Sources) -
         (str(s), m) for s in (sources.jury, sources.regrade) for m in ("label_shift", "calibration")
     ]
     assert {t["model"] for t in transport} == {"offline-model"}
-    own = {t["own"] for t in transport}
-    assert len(own) == 1  # the same replies, O's own score on them
+    # the same replies, O's own score on them (summed in the order each source's rows were
+    # written, which a regrade's concurrent grading may change: equal to the last bits)
+    own = [t["own"] for t in transport]
+    assert max(own) - min(own) < 1e-12, own
     for t in transport:
         assert t["error"] == pytest.approx(t["bridged"] - t["own"], abs=1e-12)
         assert t["ci"][0] <= t["bridged"] <= t["ci"][1]
