@@ -69,7 +69,12 @@ def _interrupted(exc: BaseException, job: JobDir) -> Ending:
     assert isinstance(exc, RunInterrupted)
     resume = f"finish with: {run_stops.resume_hint(job.output_dir)}"
     return Ending(
-        "interrupted", exc.exit_code, f"{exc}; {resume}", error_prefix=False, ends_sweep=True
+        "interrupted",
+        exc.exit_code,
+        f"{exc}; {resume}",
+        error_prefix=False,
+        logged=True,  # the log's last line too: the terminal may be gone (SIGHUP)
+        ends_sweep=True,
     )
 
 
@@ -86,7 +91,7 @@ ENDINGS: tuple[
 ] = (
     (UnparseableJudge, _ungraded),  # stopped early: the judge sent no readable verdict
     ((ConfigError, DataError, FatalEndpointError), _refused),  # exit 2: fix, then run or resume
-    (RunInterrupted, _interrupted),  # Ctrl-C, SIGTERM, SLURM's time limit: 130 / 143
+    (RunInterrupted, _interrupted),  # Ctrl-C, SIGTERM, SIGHUP, SLURM's limit: 130/143/129
     (Exception, _unexpected),  # a full disk (one line), or a bug (its traceback)
 )
 

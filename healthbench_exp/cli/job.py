@@ -128,7 +128,7 @@ def run_job(
     task = build_task(config, config_dict)
     job = job or tracking.JobContext()
     sinks = build_sinks(config, config_dict, run_dir.directory, job, readiness)
-    return engine.run(task, engine.RunSettings(config, run_dir), sinks)
+    return engine.run(task, engine.RunSettings(config, run_dir, config_dict), sinks)
 
 
 def run(

@@ -123,7 +123,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--group", type=int, required=True, help="the process group to stop")
     parser.add_argument("--grace", type=float, default=GRACE_S, help="SIGTERM, then SIGKILL")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness handles Ctrl-C and stops us
+    # the harness handles Ctrl-C and a closed terminal's SIGHUP, and stops us
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):  # not on Windows
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     guard(args.parent, args.group, args.grace)
 
 

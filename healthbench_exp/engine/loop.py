@@ -150,15 +150,21 @@ async def evaluate_with_roles(
     settings: LoopSettings,
     on_result: Callable[[int, Result], None],
     healths: dict[str, EndpointHealth],
+    counters: dict[str, object] | None = None,
 ) -> dict[str, object]:
     """Open the roles inside the running loop, evaluate `items` (emptied, see `evaluate`),
     close the roles; return their counters (`model.roles.OpenRoles.stats`). `healths` gets
-    each watched endpoint's `EndpointHealth`, by role (see `evaluate`)."""
+    each watched endpoint's `EndpointHealth`, by role (see `evaluate`); `counters` gets the
+    counters however the evaluation ends (a signal, a fatal error too: what was paid)."""
     async with open_roles(
         roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.files
     ) as opened:
         started = time.monotonic()
-        await evaluate(task, items, opened, settings, on_result, healths)
+        try:
+            await evaluate(task, items, opened, settings, on_result, healths)
+        finally:
+            if counters is not None:
+                counters.update(opened.stats(started))
         return opened.stats(started)
 
 

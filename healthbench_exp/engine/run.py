@@ -19,15 +19,18 @@ batch records and the served models' logs.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
@@ -42,7 +45,7 @@ from healthbench_exp.engine.estimate import estimate_run
 from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
-from healthbench_exp.engine.stops import raise_if_given_up
+from healthbench_exp.engine.stops import raise_if_given_up, signals_held
 from healthbench_exp.model.costs import cumulative_usage, record_invocation
 from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.probe import with_probed_limits
@@ -60,6 +63,9 @@ class RunSettings:
 
     config: Config
     files: RunFiles
+    # the resolved config as plain data, as the task's summary records it: the fingerprint of
+    # what an invocation cut short measured (None: the dataclasses' own fields, enums as text)
+    config_dict: Mapping[str, object] | None = None
 
     @property
     def output_dir(self) -> Path:
@@ -90,6 +96,8 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     )
     demo = any(role.endpoint.builtin for role in needed.values())
     finished = 0
+    counters: dict[str, object] = {}  # the roles' counters, however the evaluation ended
+    accounted = False  # this invocation's usage is in invocations.jsonl
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
             builtin_server(demo, config.offline_server) as server,
@@ -109,13 +117,16 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
 
             healths: dict[str, EndpointHealth] = {}
             stats = run_async(
-                evaluate_with_roles(task, items, roles, urls, keys, loop, on_result, healths)
+                evaluate_with_roles(
+                    task, items, roles, urls, keys, loop, on_result, healths, counters
+                )
             )
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
-        summary = account_invocation(
-            summarizer.summary(measured), measured, demo, settings.files, began
-        )
+        summary = summarizer.summary(measured)
+        with signals_held():  # recorded once, whole, before a signal ends the invocation
+            summary = account_invocation(summary, measured, demo, settings.files, began)
+            accounted = True
         for sink in sinks:
             summary = replace(summary, **sink.describe())
         for sink in sinks:  # in order: local outputs complete before W&B finishes
@@ -123,6 +134,8 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             finished += 1
         raise_if_given_up(healths, output_dir)  # what finished is written: now say why it ended
     except BaseException as exc:
+        if counters and not accounted:  # cut short: what it paid is still the run's
+            record_cut_short(settings, roles, counters, began, time.monotonic() - started)
         for sink in sinks[finished:]:
             sink.fail(exc)
         raise
@@ -151,6 +164,32 @@ def account_invocation(
         partial=bool(rows_not_run) or bool(budget and budget.stopped),
         demo=demo,
     )
+
+
+def record_cut_short(
+    settings: RunSettings,
+    roles: Roles,
+    counters: dict[str, object],
+    began: datetime,
+    wall_time_s: float,
+) -> None:
+    """Record the usage of an invocation a signal or an error cut short (its requests were
+    paid: a resume's summary sums every invocation's) in `invocations.jsonl`, whole even if a
+    second signal comes; an output that cannot be written loses this line only, not the
+    error that ended the run."""
+    plain = settings.config_dict
+    if plain is None:
+        plain = json.loads(json.dumps(asdict(settings.config), default=str))
+    measured = Measured(counters, roles.usage(counters), wall_time_s)
+    budget = measured.budget
+    with signals_held(), contextlib.suppress(OutputWriteError, OSError):
+        record_invocation(
+            settings.files,
+            measured.usage,
+            None if budget is None else budget.to_dict(),
+            began,
+            measured_fingerprint(plain),
+        )
 
 
 def estimate(task: Task[Item, Result], settings: RunSettings) -> dict[str, object]:

@@ -1,10 +1,11 @@
 """How a run stops before its end: a signal, or a disk that refuses its output.
 
-- SIGINT (Ctrl-C), SIGTERM and SIGUSR2 become `RunInterrupted`: in the event loop they cancel
+- SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed: a tmux session or an ssh connection
+  ended) and SIGUSR2 become `RunInterrupted`: in the event loop they cancel
   the run's main task, so every request slot, client, server and file is closed on the way out
   (what finished is already in `examples.jsonl`); outside the loop the signal raises it where
   the program is. The app records `status.json: interrupted` with the resume command and exits
-  128 + the signal's number (130, 143, 140), without a traceback. SIGUSR2 is the warning SLURM
+  128 + the signal's number (130, 143, 129, 140), without a traceback. SIGUSR2 is the warning SLURM
   sends a job of the SLURM launchers before its time limit (submitit's `--signal=USR2@<s>`), and
   SIGTERM what it sends at the limit or on scancel: either way the job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
@@ -35,18 +36,25 @@ from healthbench_exp.model.health import EndpointHealth
 
 T = TypeVar("T")
 
-STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM) + (
-    (signal.SIGUSR2,) if hasattr(signal, "SIGUSR2") else ()  # not on Windows
-)
-WHY = {"SIGINT": " (Ctrl-C)", "SIGUSR2": " (SLURM's warning before the job's time limit)"}
+STOPPING_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    *(getattr(signal, name) for name in ("SIGHUP", "SIGUSR2") if hasattr(signal, name)),
+)  # SIGHUP and SIGUSR2: not on Windows
+WHY = {
+    "SIGINT": " (Ctrl-C)",
+    "SIGHUP": " (the terminal closed)",
+    "SIGUSR2": " (SLURM's warning before the job's time limit)",
+}
 # errors of the file system a user fixes by freeing space, choosing a writable place or a permission
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
 FAILED_EXIT_CODE = 1
 
 
 class RunInterrupted(BaseException):
-    """SIGINT, SIGTERM or SIGUSR2 stopped the run. A BaseException, like KeyboardInterrupt, so
-    that no `except Exception` on the way out mistakes it for a failure of the work."""
+    """SIGINT, SIGTERM, SIGHUP or SIGUSR2 stopped the run. A BaseException, like
+    KeyboardInterrupt, so that no `except Exception` on the way out mistakes it for a failure
+    of the work."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -86,6 +94,20 @@ def signals_interrupt() -> Iterator[None]:
         _received.clear()  # delivered, or the scope ended without a run to stop
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Within, the STOPPING_SIGNALS wait (blocked in this thread) and arrive on exit: a short
+    write that must be whole (an invocation's usage) is not cut by a second Ctrl-C."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import fields
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     args = argument_parser().parse_args(argv)
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
+        if hasattr(signal, "SIGHUP"):  # a closed terminal: the harness stops us once it is done
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
     server = OfflineServer(settings_from(args), args.require_key)
     with (
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,

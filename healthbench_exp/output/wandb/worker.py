@@ -117,9 +117,12 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
 
 
 def main() -> None:
-    # Ctrl-C or a SIGTERM to the process group reaches the job, which says how the run ended
+    # Ctrl-C, a SIGTERM or a closed terminal's SIGHUP to the process group reaches the job,
+    # which says how the run ended (and finishes this W&B run as interrupted)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):  # not on Windows
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     # no third-party lines ("install weave", "Adding directory to artifact"); stdout is ours
     os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
     os.environ.setdefault("WANDB_SILENT", "true")

@@ -1,0 +1,88 @@
+"""Every stopping signal is a clean stop that keeps what was paid for: SIGINT (Ctrl-C), SIGTERM
+and SIGHUP (a closed terminal) end a run the same way (results written, status `interrupted`,
+the resume command the last line on the console and in healthbench.log), and the invocation
+they cut short records its usage in `invocations.jsonl`, so after `resume=` the run's usage is
+the sum over its invocations and matches what the endpoint counted.
+
+End to end: `python -m healthbench_exp` in a process of its own, a real signal, against a
+loopback endpoint whose `/stats` outlive the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_run_lock import lines, start_run, wait_for
+from tests.conftest import LoopbackServer
+from tests.e2e.test_e2e import run_cli
+from tests.engine.test_resume_records import endpoint_args
+
+IN_FLIGHT = 3  # runner.max_in_flight: at most this many calls are cut short by the signal
+STOPPING = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+
+def paid_requests(usage: dict) -> int:
+    """The model's and the judge's paid calls in a usage record."""
+    return int(usage["model"]["requests"]) + int(usage["judge"]["requests"])
+
+
+def received(server: LoopbackServer) -> int:
+    """The calls the endpoint answered, once none is in flight (a call the run cut short is
+    still answered: the server does not see the client go)."""
+    deadline = time.monotonic() + 60
+    while (stats := server.stats())["in_flight"]:
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.05)
+    return int(stats["model_requests"]) + int(stats["judge_requests"])
+
+
+@pytest.mark.parametrize("signum", STOPPING, ids=lambda s: signal.Signals(s).name)
+def test_every_signal_stops_the_same_way_and_its_spend_is_counted(
+    loopback_server, tmp_path: Path, signum: int
+) -> None:
+    server = loopback_server(latency_ms=300)
+    run_dir = tmp_path / "run"
+    process = start_run(
+        *endpoint_args(server.base_url), "runner.max_concurrent=2",
+        f"runner.max_in_flight={IN_FLIGHT}", f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    wait_for(lambda: len(lines(run_dir / "examples.jsonl")) >= 3, process)
+    process.send_signal(signum)
+    _out, err = process.communicate(timeout=120)
+
+    name = signal.Signals(signum).name
+    resume = f"python -m healthbench_exp resume={run_dir}"
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted by {name}") and last.endswith(f"finish with: {resume}")
+    assert lines(run_dir / "healthbench.log")[-1].endswith(last)  # the terminal may be gone
+    recorded = json.loads((run_dir / "status.json").read_text())
+    assert recorded["status"] == "interrupted" and resume in recorded["error"]
+    assert not (run_dir / ".lock").exists()
+    # the cut-short invocation's spend is recorded: each paid call it read the reply of
+    cut = [json.loads(line) for line in lines(run_dir / "invocations.jsonl")]
+    assert len(cut) == 1, "the interrupted invocation recorded no usage"
+    first_paid = paid_requests(cut[0]["usage"])
+    first_received = received(server)
+    assert 3 <= first_paid <= first_received <= first_paid + IN_FLIGHT
+    assert cut[0]["usage"]["total_cost_usd"] > 0
+
+    resumed = run_cli(f"resume={run_dir}")
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    usage = summary["usage"]
+    invocations = usage["invocations"]
+    assert len(invocations) == 2
+    # the resume's paid calls are exactly what the endpoint received since
+    assert paid_requests(invocations[1]) == received(server) - first_received
+    # the run's usage is the sum over its invocations, the first one's included
+    assert paid_requests(usage) == first_paid + paid_requests(invocations[1])
+    assert usage["total_cost_usd"] == pytest.approx(sum(i["total_cost_usd"] for i in invocations))
+    assert usage["total_cost_usd"] > invocations[1]["total_cost_usd"]
