@@ -29,10 +29,11 @@ from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core import standard_streams
 from healthbench_exp.engine.estimate_text import format_estimate
-from healthbench_exp.engine.stops import RunInterrupted, signals_interrupt
+from healthbench_exp.engine.stops import RunInterrupted, signals_held, signals_interrupt
 from healthbench_exp.model.cache_file import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output.run_dir import RunDirectory
+from healthbench_exp.sweep.aggregate import tell_sweep
 
 log = logging.getLogger("healthbench_exp")
 
@@ -86,6 +87,7 @@ def run_app(cfg: DictConfig) -> float | None:
     output_dir = Path(hydra_config.runtime.output_dir)
     run_dir = RunDirectory(output_dir)  # every file of it the sinks do not write
     in_sweep = hydra_config.mode == RunMode.MULTIRUN
+    sweep_dir = Path(hydra_config.sweep.dir) if in_sweep else None
     run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
     refused = ownership.foreign(output_dir)  # a job of a sweep (a run was checked as it began)
     if refused is not None:
@@ -117,19 +119,25 @@ def run_app(cfg: DictConfig) -> float | None:
         record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
-        return end(ending, run_dir, in_sweep)
+        return end(ending, run_dir, sweep_dir)
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
     ending = endings.finished(record, config.runner.max_failure_fraction, output_dir)
-    return end(ending, run_dir, in_sweep, score=record.metrics.get("score"))
+    return end(ending, run_dir, sweep_dir, score=record.metrics.get("score"))
 
 
 def end(
-    ending: endings.Ending, run_dir: RunDirectory, in_sweep: bool, score: float | None = None
+    ending: endings.Ending,
+    run_dir: RunDirectory,
+    sweep_dir: Path | None,
+    score: float | None = None,
 ) -> float | None:
     """Apply a job's ending, the same steps for each: status.json, the line printed (and
     logged), then the score (completed), None (a job of a sweep, which goes on), or the exit.
-    An unexpected exception is re-raised: call from its `except` block."""
+    A signal ends a sweep (`sweep_dir`) too: its summary is written first, naming every job
+    that did not finish with the command that finishes it. An unexpected exception is
+    re-raised: call from its `except` block."""
+    in_sweep = sweep_dir is not None
     unwritten = None
     if ending.writes:
         unwritten = run_dir.try_write_status(ending.status, ending.message)
@@ -150,6 +158,9 @@ def end(
         if ending.traceback:
             log.exception("job failed")
         return None
+    if sweep_dir is not None and ending.ends_sweep:  # Hydra's end callbacks will not run
+        with signals_held():
+            tell_sweep(sweep_dir)
     if ending.discard:
         startup.discard_unstarted(run_dir.directory)
     if ending.traceback:

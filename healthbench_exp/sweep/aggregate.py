@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import NotRequired, TypedDict
@@ -43,6 +42,7 @@ from healthbench_exp.output.html.pages import sweep_report
 from healthbench_exp.output.run_context import utc_date
 from healthbench_exp.sweep.bridged import bridged_columns
 from healthbench_exp.sweep.compare import judge_agreement, paired_comparisons
+from healthbench_exp.sweep.estimates import sweep_estimate
 from healthbench_exp.sweep.jobs import (
     Job,
     find_jobs,
@@ -55,6 +55,7 @@ from healthbench_exp.sweep.jobs import (
 from healthbench_exp.sweep.judge_table import judge_table
 from healthbench_exp.sweep.jury import jury_columns
 from healthbench_exp.sweep.markdown import markdown, write_csv
+from healthbench_exp.sweep.planned import finish_command, unfinished_lines
 from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
 
@@ -96,13 +97,14 @@ def job_row(job: Job) -> dict[str, object]:
         "temperature": settings.sampling.temperature if settings.sampling else None,
         "date": context.date,
         **protocol_columns(job),
+        "finish": finish_command(job.path, job.status, job.overrides),
     }
     summary = job.summary
     if job.status == "dry_run":
         estimate = read_object(job.path / "estimate.json")
         return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
-    if summary is None or summary.counts is None:
-        return row
+    if summary is None or summary.counts is None:  # unfinished: what it paid so far
+        return {**row, "cost_usd": context.cost_usd}
     if summary.is_meta_eval:
         return {**row, **meta_eval_row(job)}
     counts, metrics = summary.eval_counts, summary.metrics
@@ -199,38 +201,6 @@ def job_costs(summary: RunSummary) -> dict[str, object]:
     }
 
 
-ESTIMATE_FIGURES = (
-    "calls",
-    "cached_calls",
-    "prompt_tokens",
-    "cached_prompt_tokens",
-    "completion_tokens",
-    "reasoning_tokens",
-)
-
-
-def sweep_estimate(jobs: list[Job]) -> dict[str, dict[str, float | None]] | None:
-    """The dry-run estimates of the sweep's jobs summed per role (model, judge): calls, calls
-    the cache holds, tokens to pay (input, cached input, output, reasoning) and dollars (None
-    when some job's cost is unknown). None when no job is a dry run."""
-    estimates = [read_object(j.path / "estimate.json") for j in jobs if j.status == "dry_run"]
-    if not estimates:
-        return None
-    sums: dict[str, dict[str, float | None]] = {}
-    for role in ("model", "judge"):
-        parts: list[Mapping[str, object]] = [
-            part for e in estimates if isinstance(part := e.get(role), dict)
-        ]
-        if not parts:
-            continue
-        figures: dict[str, float | None] = {
-            k: sum(number(p, k) or 0 for p in parts) for k in ESTIMATE_FIGURES
-        }
-        figures["cost_usd"] = total([number(p, "cost_usd") for p in parts])
-        sums[role] = figures
-    return sums
-
-
 def summarize(inputs: list[Path]) -> SweepSummary:
     """The comparison of every run in or below `inputs` (read only)."""
     jobs = find_jobs(*inputs)
@@ -274,35 +244,52 @@ def write_sweep_summary(sweep_dir: Path) -> SweepSummary:
 
 
 class SweepSummaryCallback(Callback):
-    """Writes the sweep summary when a multirun ends; exits 1 if any job did not complete,
-    naming the jobs by status (failed, partial, ungraded, interrupted) as the table does.
+    """Writes the sweep summary when a multirun ends (`tell_sweep`); exits 1 if any job did
+    not complete.
 
     Hydra turns exceptions from callbacks into warnings, so a failed sweep ends with SystemExit
     (after every job has run and the summary is written).
     """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        data = write_sweep_summary(sweep_dir)
-        print(markdown(data))
-        print(
-            f"sweep summary: {sweep_dir / 'sweep_summary.md'}; report: {sweep_dir / 'report.html'}"
-        )
-        if data["estimated_cost_usd"] is not None:
-            print(f"dry run: the sweep would cost about ${data['estimated_cost_usd']:.4f}")
-        unfinished: dict[str, list[str]] = {}  # status -> jobs, as the table names them
-        for row in data["jobs"]:
-            if row["status"] not in ("completed", "dry_run"):
-                unfinished.setdefault(text(row, "status"), []).append(text(row, "job"))
-        if unfinished:
-            total = len(data["jobs"])
-            told = "; ".join(
-                f"{len(jobs)} of {total} jobs {'' if status == 'failed' else 'ended '}{status} "
-                f"({', '.join(jobs)})"
-                for status, jobs in unfinished.items()
-            )
-            print(f"error: {told}; see {sweep_dir / 'sweep_summary.md'}", file=sys.stderr)
+        if not tell_sweep(Path(config.hydra.sweep.dir)):
             raise SystemExit(1)
+
+
+def tell_sweep(sweep_dir: Path) -> bool:
+    """Write the sweep's summary into `sweep_dir` and print it; for the jobs that did not
+    complete (failed, partial, ungraded, interrupted, never started: every job its
+    `multirun.yaml` planned), one error line naming them by status, then one line per job with
+    the command that finishes it, last. True when every job completed."""
+    data = write_sweep_summary(sweep_dir)
+    print(markdown(data))
+    print(f"sweep summary: {sweep_dir / 'sweep_summary.md'}; report: {sweep_dir / 'report.html'}")
+    if data["estimated_cost_usd"] is not None:
+        print(f"dry run: the sweep would cost about ${data['estimated_cost_usd']:.4f}")
+    told = unfinished_told(data["jobs"])
+    if told is None:
+        return True
+    print(f"error: {told}; see {sweep_dir / 'sweep_summary.md'}", file=sys.stderr)
+    for line in unfinished_lines(data["jobs"]):
+        print(line, file=sys.stderr)
+    return False
+
+
+def unfinished_told(rows: list[dict[str, object]]) -> str | None:
+    """The jobs that did not complete, by status as the table names them (`1 of 4 jobs ended
+    interrupted (1); 1 of 4 jobs ended not_started (3)`); None when every one completed."""
+    unfinished: dict[str, list[str]] = {}  # status -> jobs
+    for row in rows:
+        if row["status"] not in ("completed", "dry_run"):
+            unfinished.setdefault(text(row, "status"), []).append(text(row, "job"))
+    if not unfinished:
+        return None
+    return "; ".join(
+        f"{len(jobs)} of {len(rows)} jobs "
+        f"{'' if status in ('failed', 'not_started') else 'ended '}{status.replace('_', ' ')} "
+        f"({', '.join(jobs)})"
+        for status, jobs in unfinished.items()
+    )
 
 
 EXAMPLES = """examples:
@@ -315,7 +302,8 @@ EXAMPLES = """examples:
       a sweep and a run, compared in the folder you name
 
 Run directories are only read, never written. Writes sweep_summary.csv/.json/.md and report.html.
-Exit status 2 when there is nothing to compare."""
+Exit status 1 while a run is unfinished or a sweep's job never started (each listed with
+the command that finishes it), 2 when there is nothing to compare."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -392,6 +380,12 @@ def main(argv: list[str] | None = None) -> None:
     write_summary(out_dir, data)
     print(markdown(data))
     print(f"written: {out_dir}/sweep_summary.{{csv,json,md}} and {out_dir}/report.html")
+    told = unfinished_told(data["jobs"])
+    if told is not None:  # a comparison of what finished: not the whole sweep yet
+        print(f"error: {told}", file=sys.stderr)
+        for line in unfinished_lines(data["jobs"]):
+            print(line, file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

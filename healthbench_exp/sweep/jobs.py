@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.output.run_context import RunContext, run_context
+from healthbench_exp.sweep.planned import FINISHED, NOT_STARTED, invocations_cost, planned_jobs
 
 SEARCH_DEPTH = 4  # levels below a given directory searched for run directories
 SKIPPED = {"wandb", "results", ".hydra", ".submitit", "__pycache__"}
@@ -39,7 +40,9 @@ class Job:
 
     name: str
     path: Path
-    status: str  # completed | partial | dry_run | failed | unfinished | another final status
+    # completed | partial | dry_run | failed | unfinished | not_started (planned by the sweep,
+    # never begun) | another final status (interrupted, ungraded)
+    status: str
     error: str | None
     overrides: list[str]
     summary: RunSummary | None  # None: no readable summary.json (not finished, or a dry run)
@@ -110,10 +113,19 @@ def load_job(path: Path, name: str | None = None) -> Job:
     context = run_context(
         summary, unfinished if kind == "unfinished" else status, config, written_at
     )
+    if kind not in FINISHED and summary is None:  # what it paid so far (its invocations)
+        context = replace(context, cost_usd=invocations_cost(path))
     name = name or path.name
     error = status.get("error")
     error = None if error is None else str(error)
     return Job(name, path, kind, error, overrides, summary, config, context)
+
+
+def not_started_job(path: Path, overrides: list[str], name: str) -> Job:
+    """A job its sweep planned (`multirun.yaml`) that never began: no directory, nothing paid."""
+    never = {"status": NOT_STARTED, "error": "never started"}
+    context = replace(run_context(None, never, {}, None), cost_usd=0.0)
+    return Job(name, path, NOT_STARTED, "never started", overrides, None, {}, context)
 
 
 def _order(path: Path) -> tuple[bool, int, str]:
@@ -140,20 +152,31 @@ def run_dirs_below(directory: Path, depth: int = SEARCH_DEPTH) -> list[Path]:
 
 def find_jobs(*inputs: Path) -> list[Job]:
     """Every run in or below the given directories, each once, named by its path relative to
-    what the runs have in common (a single sweep's jobs: `0`, `1`, ...)."""
+    what the runs have in common (a single sweep's jobs: `0`, `1`, ...); a sweep directory's
+    jobs that never started (planned in its `multirun.yaml`, no directory) as `not_started`."""
     paths: list[Path] = []
+    missing: dict[Path, list[str]] = {}  # planned jobs without a run directory
     for directory in inputs:
-        for path in run_dirs_below(directory):
+        found = run_dirs_below(directory)
+        planned = planned_jobs(directory) or {}
+        every = sorted({*found, *planned}, key=lambda p: (p.parent, *_order(p)))
+        for path in every if planned else found:
             if path.resolve() not in {p.resolve() for p in paths}:
                 paths.append(path)
+                if path not in found:
+                    missing[path] = planned[path]
     if not paths:
         return []
     resolved = [p.resolve() for p in paths]
     if len(paths) == 1:
-        return [load_job(paths[0])]
-    base = Path(os.path.commonpath(resolved))
-    names = [r.relative_to(base).as_posix() for r in resolved]
-    return [load_job(p, name) for p, name in zip(paths, names, strict=True)]
+        names = [paths[0].name]
+    else:
+        base = Path(os.path.commonpath(resolved))
+        names = [r.relative_to(base).as_posix() for r in resolved]
+    return [
+        not_started_job(p, missing[p], name) if p in missing else load_job(p, name)
+        for p, name in zip(paths, names, strict=True)
+    ]
 
 
 def short_override(override: str) -> str:
@@ -206,7 +229,7 @@ def sweep_context(jobs: list[Job]) -> dict[str, list[list[str]]]:
         ("model", _distinct([c.replies for c in contexts])),
         ("judge", _distinct([c.judge for c in contexts])),
         ("data", _distinct([c.data for c in contexts])),
-        ("count", _distinct([c.count for c in contexts])),
+        ("count", count_field(jobs)),
         ("sampling", _distinct([c.sampling for c in contexts])),
         ("date", _distinct([dates[0], dates[-1]]).replace("; ", " to ") if dates else "unknown"),
         ("cost", "unknown" if total(costs) is None else f"${total(costs):.4f}{note}"),
@@ -224,6 +247,15 @@ def sweep_context(jobs: list[Job]) -> dict[str, list[list[str]]]:
         for label, names in named.items()
     ]  # fmt: skip
     return {"fields": [list(f) for f in fields], "banners": banners}
+
+
+def count_field(jobs: list[Job]) -> str:
+    """What the finished runs graded (each distinct count once), and how many runs did not
+    finish (their rows are not in the comparison)."""
+    done = [j.context.count for j in jobs if j.summary is not None and j.summary.counts]
+    counted = _distinct(list(done)) if done else "none finished"
+    short = sum(j.status not in FINISHED for j in jobs)
+    return f"{counted}; {short} of {len(jobs)} runs not finished" if short else counted
 
 
 def total(values: list[float | None]) -> float | None:

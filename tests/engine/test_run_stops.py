@@ -74,7 +74,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path | None]]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(
     tmp_path, monkeypatch, signum, demo_run: DemoRun
 ) -> None:

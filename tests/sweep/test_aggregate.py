@@ -131,7 +131,9 @@ def test_a_failing_job_is_reported_and_the_rest_summarised(tmp_path: Path) -> No
     # the standalone command rebuilds the summary of a partial sweep
     for name in ("sweep_summary.json", "sweep_summary.csv", "sweep_summary.md", "report.html"):
         (sweep / name).unlink()
-    aggregate_main([str(sweep)])
+    with pytest.raises(SystemExit) as exit_info:  # not the whole sweep yet: exit 1
+        aggregate_main([str(sweep)])
+    assert exit_info.value.code == 1
     assert [r["status"] for r in read_json(sweep / "sweep_summary.json")["jobs"]] == [
         "completed",
         "failed",
@@ -145,7 +147,9 @@ def test_unfinished_jobs_are_listed_not_dropped(grid_sweep: Path, tmp_path: Path
     (sweep / "2" / "status.json").write_text('{"status": "running", "error": null}')
     jobs = {j.name: j.status for j in find_jobs(sweep)}
     assert jobs == {"0": "completed", "1": "completed", "2": "unfinished", "3": "completed"}
-    aggregate_main([str(sweep)])
+    with pytest.raises(SystemExit) as exit_info:
+        aggregate_main([str(sweep)])
+    assert exit_info.value.code == 1
     data = read_json(sweep / "sweep_summary.json")
     assert data["failed"] == 1 and len(data["pairs"]) == 3
 

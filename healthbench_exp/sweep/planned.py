@@ -1,0 +1,102 @@
+"""A sweep's jobs as Hydra planned them, and the command that finishes each unfinished one.
+
+Hydra's multirun writes `multirun.yaml` into the sweep directory before its first job: the
+sweep's overrides (`hydra.overrides.task`, e.g. `sampling.temperature=0,0.5`) and the sweeper's
+`params`. `planned_jobs` expands them as Hydra's basic sweeper does (the cartesian product, in
+its order: job `i` is the i-th), so a sweep that was stopped (Ctrl-C, a closed terminal, a
+launcher's crash) still knows the jobs that never started. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
+
+MULTIRUN_FILE = "multirun.yaml"
+JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
+FINISHED = frozenset({"completed", "dry_run"})
+NOT_STARTED = "not_started"  # a planned job with no directory: it never began
+
+
+def planned_jobs(sweep_dir: Path) -> dict[Path, list[str]] | None:
+    """Each planned job's directory and overrides, in job order, from the sweep's
+    `multirun.yaml`; None when there is none, it cannot be read, or its jobs are not in
+    numbered folders (a sweeper other than the basic one, or another `hydra.sweep.subdir`)."""
+    try:  # as written, unresolved (`${hydra.job.num}` has no value outside a job)
+        hydra = OmegaConf.to_container(OmegaConf.load(sweep_dir / MULTIRUN_FILE).hydra)
+    except Exception:  # missing, damaged or another layout: the jobs on disk are all we know
+        return None
+    if not isinstance(hydra, dict):
+        return None
+    sweep, sweeper, overrides = (hydra.get(k) or {} for k in ("sweep", "sweeper", "overrides"))
+    if sweep.get("subdir") != JOB_NUMBER_SUBDIR:
+        return None
+    if "basic_sweeper" not in str(sweeper.get("_target_", "")):
+        return None
+    params = sweeper.get("params") or {}
+    given = [
+        f"{key}={','.join(str(v) for v in value) if isinstance(value, list) else value}"
+        for key, value in params.items()
+    ]
+    arguments = [str(o) for o in overrides.get("task") or []]
+    try:
+        parsed = OverridesParser.create().parse_overrides([*given, *arguments])
+        batches = BasicSweeper.split_arguments(parsed, None)
+    except Exception:  # an override Hydra itself would have refused
+        return None
+    return {sweep_dir / str(number): job for number, job in enumerate(batches[0])}
+
+
+def finish_command(path: Path, status: str, overrides: list[str]) -> str | None:
+    """The command that finishes a job: `resume=` for one that started, its own overrides
+    into its own directory for one that never did; None for a finished one."""
+    if status in FINISHED:
+        return None
+    if status == NOT_STARTED:
+        given = " ".join(shlex.quote(o) for o in overrides)
+        return f"python -m healthbench_exp {given} hydra.run.dir={shlex.quote(str(path))}"
+    return f"python -m healthbench_exp resume={shlex.quote(str(path))}"
+
+
+def invocations_cost(path: Path) -> float | None:
+    """What the run in `path` paid so far: the `total_cost_usd` of its invocations that
+    measured what its last one did (`invocations.jsonl`; an interrupted one records its own);
+    0.0 with none recorded; None when a price is unknown."""
+    try:
+        text = (path / "invocations.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return 0.0
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a kill
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("usage"), dict):
+            entries.append(entry)
+    spent = 0.0
+    last = entries[-1].get("measured_config_sha256") if entries else None
+    for entry in reversed(entries):
+        if entry.get("measured_config_sha256") != last:
+            break
+        cost = entry["usage"].get("total_cost_usd")
+        if not isinstance(cost, int | float):
+            return None
+        spent += cost
+    return spent
+
+
+def unfinished_lines(rows: list[dict[str, object]]) -> list[str]:
+    """One line per job that did not finish (a row with a `finish` command): its name, status,
+    label (the overrides that set it apart) and the command that finishes it."""
+    return [
+        f"job {row['job']} ({row['label']}): {str(row['status']).replace('_', ' ')}; "
+        f"finish with: {row['finish']}"
+        for row in rows
+        if row.get("finish")
+    ]

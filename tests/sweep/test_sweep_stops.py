@@ -1,0 +1,88 @@
+"""A stopped sweep tells the truth: SIGINT, SIGTERM or SIGHUP during job 1 of a three-job sweep
+ends it cleanly (job 1 `interrupted`, no lock left), and its summary lists every job its
+`multirun.yaml` planned: the interrupted one with its `resume=`, the one never started with its
+own overrides; `aggregate` exits 1 until each is finished by the command given, then 0 with
+every job completed. The sweep's cost is the sum over every invocation, matching what the
+endpoint received.
+
+End to end: `python -m healthbench_exp -m` in a process of its own, a real signal, against a
+loopback endpoint whose `/stats` outlive the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_run_lock import lines, start_run, wait_for
+from tests.e2e.test_e2e import run_cli, run_module
+from tests.engine.test_resume_records import endpoint_args
+from tests.engine.test_stop_usage import IN_FLIGHT, STOPPING, paid_requests, received
+
+
+def finish_commands(err: str) -> dict[str, str]:
+    """The jobs the stop line names, each with the command that finishes it."""
+    found = {}
+    for line in err.splitlines():
+        if line.startswith("job ") and "; finish with: python -m healthbench_exp " in line:
+            job = line.split()[1]
+            found[job] = line.split("; finish with: ", 1)[1]
+        assert "leaked semaphore" not in line
+    return found
+
+
+@pytest.mark.parametrize("signum", STOPPING, ids=lambda s: signal.Signals(s).name)
+def test_a_stopped_sweep_lists_every_unfinished_job_with_its_finish_command(
+    loopback_server, tmp_path: Path, signum: int
+) -> None:
+    server = loopback_server(latency_ms=300)
+    sweep = tmp_path / "sweep"
+    process = start_run(
+        "-m", *endpoint_args(server.base_url), "sampling.num_examples=8",
+        "sampling.temperature=0,0.5,1", "runner.max_concurrent=2",
+        f"runner.max_in_flight={IN_FLIGHT}", f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    wait_for(lambda: len(lines(sweep / "1" / "examples.jsonl")) >= 2, process)
+    process.send_signal(signum)
+    _out, err = process.communicate(timeout=120)
+
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    commands = finish_commands(err)
+    assert set(commands) == {"1", "2"}
+    assert commands["1"] == f"python -m healthbench_exp resume={sweep / '1'}"
+    # job 2 never started: its own overrides (as Hydra gave them), into its own folder
+    never = shlex.split(commands["2"])
+    assert never[:3] == ["python", "-m", "healthbench_exp"]
+    assert "sampling.temperature=1" in never and never[-1] == f"hydra.run.dir={sweep / '2'}"
+    assert err.strip().splitlines()[-1].endswith(commands["2"])  # the last line: how to finish
+    status = json.loads((sweep / "1" / "status.json").read_text())
+    assert status["status"] == "interrupted"
+    assert not (sweep / "1" / ".lock").exists() and not (sweep / "2").exists()
+    jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
+    assert [j["status"] for j in jobs] == ["completed", "interrupted", "not_started"]
+
+    stopped = run_module("healthbench_exp.aggregate", str(sweep))
+    assert stopped.returncode == 1, stopped.stderr
+    assert "runs: 3 (1 completed, 1 interrupted, 1 not_started)" in stopped.stdout
+    assert "not run" not in stopped.stdout and "cost: unknown" not in stopped.stdout
+    assert finish_commands(stopped.stderr) == commands
+
+    for job in ("1", "2"):
+        finished = run_cli(*shlex.split(commands[job])[3:])
+        assert finished.returncode == 0, finished.stderr
+    done = run_module("healthbench_exp.aggregate", str(sweep))
+    assert done.returncode == 0, done.stderr
+    assert "runs: 3 (3 completed)" in done.stdout
+    summary = json.loads((sweep / "sweep_summary.json").read_text())
+    usages = [json.loads((sweep / j / "summary.json").read_text())["usage"] for j in "012"]
+    # every paid call is in the sweep's figures: the cut-short invocation's too
+    assert len(usages[1]["invocations"]) == 2
+    assert summary["cost_usd"] == pytest.approx(sum(u["total_cost_usd"] for u in usages))
+    paid = sum(paid_requests(u) for u in usages)
+    assert paid <= received(server) <= paid + IN_FLIGHT
