@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from healthbench_exp.cli import endings, hydra_errors, ownership, run_lock, startup
+from healthbench_exp.cli import endings, hydra_errors, ownership, parallel_stop, run_lock, startup
 from healthbench_exp.cli import job as jobs
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
 from healthbench_exp.cli.hydra_schema import register_configs
@@ -70,6 +70,9 @@ def app(cfg: DictConfig) -> float | None:
     SLURM's time-limit signal would otherwise go to submitit's handler; there too, output no
     one reads never ends it (`core.standard_streams`; `__main__` guarded its own already)."""
     standard_streams.guard()
+    hydra_config = HydraConfig.get()
+    if hydra_config.mode == RunMode.MULTIRUN and parallel_stop.is_parallel(hydra_config.launcher):
+        parallel_stop.ignore_between_jobs()
     with signals_interrupt(), hydra_errors.job_errors_printed():
         return run_app(cfg)
 
@@ -88,6 +91,12 @@ def run_app(cfg: DictConfig) -> float | None:
     run_dir = RunDirectory(output_dir)  # every file of it the sinks do not write
     in_sweep = hydra_config.mode == RunMode.MULTIRUN
     sweep_dir = Path(hydra_config.sweep.dir) if in_sweep else None
+    # a job of a parallel sweep: its worker goes on to the next job; the sweep's main process
+    # tells the sweep's end (`cli.parallel_stop`)
+    parallel = in_sweep and parallel_stop.is_parallel(hydra_config.launcher)
+    if sweep_dir is not None and parallel_stop.stopping(sweep_dir):  # started after the stop
+        parallel_stop.discard_job(output_dir)
+        return None
     run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
     refused = ownership.foreign(output_dir)  # a job of a sweep (a run was checked as it began)
     if refused is not None:
@@ -119,25 +128,27 @@ def run_app(cfg: DictConfig) -> float | None:
         record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
-        return end(ending, run_dir, sweep_dir)
+        return end(ending, run_dir, sweep_dir, parallel)
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
     ending = endings.finished(record, config.runner.max_failure_fraction, output_dir)
-    return end(ending, run_dir, sweep_dir, score=record.metrics.get("score"))
+    return end(ending, run_dir, sweep_dir, parallel, score=record.metrics.get("score"))
 
 
 def end(
     ending: endings.Ending,
     run_dir: RunDirectory,
     sweep_dir: Path | None,
+    parallel: bool = False,
     score: float | None = None,
 ) -> float | None:
     """Apply a job's ending, the same steps for each: status.json, the line printed (and
     logged), then the score (completed), None (a job of a sweep, which goes on), or the exit.
     A signal ends a sweep (`sweep_dir`) too: its summary is written first, naming every job
-    that did not finish with the command that finishes it. An unexpected exception is
-    re-raised: call from its `except` block."""
-    in_sweep = sweep_dir is not None
+    that did not finish with the command that finishes it; in a job of a `parallel` sweep, the
+    sweep's main process does. An unexpected exception is re-raised: call from its `except`
+    block."""
+    in_sweep = sweep_dir is not None or parallel
     unwritten = None
     if ending.writes:
         unwritten = run_dir.try_write_status(ending.status, ending.message)
@@ -154,7 +165,7 @@ def end(
         log_to_file(line)
     if not ending.traceback:
         print(line, file=sys.stderr)
-    if in_sweep and not ending.ends_sweep:  # the sweep summary lists the job from status.json
+    if in_sweep and (parallel or not ending.ends_sweep):  # the summary lists it (status.json)
         if ending.traceback:
             log.exception("job failed")
         return None
@@ -199,8 +210,12 @@ def main() -> None:
         # wrong while composing, to be told in one line
         with signals_interrupt(), hydra_errors.composition_errors_raised():
             app()
-    except RunInterrupted as stop:  # before the run started: nothing to record
+    except RunInterrupted as stop:  # before the run started, or a parallel sweep's main process
         print(f"{stop}", file=sys.stderr)
+        sweep_dir = parallel_stop.stopped_sweep()
+        if sweep_dir is not None:  # its jobs ended: tell them, the finish commands last
+            with signals_held():
+                tell_sweep(sweep_dir)
         raise SystemExit(stop.exit_code) from None
     except Exception as exc:
         problem = hydra_errors.composition_error(exc, sys.argv[1:])

@@ -86,3 +86,35 @@ def test_a_stopped_sweep_lists_every_unfinished_job_with_its_finish_command(
     assert summary["cost_usd"] == pytest.approx(sum(u["total_cost_usd"] for u in usages))
     paid = sum(paid_requests(u) for u in usages)
     assert paid <= received(server) <= paid + IN_FLIGHT
+
+
+def test_ctrl_c_of_a_parallel_sweep_ends_every_started_job_cleanly(
+    loopback_server, tmp_path: Path
+) -> None:
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher", reason="the `launchers` extra")
+    server = loopback_server(latency_ms=300)
+    sweep = tmp_path / "sweep"
+    process = start_run(
+        "-m", *endpoint_args(server.base_url),  # 24 rows each: both jobs run at the signal
+        "sampling.temperature=0,0.5,1", "runner.max_concurrent=2", "hydra/launcher=parallel",
+        "hydra.launcher.n_jobs=2", f"cache.dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    wait_for(lambda: all(len(lines(sweep / j / "examples.jsonl")) >= 1 for j in "01"), process)
+    process.send_signal(signal.SIGINT)  # to the sweep's main process: it stops the workers
+    _out, err = process.communicate(timeout=120)
+
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "leaked semaphore" not in err
+    commands = finish_commands(err)
+    assert commands["0"] == f"python -m healthbench_exp resume={sweep / '0'}"
+    assert commands["1"] == f"python -m healthbench_exp resume={sweep / '1'}"
+    assert commands["2"].endswith(f"hydra.run.dir={sweep / '2'}")  # never started
+    assert err.strip().splitlines()[-1].endswith(commands["2"])
+    for job in "01":
+        assert json.loads((sweep / job / "status.json").read_text())["status"] == "interrupted"
+        assert not (sweep / job / ".lock").exists()
+        assert lines(sweep / job / "invocations.jsonl"), "the job's spend was not recorded"
+    assert not (sweep / "2").exists() and not (sweep / ".stopping").exists()
+    stopped = run_module("healthbench_exp.aggregate", str(sweep))
+    assert stopped.returncode == 1 and finish_commands(stopped.stderr) == commands
