@@ -86,3 +86,23 @@ def test_every_signal_stops_the_same_way_and_its_spend_is_counted(
     assert paid_requests(usage) == first_paid + paid_requests(invocations[1])
     assert usage["total_cost_usd"] == pytest.approx(sum(i["total_cost_usd"] for i in invocations))
     assert usage["total_cost_usd"] > invocations[1]["total_cost_usd"]
+
+
+def test_a_second_ctrl_c_still_records_the_spend(loopback_server, tmp_path: Path) -> None:
+    server = loopback_server(latency_ms=300)
+    run_dir = tmp_path / "run"
+    process = start_run(
+        *endpoint_args(server.base_url), "runner.max_concurrent=2",
+        f"runner.max_in_flight={IN_FLIGHT}", f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    wait_for(lambda: len(lines(run_dir / "examples.jsonl")) >= 3, process)
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)  # impatient: a second Ctrl-C while it unwinds
+    _out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+    cut = [json.loads(line) for line in lines(run_dir / "invocations.jsonl")]
+    assert len(cut) == 1
+    assert 3 <= paid_requests(cut[0]["usage"]) <= received(server)
