@@ -95,7 +95,8 @@ def run_app(cfg: DictConfig) -> float | None:
     # tells the sweep's end (`cli.parallel_stop`)
     parallel = in_sweep and parallel_stop.is_parallel(hydra_config.launcher)
     if sweep_dir is not None and parallel_stop.stopping(sweep_dir):  # started after the stop
-        parallel_stop.discard_job(output_dir)
+        if startup.is_fresh(output_dir):  # only what Hydra made for it: it never ran
+            parallel_stop.discard_job(output_dir)
         return None
     run_lock.acquire_or_exit(output_dir)  # already held unless this is a job of a sweep
     refused = ownership.foreign(output_dir)  # a job of a sweep (a run was checked as it began)

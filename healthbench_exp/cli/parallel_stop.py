@@ -103,6 +103,8 @@ class ParallelStopCallback(Callback):
             return
         _stopping[:] = [Path(config.hydra.sweep.dir)]
         _received.clear()
+        with contextlib.suppress(OSError):  # left by a sweep killed as it stopped (kill -9)
+            (_stopping[0] / STOP_MARKER).unlink()
         for s in STOPPING_SIGNALS:
             signal.signal(s, stop_jobs)
 
