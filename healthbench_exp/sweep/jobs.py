@@ -19,7 +19,14 @@ from omegaconf import OmegaConf
 from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.output.run_context import RunContext, run_context
-from healthbench_exp.sweep.planned import FINISHED, NOT_STARTED, invocations_cost, planned_jobs
+from healthbench_exp.sweep.planned import (
+    FINISHED,
+    NOT_STARTED,
+    invocations_cost,
+    planned_config,
+    planned_jobs,
+    swept_keys,
+)
 
 SEARCH_DEPTH = 4  # levels below a given directory searched for run directories
 SKIPPED = {"wandb", "results", ".hydra", ".submitit", "__pycache__"}
@@ -121,11 +128,12 @@ def load_job(path: Path, name: str | None = None) -> Job:
     return Job(name, path, kind, error, overrides, summary, config, context)
 
 
-def not_started_job(path: Path, overrides: list[str], name: str) -> Job:
-    """A job its sweep planned (`multirun.yaml`) that never began: no directory, nothing paid."""
+def not_started_job(path: Path, overrides: list[str], config: dict[str, object], name: str) -> Job:
+    """A job its sweep planned (`multirun.yaml`) that never began: no directory, nothing paid;
+    `config` as far as the sweep's config tells it (`planned_config`)."""
     never = {"status": NOT_STARTED, "error": "never started"}
-    context = replace(run_context(None, never, {}, None), cost_usd=0.0)
-    return Job(name, path, NOT_STARTED, "never started", overrides, None, {}, context)
+    context = replace(run_context(None, never, config, None), cost_usd=0.0)
+    return Job(name, path, NOT_STARTED, "never started", overrides, None, config, context)
 
 
 def _order(path: Path) -> tuple[bool, int, str]:
@@ -155,16 +163,18 @@ def find_jobs(*inputs: Path) -> list[Job]:
     what the runs have in common (a single sweep's jobs: `0`, `1`, ...); a sweep directory's
     jobs that never started (planned in its `multirun.yaml`, no directory) as `not_started`."""
     paths: list[Path] = []
-    missing: dict[Path, list[str]] = {}  # planned jobs without a run directory
+    missing: dict[Path, tuple[list[str], dict[str, object]]] = {}  # planned, without a folder
     for directory in inputs:
         found = run_dirs_below(directory)
         planned = planned_jobs(directory) or {}
+        swept = swept_keys(list(planned.values()))
         every = sorted({*found, *planned}, key=lambda p: (p.parent, *_order(p)))
         for path in every if planned else found:
             if path.resolve() not in {p.resolve() for p in paths}:
                 paths.append(path)
                 if path not in found:
-                    missing[path] = planned[path]
+                    job = planned[path]
+                    missing[path] = (job, planned_config(directory, job, swept))
     if not paths:
         return []
     resolved = [p.resolve() for p in paths]
@@ -174,7 +184,7 @@ def find_jobs(*inputs: Path) -> list[Job]:
         base = Path(os.path.commonpath(resolved))
         names = [r.relative_to(base).as_posix() for r in resolved]
     return [
-        not_started_job(p, missing[p], name) if p in missing else load_job(p, name)
+        not_started_job(p, *missing[p], name=name) if p in missing else load_job(p, name)
         for p, name in zip(paths, names, strict=True)
     ]
 

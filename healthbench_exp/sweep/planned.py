@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 MULTIRUN_FILE = "multirun.yaml"
 JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
@@ -50,6 +50,43 @@ def planned_jobs(sweep_dir: Path) -> dict[Path, list[str]] | None:
     except Exception:  # an override Hydra itself would have refused
         return None
     return {sweep_dir / str(number): job for number, job in enumerate(batches[0])}
+
+
+def planned_config(sweep_dir: Path, overrides: list[str], swept: set[str]) -> dict[str, object]:
+    """The config of a job that never started, as far as the sweep's `multirun.yaml` says: the
+    sweep's config with the job's values of the `swept` keys; {} when a swept key picks a config
+    group or names no value (only the job's own composition would know)."""
+    try:
+        config = OmegaConf.load(sweep_dir / MULTIRUN_FILE)
+        if not isinstance(config, DictConfig):
+            return {}
+        config.pop("hydra", None)
+        for override in overrides:
+            key, _, value = override.partition("=")
+            if key not in swept:  # the sweep's config has it already
+                continue
+            node = OmegaConf.select(config, key, default=None, throw_on_missing=False)
+            if node is None and OmegaConf.select(config, key, default="absent") == "absent":
+                return {}
+            if isinstance(node, DictConfig | ListConfig):  # a config group: composed per job
+                return {}
+            parsed = OmegaConf.create(f"value: {value}")  # as YAML reads it: 1 is a number
+            assert isinstance(parsed, DictConfig)
+            OmegaConf.update(config, key, parsed["value"])
+        plain = OmegaConf.to_container(config, resolve=False)
+    except Exception:  # an override or a file OmegaConf cannot read: the config is not known
+        return {}
+    return {str(k): v for k, v in plain.items()} if isinstance(plain, dict) else {}
+
+
+def swept_keys(jobs: list[list[str]]) -> set[str]:
+    """The keys whose value differs between the planned jobs."""
+    values: dict[str, set[str]] = {}
+    for job in jobs:
+        for override in job:
+            key, _, value = override.partition("=")
+            values.setdefault(key, set()).add(value)
+    return {key for key, seen in values.items() if len(seen) > 1 or len(jobs) == 1}
 
 
 def finish_command(path: Path, status: str, overrides: list[str]) -> str | None:

@@ -66,6 +66,7 @@ def test_a_stopped_sweep_lists_every_unfinished_job_with_its_finish_command(
     assert not (sweep / "1" / ".lock").exists() and not (sweep / "2").exists()
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     assert [j["status"] for j in jobs] == ["completed", "interrupted", "not_started"]
+    assert jobs[2]["temperature"] == 1 and jobs[2]["judge"] == jobs[0]["judge"]  # its settings
 
     stopped = run_module("healthbench_exp.aggregate", str(sweep))
     assert stopped.returncode == 1, stopped.stderr
