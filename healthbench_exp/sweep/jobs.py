@@ -263,7 +263,8 @@ def count_field(jobs: list[Job]) -> str:
     """What the finished runs graded (each distinct count once), and how many runs did not
     finish (their rows are not in the comparison)."""
     done = [j.context.count for j in jobs if j.summary is not None and j.summary.counts]
-    counted = _distinct(list(done)) if done else "none finished"
+    dry = all(j.status == "dry_run" for j in jobs)
+    counted = _distinct(list(done)) if done else "not run" if dry else "none finished"
     short = sum(j.status not in FINISHED for j in jobs)
     return f"{counted}; {short} of {len(jobs)} runs not finished" if short else counted
 
