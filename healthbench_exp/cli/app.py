@@ -211,7 +211,8 @@ def main() -> None:
         # wrong while composing, to be told in one line
         with signals_interrupt(), hydra_errors.composition_errors_raised():
             app()
-    except RunInterrupted as stop:  # before the run started, or a parallel sweep's main process
+    except RunInterrupted as stop:  # before a run started, between two jobs of a sweep, or a
+        # parallel sweep's main process
         print(f"{stop}", file=sys.stderr)
         sweep_dir = parallel_stop.stopped_sweep()
         if sweep_dir is not None:  # its jobs ended: tell them, the finish commands last

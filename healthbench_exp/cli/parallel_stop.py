@@ -32,7 +32,7 @@ from healthbench_exp.sweep.aggregate import tell_sweep
 
 STOP_MARKER = ".stopping"
 
-_stopping: list[Path] = []  # the sweep directory of this process's parallel sweep, once begun
+_stopping: list[Path] = []  # the sweep directory of this process's sweep, once begun
 _received: list[int] = []  # the stopping signal the sweep received, once it has
 
 
@@ -61,8 +61,9 @@ def discard_job(output_dir: Path) -> None:
 
 
 def stopped_sweep() -> Path | None:
-    """The sweep directory of the parallel sweep this process stopped (None: none), its stop
-    mark removed."""
+    """The sweep directory of the sweep this process ran when a signal stopped it (None: no
+    sweep had begun), its stop mark removed: a parallel one, or a sequential one stopped
+    between two jobs."""
     if not _stopping:
         return None
     with contextlib.suppress(OSError):
@@ -99,10 +100,10 @@ class ParallelStopCallback(Callback):
     summary's callback: Hydra calls the end callbacks in reverse order, so this one first."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
+        _stopping[:] = [Path(config.hydra.sweep.dir)]  # a sequential one's too (`stopped_sweep`)
+        _received.clear()
         if not is_parallel(config.hydra.launcher):
             return
-        _stopping[:] = [Path(config.hydra.sweep.dir)]
-        _received.clear()
         with contextlib.suppress(OSError):  # left by a sweep killed as it stopped (kill -9)
             (_stopping[0] / STOP_MARKER).unlink()
         for s in STOPPING_SIGNALS:
