@@ -85,17 +85,22 @@ def request_estimate_usd(
 
 
 class SharedSpend(Protocol):
-    """The spend of a sweep's other jobs, which counts against the sweep's `budget.max_usd`
-    (`model.sweep_budget.SweepSpend`)."""
+    """What a sweep's jobs have committed together, against the sweep's `budget.max_usd`
+    (`model.sweep_budget.SweepLedger`): each job's spend plus its requests in flight."""
 
     max_usd: float  # the sweep's cap
 
-    def others(self) -> Mapping[str, float]:
-        """The other jobs' spend so far, by job directory name (as last read)."""
+    def claim(self, committed: float) -> float | None:
+        """Make `committed` this job's share if the sweep's total stays within `max_usd`
+        (None); else the other jobs' total (this job's share left as it was)."""
         ...
 
-    def record(self, spent: float) -> None:
-        """Make this job's spend so far known to the other jobs."""
+    def record(self, committed: float) -> None:
+        """Make `committed` this job's share."""
+        ...
+
+    def others(self) -> Mapping[str, float]:
+        """The other jobs' shares as last read, by job directory name."""
         ...
 
 
@@ -135,12 +140,12 @@ class Budget:
                     f"${self.in_flight:.4f} in flight)",
                 )
         if self.sweep is not None:
-            others = sum(self.sweep.others().values())
-            if others + own > self.sweep.max_usd:
+            others = self.sweep.claim(own)
+            if others is not None:
                 self._refuse(
                     "max_usd",
                     f"budget.max_usd={self.sweep.max_usd:g} (the sweep's) reached (the sweep's "
-                    f"other jobs spent ${others:.4f}, this one ${self.spent:.4f}, "
+                    f"other jobs committed ${others:.4f}, this one spent ${self.spent:.4f}, "
                     f"${self.in_flight:.4f} in flight)",
                 )
         self.in_flight += estimate
@@ -154,7 +159,7 @@ class Budget:
         self.in_flight -= estimate
         self.spent += actual
         if self.sweep is not None:
-            self.sweep.record(self.spent)
+            self.sweep.record(self.spent + self.in_flight)
 
     @property
     def max_usd(self) -> float | None:

@@ -1,105 +1,91 @@
 """A sweep's budget: `budget.max_usd` on a multirun caps what all its jobs spend together.
 
-Each job of such a sweep counts the spend of the sweep's other jobs against the cap, as their
-run directories record it: a finished job's `invocations.jsonl` (its whole usage), a running
-job's `sweep_spend.json` (what it has spent so far, rewritten as its requests are paid, at most
-once per `REFRESH_S`). A job reads its siblings' spend when it sends its first request and again
-at most once per `REFRESH_S` while it runs, so:
+The sweep's jobs share a ledger in the sweep directory (`LEDGER_FILE`): for each job (by its
+directory's name) what it has committed, its measured spend plus the estimated cost of its
+requests in flight. Before each request a job takes the ledger's lock (`fcntl.flock` on
+`LOCK_FILE`, held for a read and a write of a small file), adds the request's estimate to its
+own entry and keeps it only if the sweep's total stays within the cap, else the request is not
+sent; when a request finishes its entry becomes its spend plus what is still in flight. So the
+cap holds across jobs exactly as a single run's holds across its requests, with the sequential
+launcher and with a parallel one on the same machine alike (and on a shared file system whose
+`flock` works across hosts, as NFSv4's does): the sweep passes its cap by no more than what its
+requests in flight cost beyond their estimates.
 
-- with the sequential launcher every other job has finished or not started when a job runs:
-  the sweep's spend never passes the cap by more than a single run's would (the cost of the
-  requests in flight beyond their estimate);
-- with a parallel launcher each job sees the others' spend at most about 2 x `REFRESH_S` late:
-  the sweep may pass its cap by what its running jobs pay in that time, plus their requests in
-  flight.
-
-`budget.max_usd_per_job` caps each job's own spend as well (alone, it is the per-job cap a
-sweep's `budget.max_usd` was before).
+A job killed with requests in flight leaves their estimates in the ledger: the sweep counts
+them as spent (never less than was paid). `budget.max_usd_per_job` caps each job's own spend
+as well (alone, it is the per-job cap a sweep's `budget.max_usd` was before).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from healthbench_exp.config.schema import BudgetConfig
-from healthbench_exp.model.costs import Budget, read_invocations
+from healthbench_exp.model.costs import Budget
 from healthbench_exp.model.reply_json import json_map
 
-REFRESH_S = 1.0  # how often a job rewrites its own spend and rereads the others'
-LIVE_SPEND_FILE = "sweep_spend.json"  # a running sweep job's spend so far, for its siblings
+LEDGER_FILE = "sweep_budget.json"  # each job's committed spend, in US$, by job directory name
+LOCK_FILE = ".sweep_budget.lock"  # flock'ed around each read-and-update of the ledger
 
 
-def recorded_spend(run_dir: Path) -> float | None:
-    """What the job in `run_dir` has spent: the sum of its invocations' costs once it recorded
-    one, else its running spend (`LIVE_SPEND_FILE`); None when it has recorded nothing."""
-    invocations = read_invocations(run_dir)
-    if invocations:
-        costs = [json_map(entry.get("usage")).get("total_cost_usd") for entry in invocations]
-        return sum(cost for cost in costs if isinstance(cost, int | float))
-    try:
-        live = json.loads((run_dir / LIVE_SPEND_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # not written yet, or being replaced
-        return None
-    spent = json_map(live).get("spent_usd")
-    return float(spent) if isinstance(spent, int | float) else None
+class SweepLedger:
+    """One job's view of its sweep's ledger (`model.costs.SharedSpend`)."""
 
-
-def sweep_spend(sweep_dir: Path, own_dir: Path) -> dict[str, float]:
-    """The spend of each job of the sweep in `sweep_dir` but the one in `own_dir`, by job
-    directory name (jobs that recorded nothing left out)."""
-    spend: dict[str, float] = {}
-    own = own_dir.resolve()
-    try:
-        entries = sorted(sweep_dir.iterdir())
-    except OSError:
-        return spend
-    for entry in entries:
-        if not entry.is_dir() or entry.resolve() == own:
-            continue
-        spent = recorded_spend(entry)
-        if spent is not None:
-            spend[entry.name] = spent
-    return spend
-
-
-class SweepSpend:
-    """The other jobs' spend for one job of a sweep (`model.costs.SharedSpend`), reread at most
-    once per `refresh_s`, and this job's own, written for them as often."""
-
-    def __init__(
-        self, max_usd: float, sweep_dir: Path, own_dir: Path, refresh_s: float = REFRESH_S
-    ) -> None:
+    def __init__(self, max_usd: float, sweep_dir: Path, own_dir: Path) -> None:
         self.max_usd = max_usd
         self.sweep_dir = sweep_dir
-        self.own_dir = own_dir
-        self.refresh_s = refresh_s
-        self._others: dict[str, float] = {}
-        self._read_at: float | None = None
-        self._written_at: float | None = None
+        self.job = own_dir.name
+        self._others: dict[str, float] = {}  # as last read
+
+    @contextmanager
+    def _entries(self) -> Iterator[dict[str, float]]:
+        """The ledger's entries under its lock; what the caller leaves in them is written."""
+        self.sweep_dir.mkdir(parents=True, exist_ok=True)
+        with (self.sweep_dir / LOCK_FILE).open("a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file closes
+            entries = read_ledger(self.sweep_dir)
+            before = dict(entries)
+            yield entries
+            self._others = {job: usd for job, usd in entries.items() if job != self.job}
+            if entries != before:
+                path = self.sweep_dir / LEDGER_FILE
+                partial = path.with_name(f".{LEDGER_FILE}.{os.getpid()}")
+                partial.write_text(json.dumps(entries, sort_keys=True), encoding="utf-8")
+                partial.replace(path)
+
+    def claim(self, committed: float) -> float | None:
+        """Make `committed` this job's entry if the sweep's total then stays within `max_usd`
+        (None); else leave the ledger as it is and return the other jobs' total."""
+        with self._entries() as entries:
+            others = sum(usd for job, usd in entries.items() if job != self.job)
+            if others + committed > self.max_usd:
+                return others
+            entries[self.job] = committed
+            return None
+
+    def record(self, committed: float) -> None:
+        """Make `committed` this job's entry (a request finished: its cost replaces its
+        estimate)."""
+        with self._entries() as entries:
+            entries[self.job] = committed
 
     def others(self) -> Mapping[str, float]:
-        now = time.monotonic()
-        if self._read_at is None or now - self._read_at >= self.refresh_s:
-            self._others = sweep_spend(self.sweep_dir, self.own_dir)
-            self._read_at = now
+        """The other jobs' entries as last read."""
         return self._others
 
-    def record(self, spent: float) -> None:
-        now = time.monotonic()
-        if self._written_at is not None and now - self._written_at < self.refresh_s:
-            return
-        self._written_at = now
-        path = self.own_dir / LIVE_SPEND_FILE
-        partial = path.with_name(f".{LIVE_SPEND_FILE}.{os.getpid()}")
-        try:
-            partial.write_text(json.dumps({"spent_usd": spent}), encoding="utf-8")
-            partial.replace(path)  # whole, for a sibling reading it now
-        except OSError:  # a full disk: the siblings see this job's spend when it ends
-            partial.unlink(missing_ok=True)
+
+def read_ledger(sweep_dir: Path) -> dict[str, float]:
+    """The ledger of the sweep in `sweep_dir` ({} when none was written)."""
+    try:
+        data = json.loads((sweep_dir / LEDGER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in json_map(data).items() if isinstance(v, int | float)}
 
 
 def budget_of(config: BudgetConfig, run_dir: Path) -> Budget | None:
@@ -109,5 +95,5 @@ def budget_of(config: BudgetConfig, run_dir: Path) -> Budget | None:
         return None
     if config.sweep_dir is None or config.max_usd is None:
         return Budget(config.max_usd, config.max_usd_per_job)
-    sweep = SweepSpend(config.max_usd, Path(config.sweep_dir), run_dir)
-    return Budget(None, config.max_usd_per_job, sweep)
+    ledger = SweepLedger(config.max_usd, Path(config.sweep_dir), run_dir)
+    return Budget(None, config.max_usd_per_job, ledger)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from healthbench_exp.model.sweep_budget import LIVE_SPEND_FILE, SweepSpend, sweep_spend
+import pytest
+
+from healthbench_exp.model.sweep_budget import LEDGER_FILE, SweepLedger, read_ledger
 from tests.e2e.test_e2e import run_cli
 
 DEMO = ("experiment=demo", "wandb=disabled")
@@ -45,7 +47,7 @@ def test_the_sweep_s_spend_stays_under_its_cap(tmp_path: Path) -> None:
         assert status["status"] == "partial"
     budget = json.loads((sweep / "1" / "summary.json").read_text())["budget"]
     assert budget["max_usd"] == 0.1 and budget["stopped_by"] == "max_usd"
-    assert budget["sweep_jobs_usd"] == {"0": costs["0"]}
+    assert budget["sweep_jobs_usd"] == pytest.approx({"0": costs["0"]})
     # the stop line of job 1 names each job's spend and the command that finishes it
     (line,) = [x for x in result.stderr.splitlines() if "resume=" in x and f"{sweep}/1 " in x]
     assert line.startswith("error: budget.max_usd=0.1 (the sweep's, over all its jobs) reached")
@@ -83,21 +85,30 @@ def test_a_per_job_cap_caps_each_job(tmp_path: Path) -> None:
     assert "budget.max_usd_per_job=0.1 reached" in result.stderr
 
 
-def test_a_running_sibling_s_spend_is_read_from_its_live_file(tmp_path: Path) -> None:
-    """A parallel sweep's job sees a running sibling's spend (its live file) and a finished
-    one's (its invocations), and rereads them only after its refresh period."""
+def test_the_parallel_launcher_s_jobs_share_the_cap(tmp_path: Path) -> None:
+    """Two jobs at once (`hydra/launcher=parallel`), each sending dozens of requests at a time:
+    the ledger's lock keeps their total under the cap."""
     sweep = tmp_path / "s"
-    own, running, finished = sweep / "0", sweep / "1", sweep / "2"
-    for job in (own, running, finished):
-        job.mkdir(parents=True)
-    (running / LIVE_SPEND_FILE).write_text(json.dumps({"spent_usd": 0.05}))
-    invocation = {"usage": {"total_cost_usd": 0.02}}
-    (finished / "invocations.jsonl").write_text(json.dumps(invocation) + "\n")
-    assert sweep_spend(sweep, own) == {"1": 0.05, "2": 0.02}
-    spend = SweepSpend(0.1, sweep, own, refresh_s=3600)
-    assert dict(spend.others()) == {"1": 0.05, "2": 0.02}
-    spend.record(0.01)
-    assert json.loads((own / LIVE_SPEND_FILE).read_text()) == {"spent_usd": 0.01}
-    (running / LIVE_SPEND_FILE).write_text(json.dumps({"spent_usd": 0.07}))
-    assert dict(spend.others()) == {"1": 0.05, "2": 0.02}  # within the refresh period
-    assert sweep_spend(sweep, own)["1"] == 0.07
+    result = run_cli(
+        "-m", *DEMO, "sampling.temperature=0,1", "budget.max_usd=0.1", "hydra/launcher=parallel",
+        "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert result.returncode != 0, result.stderr  # jobs ended partial
+    costs = job_costs(sweep)
+    assert set(costs) == {"0", "1"}, result.stderr
+    assert sum(costs.values()) <= 0.1 + OVER_ESTIMATE_USD, costs  # each job alone: $0.1
+    ledger = json.loads((sweep / LEDGER_FILE).read_text())
+    assert ledger == pytest.approx(costs)  # nothing left in flight
+
+
+def test_a_job_s_claim_counts_what_the_others_committed(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    first, second = (SweepLedger(0.1, sweep, sweep / job) for job in ("0", "1"))
+    assert first.claim(0.06) is None
+    assert second.claim(0.05) == pytest.approx(0.06)  # refused: the ledger is left as it was
+    assert read_ledger(sweep) == {"0": 0.06}
+    assert second.claim(0.04) is None
+    first.record(0.03)  # its request cost less than its estimate
+    assert second.claim(0.07) is None
+    assert read_ledger(sweep) == {"0": 0.03, "1": 0.07}
+    assert dict(second.others()) == {"0": 0.03}
