@@ -93,7 +93,7 @@ def job_problems(job: SweepJob) -> list[JobProblem]:
 
 def refusal(problems: Sequence[JobProblem], jobs: int) -> str:
     """The error that refuses a sweep: each problem once, with the numbers of the jobs it
-    refuses ("every job" when all), then each refused job's overrides."""
+    refuses ("every job" when all), then the overrides of each job named by number."""
     numbers: dict[str, list[int]] = {}
     overrides: dict[int, list[str]] = {}
     for found in problems:
@@ -109,14 +109,14 @@ def refusal(problems: Sequence[JobProblem], jobs: int) -> str:
         return f"job{'s' * (len(refused) > 1)} {', '.join(str(n) for n in refused)}"
 
     listed = [f"  - {which(refused)}: {problem}" for problem, refused in numbers.items()]
-    named = [f"  job {number}: {' '.join(job)}" for number, job in sorted(overrides.items())]
+    some = {n for refused in numbers.values() if which(refused) != "every job" for n in refused}
+    named = [f"  job {n}: {' '.join(job)}" for n, job in sorted(overrides.items()) if n in some]
     return "\n".join(
         [
             f"{len(numbers)} problem{'s' * (len(numbers) > 1)} in {len(overrides)} of the "
             f"sweep's {jobs} jobs; no job was started, nothing was sent:",
             *listed,
-            "the jobs' overrides:",
-            *named,
+            *(["the jobs' overrides:", *named] if named else []),
         ]
     )
 
