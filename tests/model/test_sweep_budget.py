@@ -112,3 +112,13 @@ def test_a_job_s_claim_counts_what_the_others_committed(tmp_path: Path) -> None:
     assert second.claim(0.07) is None
     assert read_ledger(sweep) == {"0": 0.03, "1": 0.07}
     assert dict(second.others()) == {"0": 0.03}
+
+
+def test_the_sweep_directory_of_the_budget_is_not_set_by_hand(tmp_path: Path) -> None:
+    """`budget.sweep_dir` is set by a sweep for its jobs: on the command line it is refused."""
+    result = run_cli(*DEMO, "dry_run=true", "budget.sweep_dir=x", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "error: budget.sweep_dir=x: budget.sweep_dir is set by a sweep (-m) for each of its "
+        "jobs, not on the command line; drop it"
+    )
