@@ -9,7 +9,7 @@ reads, the sinks get the run directory (and W&B its plan), the engine's entry th
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +125,10 @@ def run_job(
     """
     if readiness is None:
         readiness = startup.check(config)  # every problem found without a network, at once
-    task = build_task(config, config_dict)
     job = job or tracking.JobContext()
+    if job.sweep_dir is not None:  # budget.max_usd is the sweep's, over all its jobs' spend
+        config = replace(config, budget=replace(config.budget, sweep_dir=str(job.sweep_dir)))
+    task = build_task(config, config_dict)
     sinks = build_sinks(config, config_dict, run_dir.directory, job, readiness)
     return engine.run(task, engine.RunSettings(config, run_dir, config_dict), sinks)
 

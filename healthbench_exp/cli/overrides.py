@@ -29,6 +29,9 @@ _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-d
 GROUPS = {
     "task", "completions", "model", "judge", "difficulty", "sampling", "wandb", "experiment"
 }  # fmt: skip
+SET_BY_THE_HARNESS = {
+    "budget.sweep_dir": "is set by a sweep (-m) for each of its jobs, not on the command line"
+}
 
 
 def check_overrides(argv: list[str]) -> None:
@@ -61,6 +64,8 @@ def check_overrides(argv: list[str]) -> None:
         if key in GROUPS:
             _check_group(key, override, arg, extra)
             continue
+        if key in SET_BY_THE_HARNESS:
+            raise ConfigError(f"{arg}: {key} {SET_BY_THE_HARNESS[key]}; drop it")
         _check_known(key, override.is_add() or override.is_force_add())
         if override.is_add() and unknown_option(key) is None and _is_schema_key(key):
             raise ConfigError(

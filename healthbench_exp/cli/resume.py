@@ -164,25 +164,43 @@ def _status(run_dir: Path) -> str | None:
 
 def finish_command(run_dir: Path, summary: RunSummary) -> str:
     """What a run stopped by its budget says: how many rows are left and the command that
-    finishes them, with the `budget.max_usd` to raise to (never the one that stopped it)."""
+    finishes them, with the `budget.max_usd` to raise to (never the one that stopped it); a
+    job of a sweep stopped by the sweep's cap also says what each job of the sweep spent."""
     counts, budget, usage = summary.counts, summary.budget, summary.usage
     assert counts is not None and budget is not None and usage is not None, "a budget stop's"
     left, rows = counts.rows_not_run, counts.rows
     per_row = ""
     spent = usage.total_cost_usd
+    option, stopped_at = budget.binding()
     cap = budget_to_finish(spent, rows - left, left)
     if cap is None or spent is None:  # no row finished: nothing to extrapolate from
-        cap = 10 * budget.max_usd
+        cap = 10 * stopped_at
         per_row = "no row finished to estimate their cost from"
     else:
         per_row = (
             f"the {left} rows left should cost about ${spent / (rows - left) * left:.4f} at "
             f"this run's ${spent / (rows - left):.4f} per finished row"
         )
-    cap = max(cap, budget.max_usd)
+    cap = max(cap, stopped_at)
+    reached = f"{option}={stopped_at:g} reached"
+    if budget.sweep_wide and budget.sweep_jobs_usd is not None:
+        jobs = {**budget.sweep_jobs_usd, run_dir.name: budget.spent_usd}
+        each = ", ".join(
+            f"{name}: ${usd:.4f}{' (this one)' * (name == run_dir.name)}"
+            for name, usd in sorted(jobs.items(), key=lambda item: _job_order(item[0]))
+        )
+        reached = (
+            f"budget.max_usd={stopped_at:g} (the sweep's, over all its jobs) reached: the "
+            f"sweep's jobs spent ${sum(jobs.values()):.4f} ({each})"
+        )
     return (
-        f"budget.max_usd={budget.max_usd:g} reached: {left} of {rows} rows not run; finish "
+        f"{reached}: {left} of {rows} rows not run; finish "
         f"with: python -m healthbench_exp resume={run_dir} budget.max_usd={cap:g} "
         f"(budget.max_usd caps each invocation's new spend; {per_row}; "
         "budget.max_usd=null removes the cap; finished calls are not paid again)"
     )
+
+
+def _job_order(name: str) -> tuple[int, str]:
+    """Sweep jobs in their numbers' order (`hydra.job.num`), other names after them."""
+    return (int(name), "") if name.isdigit() else (1 << 30, name)

@@ -119,11 +119,11 @@ def announce_protocol(check: ProtocolCheck) -> None:
         )
 
 
-def check(config: Config, dry_run: bool = False) -> Readiness:
-    """Every start-up problem at once (ConfigError, one per line); else W&B's mode for the run.
-
-    A dry run checks the same, keys and W&B aside (it sends nothing and opens no W&B run).
-    """
+def problems_found_offline(config: Config, dry_run: bool = False) -> list[str]:
+    """Every start-up problem found without a network, one line each: the option checks, the
+    files the config names, the calibration and bridge sources, a strict protocol's refusal,
+    and (not for a dry run) the API keys and W&B's local readiness. A sweep runs it for each of
+    its jobs before the first starts (`cli.sweep_checks`)."""
     problems = []
     try:
         validate(config)
@@ -136,17 +136,25 @@ def check(config: Config, dry_run: bool = False) -> Readiness:
     bridge = bridge_problem(config.bridge, config.judge, config.task.kind is TaskKind.eval)
     if bridge is not None:  # a source without both judges, or whose verdicts do not pair
         problems.append(bridge)
-    protocol = run_protocol(config)
-    refusal = protocol_problem(protocol, config.protocol.strict)
+    refusal = protocol_problem(run_protocol(config), config.protocol.strict)
     if refusal is not None:
         problems.append(refusal)
-    readiness = Readiness("disabled", [])
     if not dry_run:
         problems += key_problems(config)
         problems += local_problems(config.wandb, resolve_mode(config.wandb.mode), os.environ)
-        if not problems:  # only then ask the W&B server (online runs)
-            readiness = wandb_check(config.wandb)
-            problems += readiness.problems
+    return problems
+
+
+def check(config: Config, dry_run: bool = False) -> Readiness:
+    """Every start-up problem at once (ConfigError, one per line); else W&B's mode for the run.
+
+    A dry run checks the same, keys and W&B aside (it sends nothing and opens no W&B run).
+    """
+    problems = problems_found_offline(config, dry_run)
+    readiness = Readiness("disabled", [])
+    if not dry_run and not problems:  # only then ask the W&B server (online runs)
+        readiness = wandb_check(config.wandb)
+        problems += readiness.problems
     if problems:  # a retired preset is one more of them (its server is asked only later)
         problems += retired_presets(config)
     if len(problems) == 1:
@@ -155,7 +163,7 @@ def check(config: Config, dry_run: bool = False) -> Readiness:
         listed = "\n".join(f"  - {p}" for p in problems)
         raise ConfigError(f"{len(problems)} problems, nothing was sent:\n{listed}")
     check_models(config, dry_run)  # a retired model refuses the run (model.retired)
-    announce_protocol(protocol)
+    announce_protocol(run_protocol(config))
     return readiness
 
 

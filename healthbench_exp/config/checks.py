@@ -84,16 +84,17 @@ def validate(config: Config) -> None:
         )
     check_jury(config)
     judges = {"judge": config.judge, **{f"jury member {m.name}": m for m in config.jury_members}}
-    if any(judge.batch for judge in judges.values()) and config.budget.max_usd is not None:
+    cap = "budget.max_usd" if config.budget.max_usd is not None else "budget.max_usd_per_job"
+    if any(judge.batch for judge in judges.values()) and config.budget.capped():
         raise ConfigError(
-            "budget.max_usd cannot cap judge.batch=true (a batch is paid as a whole); "
+            f"{cap} cannot cap judge.batch=true (a batch is paid as a whole); "
             "use dry_run=true to see the cost first"
         )
     endpoints: dict[str, EndpointConfig] = {
         **{role: getattr(config, role) for role in needed_roles(config)},
         **{m.name: m for m in config.jury_members},
     }
-    if config.budget.max_usd is not None:
+    if config.budget.capped():
         unpriced = [
             role
             for role, endpoint in endpoints.items()
@@ -101,7 +102,7 @@ def validate(config: Config) -> None:
         ]
         if unpriced:
             raise ConfigError(
-                "budget.max_usd needs prices for "
+                f"{cap} needs prices for "
                 + " and ".join(unpriced)
                 + ": set "
                 + ", ".join(
@@ -115,7 +116,7 @@ def validate(config: Config) -> None:
         ]
         if untiered:
             raise ConfigError(
-                "budget.max_usd needs each tier's price: "
+                f"{cap} needs each tier's price: "
                 + ", ".join(untiered)
                 + " has no known price (set <role>.price.tiers.<tier>, its price as a "
                 "multiple of the standard one)"

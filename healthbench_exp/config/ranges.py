@@ -95,6 +95,7 @@ NUMERIC_RANGES: dict[str, Range] = {
     "runner.bootstrap_samples": AT_LEAST_1,
     "runner.max_failure_fraction": SHARE,
     "budget.max_usd": Range(0, low_inclusive=False, nullable=True),
+    "budget.max_usd_per_job": Range(0, low_inclusive=False, nullable=True),
     "scoring.length_penalty_per_500_chars": Range(nullable=True),
     "scoring.length_center_chars": AT_LEAST_0,
     "offline_server.latency_ms": AT_LEAST_0,

@@ -148,8 +148,18 @@ class RunnerConfig:
 @dataclass
 class BudgetConfig:
     # stop sending requests once the measured spend plus the estimated cost of the requests in
-    # flight would pass this; what finished is written as a partial, resumable run
+    # flight would pass this; what finished is written as a partial, resumable run. A run's
+    # invocation: its own new spend; a sweep (-m): the spend of all its jobs together
     max_usd: float | None = None
+    # the same cap on each job's own spend (a sweep's job; in a single run, its invocation's)
+    max_usd_per_job: float | None = None
+    # set by a sweep (-m) for each of its jobs, not on the command line: the sweep's directory,
+    # whose other jobs' spend counts against max_usd
+    sweep_dir: str | None = None
+
+    def capped(self) -> bool:
+        """Whether a cap is set (`max_usd` or `max_usd_per_job`)."""
+        return self.max_usd is not None or self.max_usd_per_job is not None
 
 
 @dataclass

@@ -61,12 +61,37 @@ USAGE_FIELDS = (
 
 @dataclass
 class BudgetState(Record):
-    """`budget`: an invocation's spend against `budget.max_usd`."""
+    """`budget`: an invocation's spend against `budget.max_usd` (a sweep's job: the sweep's
+    cap, over its own spend and `sweep_jobs_usd`) and `budget.max_usd_per_job`."""
 
-    max_usd: float
+    max_usd: float | None  # None: only a per-job cap was set
     spent_usd: float
     stopped: bool  # a request was refused: rows were left unrun
     requests_not_sent: int
+    max_usd_per_job: float | None = field(default=None, metadata=OMIT_NONE)
+    # a sweep's job under the sweep's max_usd: the spend of the sweep's other jobs, by job
+    # directory name, as last read (at the stop when it stopped)
+    sweep_jobs_usd: dict[str, float] | None = field(default=None, metadata=OMIT_NONE)
+    # which cap refused a request: "max_usd" or "max_usd_per_job" (absent: none did)
+    stopped_by: str | None = field(default=None, metadata=OMIT_NONE)
+
+    def binding(self) -> tuple[str, float]:
+        """The cap that stopped the invocation, else the one over its own spend: its option
+        (`budget.max_usd` or `budget.max_usd_per_job`) and value."""
+        if self.max_usd is None or self.stopped_by == "max_usd_per_job":
+            assert self.max_usd_per_job is not None, "a budget without a cap"
+            return "budget.max_usd_per_job", self.max_usd_per_job
+        return "budget.max_usd", self.max_usd
+
+    @property
+    def sweep_wide(self) -> bool:
+        """Whether `binding` is a sweep's cap, over the spend of all its jobs."""
+        return self.binding()[0] == "budget.max_usd" and self.sweep_jobs_usd is not None
+
+    def cap_text(self) -> str:
+        """`budget.max_usd=0.1`, `budget.max_usd=0.1 (the sweep's, over all its jobs)`..."""
+        option, value = self.binding()
+        return f"{option}={value:g}" + (" (the sweep's, over all its jobs)" * self.sweep_wide)
 
 
 @dataclass

@@ -7,7 +7,8 @@ cost nothing now.
 A run may take several invocations (a budget stop, then `resume=`). Each appends its own usage
 to `<run dir>/invocations.jsonl` when it ends; `summary.json`'s `usage` is the sum over all of
 them, with the per-invocation breakdown under `usage.invocations`. `budget.max_usd` caps what
-one invocation spends.
+one invocation spends; in a sweep, what all its jobs spend together (`model.sweep_budget`), and
+`budget.max_usd_per_job` what each job spends.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn, Protocol
 
 from healthbench_exp.config.endpoint import STANDARD_TIER, EndpointConfig, PriceConfig
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
@@ -82,35 +84,107 @@ def request_estimate_usd(
     return cost * (tier_factor(price, tier) or 0.0)
 
 
+class SharedSpend(Protocol):
+    """What a sweep's jobs have committed together, against the sweep's `budget.max_usd`
+    (`model.sweep_budget.SweepLedger`): each job's spend plus its requests in flight."""
+
+    max_usd: float  # the sweep's cap
+
+    def claim(self, committed: float) -> float | None:
+        """Make `committed` this job's share if the sweep's total stays within `max_usd`
+        (None); else the other jobs' total (this job's share left as it was)."""
+        ...
+
+    def record(self, committed: float) -> None:
+        """Make `committed` this job's share."""
+        ...
+
+    def others(self) -> Mapping[str, float]:
+        """The other jobs' shares as last read, by job directory name."""
+        ...
+
+
 class Budget:
-    """Measured spend plus the estimated cost of requests in flight, kept under `max_usd`.
+    """Measured spend plus the estimated cost of requests in flight, kept under each cap:
+    `max_usd` and `max_usd_per_job` over this invocation's own spend (None: not set) and, for a
+    job of a sweep, `sweep.max_usd` over its own spend plus that of the sweep's other jobs.
 
     `reserve` before sending (refused: the request is not sent), `settle` when it has finished,
     with its measured cost (0 for a request that failed without a reply).
     """
 
-    def __init__(self, max_usd: float) -> None:
-        self.max_usd = max_usd
+    def __init__(
+        self,
+        max_usd: float | None,
+        max_usd_per_job: float | None = None,
+        sweep: SharedSpend | None = None,
+    ) -> None:
+        self.caps = {
+            option: cap
+            for option, cap in (("max_usd", max_usd), ("max_usd_per_job", max_usd_per_job))
+            if cap is not None
+        }  # over this invocation's own spend
+        self.sweep = sweep
         self.spent = 0.0
         self.in_flight = 0.0
         self.refused = 0
+        self.stopped_by: str | None = None  # the option of the cap that refused first
 
     def reserve(self, estimate: float) -> None:
-        if self.spent + self.in_flight + estimate > self.max_usd:
-            self.refused += 1
-            raise BudgetExhausted(
-                f"budget.max_usd={self.max_usd:g} reached (spent ${self.spent:.4f}, "
-                f"${self.in_flight:.4f} in flight)"
-            )
+        own = self.spent + self.in_flight + estimate
+        for option, cap in self.caps.items():
+            if own > cap:
+                self._refuse(
+                    option,
+                    f"budget.{option}={cap:g} reached (spent ${self.spent:.4f}, "
+                    f"${self.in_flight:.4f} in flight)",
+                )
+        if self.sweep is not None:
+            others = self.sweep.claim(own)
+            if others is not None:
+                self._refuse(
+                    "max_usd",
+                    f"budget.max_usd={self.sweep.max_usd:g} (the sweep's) reached (the sweep's "
+                    f"other jobs committed ${others:.4f}, this one spent ${self.spent:.4f}, "
+                    f"${self.in_flight:.4f} in flight)",
+                )
         self.in_flight += estimate
+
+    def _refuse(self, option: str, message: str) -> NoReturn:
+        self.refused += 1
+        self.stopped_by = self.stopped_by or option
+        raise BudgetExhausted(message)
 
     def settle(self, estimate: float, actual: float) -> None:
         self.in_flight -= estimate
         self.spent += actual
+        if self.sweep is not None:
+            self.sweep.record(self.spent + self.in_flight)
+
+    @property
+    def max_usd(self) -> float | None:
+        """`budget.max_usd`: the sweep's cap for a job of a sweep, else this invocation's."""
+        return self.sweep.max_usd if self.sweep is not None else self.caps.get("max_usd")
 
     @property
     def stopped(self) -> bool:
         return self.refused > 0
+
+    def state(self) -> dict[str, object]:
+        """The budget's state as summary.json's `budget` holds it (`core.usage_record`)."""
+        state: dict[str, object] = {
+            "max_usd": self.max_usd,
+            "spent_usd": self.spent,
+            "stopped": self.stopped,
+            "requests_not_sent": self.refused,
+        }
+        if "max_usd_per_job" in self.caps:
+            state["max_usd_per_job"] = self.caps["max_usd_per_job"]
+        if self.sweep is not None:
+            state["sweep_jobs_usd"] = dict(self.sweep.others())
+        if self.stopped_by is not None:
+            state["stopped_by"] = self.stopped_by
+        return state
 
 
 def usage_summary(

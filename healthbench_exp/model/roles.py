@@ -36,10 +36,11 @@ from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.batch import BatchJudge
 from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.cache_file import CALL_JOURNAL
-from healthbench_exp.model.costs import Budget, usage_summary
+from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.limits import EndpointStats
 from healthbench_exp.model.ratelimit import share_buckets
+from healthbench_exp.model.sweep_budget import budget_of
 
 MODEL, JUDGE = "model", "judge"
 
@@ -201,16 +202,7 @@ class OpenRoles:
         }
         stats["evaluation_s"] = time.monotonic() - started
         budget = next((e.budget for e in self.endpoints if e.budget is not None), None)
-        stats["budget"] = (
-            None
-            if budget is None
-            else {
-                "max_usd": budget.max_usd,
-                "spent_usd": budget.spent,
-                "stopped": budget.stopped,
-                "requests_not_sent": budget.refused,
-            }
-        )
+        stats["budget"] = None if budget is None else budget.state()
         return stats
 
 
@@ -245,7 +237,7 @@ async def open_roles(
     shared = Shared(
         cache=cache,
         limit=asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None,
-        budget=Budget(budget_config.max_usd) if budget_config.max_usd is not None else None,
+        budget=budget_of(budget_config, files.directory),
     )
     endpoints = {
         name: ChatEndpoint(

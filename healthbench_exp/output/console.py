@@ -210,14 +210,17 @@ def _cost_lines(summary: RunSummary) -> list[str]:
     budget = summary.budget
     if budget and budget.stopped:
         lines.append(
-            f"  PARTIAL RUN: budget.max_usd={budget.max_usd:g} reached after spending "
+            f"  PARTIAL RUN: {budget.cap_text()} reached after spending "
             f"${budget.spent_usd:.4f} in this invocation; {summary.counts.rows_not_run} "
             f"of {summary.counts.rows} rows not run (resume to finish them; finished "
             "calls are not paid again)"
         )
     elif budget:
         lines.append(
-            f"  budget: ${budget.spent_usd:.4f} of ${budget.max_usd:g} spent in this invocation"
+            f"  budget: ${budget.spent_usd:.4f} spent in this invocation ({budget.cap_text()})"
+            if budget.sweep_wide
+            else f"  budget: ${budget.spent_usd:.4f} of ${budget.binding()[1]:g} spent in this "
+            "invocation"
         )
     return lines
 

@@ -1,0 +1,124 @@
+"""A sweep's budget is the sweep's (issue 50): `budget.max_usd` on `-m` caps what all its jobs
+spend together (two jobs under `budget.max_usd=0.1` spent $0.1978: each job had its own cap);
+`budget.max_usd_per_job` caps each job.
+
+End to end: `python -m healthbench_exp -m ...` in a subprocess with the built-in endpoint, whose
+illustrative prices make the demo cost about $0.22 a job on a fresh response cache.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from healthbench_exp.model.sweep_budget import LEDGER_FILE, SweepLedger, read_ledger
+from tests.e2e.test_e2e import run_cli
+
+DEMO = ("experiment=demo", "wandb=disabled")
+# an invocation may pass its cap by its last requests' cost beyond their estimate (a few
+# thousandths of a dollar here), as a single run may
+OVER_ESTIMATE_USD = 0.002
+
+
+def job_costs(sweep: Path) -> dict[str, float]:
+    """Each job's cost as its summary.json records it, by job directory name."""
+    return {
+        job.name: json.loads((job / "summary.json").read_text())["usage"]["total_cost_usd"]
+        for job in sorted(sweep.iterdir())
+        if (job / "summary.json").is_file()
+    }
+
+
+def test_the_sweep_s_spend_stays_under_its_cap(tmp_path: Path) -> None:
+    """The issue's sweep: job 0 stops at the cap; job 1 counts job 0's spend and stops too."""
+    sweep = tmp_path / "s"
+    result = run_cli(
+        "-m", *DEMO, "sampling.temperature=0,1", "budget.max_usd=0.1", f"hydra.sweep.dir={sweep}"
+    )
+    assert result.returncode != 0, result.stderr  # jobs ended partial
+    costs = job_costs(sweep)
+    assert set(costs) == {"0", "1"}
+    assert sum(costs.values()) <= 0.1 + OVER_ESTIMATE_USD, costs  # was $0.1978
+    assert costs["0"] > 0.09  # job 0 spent (almost) all of it
+    for job in ("0", "1"):
+        status = json.loads((sweep / job / "status.json").read_text())
+        assert status["status"] == "partial"
+    budget = json.loads((sweep / "1" / "summary.json").read_text())["budget"]
+    assert budget["max_usd"] == 0.1 and budget["stopped_by"] == "max_usd"
+    assert budget["sweep_jobs_usd"] == pytest.approx({"0": costs["0"]})
+    # the stop line of job 1 names each job's spend and the command that finishes it
+    (line,) = [x for x in result.stderr.splitlines() if "resume=" in x and f"{sweep}/1 " in x]
+    assert line.startswith("error: budget.max_usd=0.1 (the sweep's, over all its jobs) reached")
+    assert f"(0: ${costs['0']:.4f}, 1: ${costs['1']:.4f} (this one))" in line
+    assert f"finish with: python -m healthbench_exp resume={sweep}/1 budget.max_usd=" in line
+
+
+def test_a_later_job_spends_what_the_earlier_ones_left(tmp_path: Path) -> None:
+    """$0.30 over two jobs of about $0.22: job 0 completes, job 1 stops at the rest."""
+    sweep = tmp_path / "s"
+    result = run_cli(
+        "-m", *DEMO, "sampling.temperature=0,1", "budget.max_usd=0.3", f"hydra.sweep.dir={sweep}"
+    )
+    assert result.returncode != 0, result.stderr  # jobs ended partial
+    costs = job_costs(sweep)
+    assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
+    assert json.loads((sweep / "1" / "status.json").read_text())["status"] == "partial"
+    assert costs["1"] > 0.03  # job 1 ran on what job 0 left
+    assert sum(costs.values()) <= 0.3 + OVER_ESTIMATE_USD, costs
+
+
+def test_a_per_job_cap_caps_each_job(tmp_path: Path) -> None:
+    """`budget.max_usd_per_job=0.1`: each job stops at $0.1 of its own (the old meaning)."""
+    sweep = tmp_path / "s"
+    result = run_cli(
+        "-m", *DEMO, "sampling.temperature=0,1", "budget.max_usd_per_job=0.1",
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert result.returncode != 0, result.stderr  # jobs ended partial
+    costs = job_costs(sweep)
+    for job in ("0", "1"):
+        assert 0.05 < costs[job] <= 0.1 + OVER_ESTIMATE_USD, costs
+        budget = json.loads((sweep / job / "summary.json").read_text())["budget"]
+        assert budget["max_usd_per_job"] == 0.1 and budget["stopped_by"] == "max_usd_per_job"
+    assert "budget.max_usd_per_job=0.1 reached" in result.stderr
+
+
+def test_the_parallel_launcher_s_jobs_share_the_cap(tmp_path: Path) -> None:
+    """Two jobs at once (`hydra/launcher=parallel`), each sending dozens of requests at a time:
+    the ledger's lock keeps their total under the cap."""
+    sweep = tmp_path / "s"
+    result = run_cli(
+        "-m", *DEMO, "sampling.temperature=0,1", "budget.max_usd=0.1", "hydra/launcher=parallel",
+        "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert result.returncode != 0, result.stderr  # jobs ended partial
+    costs = job_costs(sweep)
+    assert set(costs) == {"0", "1"}, result.stderr
+    assert sum(costs.values()) <= 0.1 + OVER_ESTIMATE_USD, costs  # each job alone: $0.1
+    ledger = json.loads((sweep / LEDGER_FILE).read_text())
+    assert ledger == pytest.approx(costs)  # nothing left in flight
+
+
+def test_a_job_s_claim_counts_what_the_others_committed(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    first, second = (SweepLedger(0.1, sweep, sweep / job) for job in ("0", "1"))
+    assert first.claim(0.06) is None
+    assert second.claim(0.05) == pytest.approx(0.06)  # refused: the ledger is left as it was
+    assert read_ledger(sweep) == {"0": 0.06}
+    assert second.claim(0.04) is None
+    first.record(0.03)  # its request cost less than its estimate
+    assert second.claim(0.07) is None
+    assert read_ledger(sweep) == {"0": 0.03, "1": 0.07}
+    assert dict(second.others()) == {"0": 0.03}
+
+
+def test_the_sweep_directory_of_the_budget_is_not_set_by_hand(tmp_path: Path) -> None:
+    """`budget.sweep_dir` is set by a sweep for its jobs: on the command line it is refused."""
+    result = run_cli(*DEMO, "dry_run=true", "budget.sweep_dir=x", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "error: budget.sweep_dir=x: budget.sweep_dir is set by a sweep (-m) for each of its "
+        "jobs, not on the command line; drop it"
+    )
