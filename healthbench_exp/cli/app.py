@@ -26,6 +26,7 @@ from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.regrade import regrade_arguments
 from healthbench_exp.cli.resume import plan_resume
+from healthbench_exp.cli.typed_paths import from_where_typed
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core import standard_streams
 from healthbench_exp.engine.estimate_text import format_estimate
@@ -98,6 +99,7 @@ def run_app(cfg: DictConfig) -> float | None:
     if started:
         run_dir.write_status("running")
     try:
+        cfg = from_where_typed(cfg)  # hydra.job.chdir=true moved the job
         config, plain = to_config(cfg)
         readiness = startup.check(config, dry_run=config.dry_run.requested)
         if not started:

@@ -22,6 +22,7 @@ from healthbench_exp.cli.run_lock import LOCK_FILE
 from healthbench_exp.config.checks import needed_roles, validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
+from healthbench_exp.data.rows import data_file_problem
 from healthbench_exp.model.access import resolve_api_key
 from healthbench_exp.model.retired import ModelRetired, check_shutdowns
 from healthbench_exp.model.roles import Roles
@@ -40,8 +41,9 @@ def path_problems(config: Config) -> list[str]:
     """Files named in the config that do not exist (`completions.path` may also be a run's
     `results` folder, a saved dataset)."""
     problems = []
-    if config.dataset.path and not Path(config.dataset.path).expanduser().is_file():
-        problems.append(f"dataset.path={config.dataset.path}: no such file")
+    dataset_problem = config.dataset.path and data_file_problem("dataset.path", config.dataset.path)
+    if dataset_problem:
+        problems.append(dataset_problem)
     completions = config.completions
     if (
         config.task.kind is TaskKind.eval
