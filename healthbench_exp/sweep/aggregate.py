@@ -389,7 +389,12 @@ def main(argv: list[str] | None = None) -> None:
             "with .hydra/overrides.yaml, status.json or summary.json) in or below it"
         )
     out_dir = choose_out_dir(args.dirs, args.out, [Path(text(r, "path")) for r in data["jobs"]])
-    write_summary(out_dir, data)
+    try:
+        write_summary(out_dir, data)
+    except OSError as exc:  # a read-only or full disk, a file in the way: shown, then one line
+        print(markdown(data))
+        _fail(f"cannot write into {out_dir} ({exc.filename}: {exc.strerror}); choose a --out "
+              "folder you can write")  # fmt: skip
     print(markdown(data))
     print(f"written: {out_dir}/sweep_summary.{{csv,json,md}} and {out_dir}/report.html")
 

@@ -14,11 +14,14 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_run_stops import no_tmpfs, read_only_mount
 
@@ -107,3 +110,84 @@ def test_job_chdir_keeps_paths_relative_to_where_the_command_was_typed(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["config"]["dataset"]["path"] == str(typed_in / "mine.jsonl")
     assert summary["metrics"]["overall_score:n_samples"] == 2
+
+
+def test_a_sweep_and_its_aggregate_print_on_a_stdout_short_of_unicode(tmp_path) -> None:
+    """Under `PYTHONIOENCODING=ascii` (or `LC_ALL=C` without UTF-8 mode) the sweep's summary and
+    `aggregate`'s printout lose only the characters the stream cannot encode (`?`), not the
+    whole printout to a UnicodeEncodeError; `--out` a folder that cannot be made is one line,
+    after the comparison was shown."""
+    sweep_dir = tmp_path / "sweep"
+    result = run_cli(
+        "-m", *DEMO, "sampling.num_examples=2", "sampling.seed=1,2",
+        f"hydra.sweep.dir={sweep_dir}", env={"PYTHONIOENCODING": "ascii"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "UnicodeEncodeError" not in result.stdout + result.stderr
+    assert "Cost of the sweep" in result.stdout and "?" in result.stdout  # the table's `±`
+    assert f"sweep summary: {sweep_dir / 'sweep_summary.md'}" in result.stdout
+    assert "±" in (sweep_dir / "sweep_summary.md").read_text(encoding="utf-8")  # files: UTF-8
+    for ascii_stdout in ({"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}):
+        aggregated = zygote.run(str(sweep_dir), module="healthbench_exp.aggregate", env={
+            **os.environ, "PYTHONCOERCECLOCALE": "0", **ascii_stdout})  # fmt: skip
+        assert aggregated.returncode == 0, (ascii_stdout, aggregated.stderr)
+        assert "Cost of the sweep" in aggregated.stdout and "written: " in aggregated.stdout
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    out = blocked / "comparison"  # can never be made, whoever runs it
+    refused = zygote.run(str(sweep_dir), "--out", str(out), module="healthbench_exp.aggregate")
+    assert refused.returncode == 2
+    assert "Cost of the sweep" in refused.stdout  # shown, though not written
+    line = one_error_line(refused.stderr)
+    assert f"cannot write into {out} ({out}: Not a directory); choose a --out folder" in line
+
+
+def test_aggregate_into_a_read_only_folder_is_one_line(tmp_path, read_only_folder) -> None:
+    sweep_dir = tmp_path / "sweep"
+    swept = run_cli("-m", *DEMO, "sampling.num_examples=1", f"hydra.sweep.dir={sweep_dir}")
+    assert swept.returncode == 0, swept.stderr
+    out = read_only_folder / "comparison"
+    refused = zygote.run(str(sweep_dir), "--out", str(out), module="healthbench_exp.aggregate")
+    assert refused.returncode == 2, refused.stderr
+    line = one_error_line(refused.stderr)
+    assert line.startswith(f"error: cannot write into {out} (") and "choose a --out" in line
+
+
+class RefusingLogin(ThreadingHTTPServer):
+    """A W&B server that refuses every API key (401), as api.wandb.ai does a bad one."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps({"errors": [{"message": "user is not logged in"}]}).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def test_a_report_with_a_bad_wandb_key_is_one_line(tmp_path) -> None:
+    server = RefusingLogin()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"WANDB_API_KEY": "k" * 40, "WANDB_BASE_URL": url, "NETRC": str(tmp_path / "none"),
+            "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config")}  # fmt: skip
+    try:
+        result = zygote.run("group=multirun/x", module="healthbench_exp.report", env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 2, result.stderr
+    line = one_error_line(result.stderr)
+    assert f"W&B at {url} did not take the report (" in line and "user is not logged in" in line
+    assert "wandb login --relogin" in line
