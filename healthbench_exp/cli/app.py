@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from healthbench_exp.cli import endings, hydra_errors, ownership, run_lock, startup
 from healthbench_exp.cli import job as jobs
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
+from healthbench_exp.cli.hydra_flags import hydra_flag_arguments
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.regrade import regrade_arguments
@@ -167,6 +168,7 @@ def main() -> None:
     """
     sys.argv[1:] = translate_dry_run(sys.argv[1:])  # dry_run=true: dry_run.enabled=true
     try:
+        sys.argv[1:] = hydra_flag_arguments(sys.argv[1:])  # -sc refused; --hydra-help without it
         # a mistyped key names the valid ones, beside resume= too (its run's own were checked)
         check_overrides([a for a in sys.argv[1:] if not a.startswith(("resume=", "regrade="))])
         regrade = regrade_arguments(sys.argv[1:])  # a regrade: its source run's arguments
