@@ -166,6 +166,7 @@ def main() -> None:
     Both checks come before Hydra starts the job, so a refused resume, and the resume of a
     completed run, leave the run directory exactly as it was.
     """
+    run_lock.remember_typed(sys.argv[1:])  # the lock names the command as typed, not rewritten
     sys.argv[1:] = translate_dry_run(sys.argv[1:])  # dry_run=true: dry_run.enabled=true
     try:
         sys.argv[1:] = hydra_flag_arguments(sys.argv[1:])  # -sc refused; --hydra-help without it
