@@ -260,9 +260,10 @@ def hf_table(repo: str, split: str, has_official_file: bool) -> datasets.Dataset
             )
     try:
         table = datasets.load_dataset(repo, split=split)
-    except OSError as exc:
-        raise unwritable_hf_cache(exc) or exc from None
     except Exception as exc:  # network, auth, unknown repo: say what was tried
+        unwritable = unwritable_hf_cache(exc) if isinstance(exc, OSError) else None
+        if unwritable is not None:
+            raise unwritable from None
         raise ConfigError(
             f"could not load Hugging Face dataset {repo!r} split {split!r}: {exc}. "
             f"Use {instead} or dataset.path=FILE for a local copy."
