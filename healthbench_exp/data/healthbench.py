@@ -152,13 +152,19 @@ def check_jsonl_file(path: Path, chunk_bytes: int = 1 << 20) -> None:
         raise DataError(f"JSONL file {path} is empty; expected one JSON object per line")
 
 
+def hf_datasets_cache() -> Path:
+    """The folder where `datasets` keeps its files (HF_DATASETS_CACHE, else under HF_HOME, else
+    ~/.cache/huggingface/datasets)."""
+    import datasets
+
+    return Path(datasets.config.HF_DATASETS_CACHE)
+
+
 def unwritable_hf_cache(exc: OSError) -> ConfigError | None:
     """`exc` as one line if it is the Hugging Face cache that could not be written (`datasets`
     keeps its files there even for a local file: under HOME, `~/.cache/huggingface`, unless
     HF_HOME moves it), naming the folder and the fix; None for any other error."""
-    import datasets
-
-    cache = Path(datasets.config.HF_DATASETS_CACHE)
+    cache = hf_datasets_cache()
     failed = Path(str(exc.filename)) if exc.filename else None
     if exc.errno not in CACHE_ERRNOS or failed is None:
         return None

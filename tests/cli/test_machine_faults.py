@@ -68,25 +68,36 @@ def test_a_cache_folder_that_cannot_be_made_is_one_line_naming_it_and_the_key(
     assert f"cache.dir {cache} cannot be created (" in line
     assert "point cache.dir at a writable directory or set cache.enabled=false" in line
     assert "Traceback" not in result.stdout + result.stderr
-    assert json.loads((run_dir / "status.json").read_text())["status"] == "failed"
+    assert sorted(p.name for p in run_dir.iterdir()) == ["healthbench.log"]  # a start-up check
 
 
-def test_a_read_only_home_names_the_hugging_face_cache_and_no_resume(
+def test_a_read_only_home_names_the_caches_under_it_and_no_resume(
     tmp_path, read_only_folder, monkeypatch
 ) -> None:
-    """The data is read through `datasets`, which writes under HOME (~/.cache/huggingface): the
-    cause is named, with HF_HOME to move it; the run never started, so no resume command."""
+    """Two folders a run writes are under HOME by default: the response cache and the Hugging
+    Face cache (`datasets` keeps its files there even for a local data file). Both are named at
+    start-up, with the settings that move them; the run never started, so no resume command and
+    nothing but the log. The settings named then make the same run work."""
     home = read_only_folder
+    for name in ("HF_HOME", "HF_DATASETS_CACHE", "XDG_CACHE_HOME", "HEALTHBENCH_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)  # the caches under HOME, as for a user
     run_dir = tmp_path / "run"
-    for name in ("HF_HOME", "HF_DATASETS_CACHE", "XDG_CACHE_HOME"):  # the caches under HOME
-        monkeypatch.delenv(name, raising=False)
     result = run_cli(*DEMO, f"hydra.run.dir={run_dir}", env={"HOME": str(home)})
     assert result.returncode == 2, result.stderr
-    line = one_error_line(result.stderr)
-    assert f"cannot write the Hugging Face cache {home / '.cache' / 'huggingface'}" in line
-    assert "set HF_HOME to a writable folder" in line
-    assert "resume=" not in line and "hydra.run.dir" not in line
+    assert "2 problems, nothing was sent" in result.stderr, result.stderr
+    caches = home / ".cache"
+    assert f"cache.dir {caches / 'healthbench_exp' / 'cache'} cannot be created" in result.stderr
+    assert f"cannot write the Hugging Face cache {caches / 'huggingface'}" in result.stderr
+    assert "set HF_HOME to a writable folder" in result.stderr
+    assert "resume=" not in result.stderr and "hydra.run.dir" not in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
     assert sorted(p.name for p in run_dir.iterdir()) == ["healthbench.log"]
+    moved = run_cli(
+        *DEMO, "sampling.num_examples=2", f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={tmp_path / 'moved'}",
+        env={"HOME": str(home), "HF_HOME": str(tmp_path / "hf")},
+    )  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
 
 
 def test_a_directory_as_the_data_file_says_it_is_a_directory(tmp_path) -> None:
