@@ -161,11 +161,13 @@ def test_an_unreachable_hub_fails_within_10_s(tmp_path, silent_host, host) -> No
         assert alternative in errors[0], alternative
     assert "Retrying" not in result.stdout + result.stderr
     if host == "silent":
-        # one connection (no retries with backoff), given up after the timeout (the margin is
-        # the client's CPU on a loaded machine: its timer fires late, never early)
+        # one connection (no retries with backoff), given up after the timeout: the wait is
+        # timed from this side's accept (which a loaded machine may delay, shortening it) to the
+        # client's close (which it may delay, lengthening it); what it shows is a bounded wait,
+        # neither an immediate failure nor a hang
         assert len(silent_host.held) == 1
         (kept_open_s,) = silent_host.kept_open_s
-        assert SOURCE_TIMEOUT_S - 0.1 < kept_open_s < 2 * SOURCE_TIMEOUT_S, kept_open_s
+        assert SOURCE_TIMEOUT_S / 2 < kept_open_s < 2 * SOURCE_TIMEOUT_S, kept_open_s
     # nothing left behind but the log: no status, no config copy, no W&B run
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
