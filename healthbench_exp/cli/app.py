@@ -22,10 +22,12 @@ from omegaconf import DictConfig, OmegaConf
 from healthbench_exp.cli import endings, hydra_errors, ownership, parallel_stop, run_lock, startup
 from healthbench_exp.cli import job as jobs
 from healthbench_exp.cli.compose import CONFIG_PATH, to_config, translate_dry_run
+from healthbench_exp.cli.hydra_flags import hydra_flag_arguments
 from healthbench_exp.cli.hydra_schema import register_configs
 from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.cli.regrade import regrade_arguments
 from healthbench_exp.cli.resume import plan_resume
+from healthbench_exp.cli.typed_paths import from_where_typed
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core import standard_streams
 from healthbench_exp.engine.estimate_text import format_estimate
@@ -110,6 +112,7 @@ def run_app(cfg: DictConfig) -> float | None:
     if started:
         run_dir.write_status("running")
     try:
+        cfg = from_where_typed(cfg)  # hydra.job.chdir=true moved the job
         config, plain = to_config(cfg)
         readiness = startup.check(config, dry_run=config.dry_run.requested)
         if not started:
@@ -186,8 +189,10 @@ def main() -> None:
     Both checks come before Hydra starts the job, so a refused resume, and the resume of a
     completed run, leave the run directory exactly as it was.
     """
+    run_lock.remember_typed(sys.argv[1:])  # the lock names the command as typed, not rewritten
     sys.argv[1:] = translate_dry_run(sys.argv[1:])  # dry_run=true: dry_run.enabled=true
     try:
+        sys.argv[1:] = hydra_flag_arguments(sys.argv[1:])  # -sc refused; --hydra-help without it
         # a mistyped key names the valid ones, beside resume= too (its run's own were checked)
         check_overrides([a for a in sys.argv[1:] if not a.startswith(("resume=", "regrade="))])
         regrade = regrade_arguments(sys.argv[1:])  # a regrade: its source run's arguments

@@ -21,6 +21,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +97,21 @@ def _holder(fd: int) -> Holder:
         return Holder.of(json.loads(os.pread(fd, 65536, 0) or b"{}"))
     except (OSError, ValueError):
         return Holder()
+
+
+_TYPED: list[str] = []  # the arguments as typed (`remember_typed`); [] in a sweep's job process
+
+
+def remember_typed(arguments: Sequence[str]) -> None:
+    """Keep the command line as the user typed it, for the lock's `command`: `main` rewrites a
+    `resume=R` (or `regrade=`) into its run's own arguments before Hydra sees them, which are
+    not a command the user would recognize, nor one to type again."""
+    _TYPED[:] = arguments
+
+
+def typed_arguments() -> list[str]:
+    """The arguments `remember_typed` kept; else this process's (a job process of a sweep)."""
+    return list(_TYPED) or sys.argv[1:]
 
 
 def _describe(holder: Holder) -> str:
@@ -196,7 +212,7 @@ def acquire(directory: Path) -> RunLock:
         pid=os.getpid(),
         host=socket.gethostname(),
         started=time.time(),
-        command=" ".join([Path(sys.executable).name, "-m", "healthbench_exp", *sys.argv[1:]]),
+        command=" ".join([Path(sys.executable).name, "-m", "healthbench_exp", *typed_arguments()]),
     )
     try:
         os.ftruncate(fd, 0)

@@ -22,7 +22,11 @@ from healthbench_exp.cli.run_lock import LOCK_FILE
 from healthbench_exp.config.checks import needed_roles, validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
+from healthbench_exp.core.folders import uncreatable
+from healthbench_exp.data.healthbench import hf_datasets_cache
+from healthbench_exp.data.rows import data_file_problem
 from healthbench_exp.model.access import resolve_api_key
+from healthbench_exp.model.cache import cache_dir
 from healthbench_exp.model.retired import ModelRetired, check_shutdowns
 from healthbench_exp.model.roles import Roles
 from healthbench_exp.output.wandb.mode import Readiness, local_problems, resolve_mode
@@ -40,8 +44,9 @@ def path_problems(config: Config) -> list[str]:
     """Files named in the config that do not exist (`completions.path` may also be a run's
     `results` folder, a saved dataset)."""
     problems = []
-    if config.dataset.path and not Path(config.dataset.path).expanduser().is_file():
-        problems.append(f"dataset.path={config.dataset.path}: no such file")
+    dataset_problem = config.dataset.path and data_file_problem("dataset.path", config.dataset.path)
+    if dataset_problem:
+        problems.append(dataset_problem)
     completions = config.completions
     if (
         config.task.kind is TaskKind.eval
@@ -50,6 +55,29 @@ def path_problems(config: Config) -> list[str]:
         and not Path(completions.path).expanduser().exists()
     ):
         problems.append(f"completions.path={completions.path}: no such file or directory")
+    return problems + folder_problems(config)
+
+
+def folder_problems(config: Config) -> list[str]:
+    """The folders outside the run directory that a run writes and cannot create (`uncreatable`):
+    the response cache's, and the Hugging Face cache (`datasets` keeps its files there even for
+    a local data file), both under HOME by default: a read-only HOME is named as the cause."""
+    problems = []
+    folder = cache_dir(config.cache.dir)
+    why = uncreatable(folder) if config.cache.enabled else None
+    if why is not None:
+        problems.append(
+            f"cannot use the response cache: cache.dir {folder} cannot be created ({why}); "
+            "point cache.dir at a writable directory or set cache.enabled=false"
+        )
+    hf_cache = hf_datasets_cache()
+    why = uncreatable(hf_cache)
+    if why is not None:
+        problems.append(
+            f"cannot write the Hugging Face cache {hf_cache} ({why}), where `datasets` keeps its "
+            "files; set HF_HOME to a writable folder (HF_HOME=/tmp/hf python -m healthbench_exp "
+            "...)"
+        )
     return problems
 
 

@@ -94,4 +94,15 @@ def guard() -> None:
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, QuietStream):
+            replace_unencodable(stream)
             setattr(sys, name, QuietStream(stream))
+
+
+def replace_unencodable(stream: TextIO) -> None:
+    """A stream in an encoding short of Unicode (`PYTHONIOENCODING=ascii`, `LC_ALL=C` without
+    UTF-8 mode, Latin-1) writes a character it cannot encode (the table's `±`, a name's accent)
+    as `?` instead of raising UnicodeEncodeError and losing the whole printout."""
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+        with contextlib.suppress(OSError, ValueError):
+            stream.reconfigure(errors="replace")

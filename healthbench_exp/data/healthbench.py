@@ -8,6 +8,7 @@ reported with its line number. The Hugging Face mirrors are read as published.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
 import logging
@@ -26,6 +27,7 @@ from healthbench_exp.core.types import THEMES as THEMES  # re-exported: the data
 from healthbench_exp.data.professional import is_professional, parse_professional
 from healthbench_exp.data.rows import (
     DataError,
+    data_file_problem,
     json_object,
     parse_messages,
     row_label,
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 OPENAI_BASE_URL = "https://openaipublic.blob.core.windows.net/simple-evals/healthbench/"
 SAMPLE_FILE = "sample.jsonl"
 SOURCE_TIMEOUT_S = 4.0  # a data source that does not answer within this fails the start
+CACHE_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
 ROWS_PER_BATCH = 500  # lines taken from the `text` builder's table at a time
 T = TypeVar("T")
 _TAG_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}  # every criterion tag set read so far
@@ -149,6 +152,31 @@ def check_jsonl_file(path: Path, chunk_bytes: int = 1 << 20) -> None:
         raise DataError(f"JSONL file {path} is empty; expected one JSON object per line")
 
 
+def hf_datasets_cache() -> Path:
+    """The folder where `datasets` keeps its files (HF_DATASETS_CACHE, else under HF_HOME, else
+    ~/.cache/huggingface/datasets)."""
+    import datasets
+
+    return Path(datasets.config.HF_DATASETS_CACHE)
+
+
+def unwritable_hf_cache(exc: OSError) -> ConfigError | None:
+    """`exc` as one line if it is the Hugging Face cache that could not be written (`datasets`
+    keeps its files there even for a local file: under HOME, `~/.cache/huggingface`, unless
+    HF_HOME moves it), naming the folder and the fix; None for any other error."""
+    cache = hf_datasets_cache()
+    failed = Path(str(exc.filename)) if exc.filename else None
+    if exc.errno not in CACHE_ERRNOS or failed is None:
+        return None
+    if failed != cache and failed not in cache.parents and cache not in failed.parents:
+        return None
+    return ConfigError(
+        f"cannot write the Hugging Face cache {cache} ({failed}: {exc.strerror}), where "
+        "`datasets` keeps its files; set HF_HOME to a writable folder (HF_HOME=/tmp/hf python "
+        "-m healthbench_exp ...) or make it writable"
+    )
+
+
 def jsonl_lines(path: Path, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line of a JSONL file, read through the HF `text`
     builder, streamed.
@@ -166,9 +194,12 @@ def jsonl_lines(path: Path, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[tu
     check_jsonl_file(path)
 
     datasets.disable_progress_bars()
-    lines = datasets.load_dataset(
-        "text", data_files=str(path), split="train", streaming=True, encoding="utf-8-sig"
-    )
+    try:
+        lines = datasets.load_dataset(
+            "text", data_files=str(path), split="train", streaming=True, encoding="utf-8-sig"
+        )
+    except OSError as exc:
+        raise unwritable_hf_cache(exc) or exc from None
     # a batch of lines at a time: never every line of the file as Python strings at once
     batches = lines.iter(batch_size=rows_per_batch)
     for number, line in enumerate((text for batch in batches for text in batch["text"]), 1):
@@ -236,6 +267,9 @@ def hf_table(repo: str, split: str, has_official_file: bool) -> datasets.Dataset
     try:
         table = datasets.load_dataset(repo, split=split)
     except Exception as exc:  # network, auth, unknown repo: say what was tried
+        unwritable = unwritable_hf_cache(exc) if isinstance(exc, OSError) else None
+        if unwritable is not None:
+            raise unwritable from None
         raise ConfigError(
             f"could not load Hugging Face dataset {repo!r} split {split!r}: {exc}. "
             f"Use {instead} or dataset.path=FILE for a local copy."
@@ -299,10 +333,10 @@ def dataset_origin(config: DatasetConfig) -> tuple[Path | datasets.Dataset, str 
     and for an official set (`source` hf or openai) how to name it (None: a local or the
     bundled file)."""
     if config.path:
-        path = Path(config.path).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"dataset.path={config.path}: no such file")
-        return path, None
+        problem = data_file_problem("dataset.path", config.path)
+        if problem is not None:
+            raise ConfigError(problem)
+        return Path(config.path).expanduser(), None
     if config.source is DataSource.bundled:
         return bundled_sample_path(config.bundled_file), None
     if config.source is DataSource.openai:

@@ -15,7 +15,7 @@ from healthbench_exp.data.healthbench import (
     parse_messages,
     row_label,
 )
-from healthbench_exp.data.rows import json_object
+from healthbench_exp.data.rows import data_file_problem, json_object
 
 META_SAMPLE_FILE = "meta_eval_sample.jsonl"
 
@@ -59,10 +59,10 @@ def meta_eval_path(dataset: DatasetConfig, task: TaskConfig) -> Path:
     """`dataset.path`, the bundled sample (`dataset.source=bundled`) or the official file
     (`task.meta_eval_file`, checked against `task.meta_eval_sha256`)."""
     if dataset.path:
-        path = Path(dataset.path).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"dataset.path={dataset.path}: no such file")
-        return path
+        problem = data_file_problem("dataset.path", dataset.path)
+        if problem is not None:
+            raise ConfigError(problem)
+        return Path(dataset.path).expanduser()
     if dataset.source is DataSource.bundled:
         return bundled_sample_path(META_SAMPLE_FILE)
     return official_file(dataset, task.meta_eval_file, task.meta_eval_sha256)

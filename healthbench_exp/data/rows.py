@@ -8,10 +8,22 @@ Professional schema, SPEC sections 1 and 6); `label` in the messages below is wh
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 
 class DataError(ValueError):
     """A row that does not follow the HealthBench schema; the message names where."""
+
+
+def data_file_problem(key: str, value: str) -> str | None:
+    """What is wrong with `value` (`~` expanded) as the data file the config key `key` names:
+    missing, or a directory; None for a file."""
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return f"{key}={value}: a directory, not a file; name the JSONL file in it"
+    if not path.is_file():
+        return f"{key}={value}: no such file"
+    return None
 
 
 def json_object(row: object, where: str) -> dict[str, object]:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.model.cache_file import (
+    directory_made,
     not_a_directory,
     open_database,
     open_read_only,
@@ -196,15 +197,14 @@ class ResponseCache:
         self.unflushed = 0
         self.pending: dict[str, CachedReply] = {}  # stored but not yet committed (see `put`)
         self.batched = False  # the open transaction is committed by the event loop
-        problem = not_a_directory(directory)
+        problem = not_a_directory(directory) or directory_made(directory)
         if problem is not None:
             raise ConfigError(
                 f"cannot use the response cache: cache.dir {problem}; point cache.dir at a "
-                "directory or set cache.enabled=false"
+                "writable directory or set cache.enabled=false"
             )
         try:
             if writable(self.path):
-                directory.mkdir(parents=True, exist_ok=True)
                 self.db = open_database(self.path)
                 self.db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
             else:

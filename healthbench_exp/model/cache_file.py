@@ -103,8 +103,8 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     """The cache file at `path` for reading only (`mode=ro`, else `immutable=1`; see the module
     docstring); sqlite3.Error when it cannot be read."""
     uri = path.resolve().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60.0)  # no file: raises here
     try:
-        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60.0)
         db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         return db
     except sqlite3.OperationalError:
@@ -139,4 +139,14 @@ def not_a_directory(directory: Path) -> str | None:
             f"{directory} is a file, not a directory; the cache directory is the one that "
             f"holds responses.sqlite{hint}"
         )
+    return None
+
+
+def directory_made(directory: Path) -> str | None:
+    """Make the cache directory `directory` (with its parents) if it is missing; None once it
+    exists, else why it cannot be made (a read-only mount, a parent this user may not write)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{directory} cannot be created ({exc.strerror or exc})"
     return None

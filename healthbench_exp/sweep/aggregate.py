@@ -55,6 +55,7 @@ from healthbench_exp.sweep.jobs import (
 from healthbench_exp.sweep.judge_table import judge_table
 from healthbench_exp.sweep.jury import jury_columns
 from healthbench_exp.sweep.markdown import markdown, write_csv
+from healthbench_exp.sweep.out_folder import written_or_exit
 from healthbench_exp.sweep.planned import finish_command, unfinished_lines
 from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
@@ -377,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
             "with .hydra/overrides.yaml, status.json or summary.json) in or below it"
         )
     out_dir = choose_out_dir(args.dirs, args.out, [Path(text(r, "path")) for r in data["jobs"]])
-    write_summary(out_dir, data)
+    written_or_exit(lambda: write_summary(out_dir, data), out_dir)  # or one line, exit 2
     print(markdown(data))
     print(f"written: {out_dir}/sweep_summary.{{csv,json,md}} and {out_dir}/report.html")
     told = unfinished_told(data["jobs"])

@@ -4,35 +4,20 @@ failed start leaves nothing but its log."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from healthbench_exp.data.healthbench import SOURCE_TIMEOUT_S
 from tests.e2e.test_e2e import run_cli
+from tests.hub import HUB_ASKED
 
 ALTERNATIVES = ("dataset.source=openai", "dataset.path=", "HF_DATASETS_OFFLINE=1")
-WALL_LIMIT_S = 30  # a whole start, imports included: generous, the CI machine may be loaded
-STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]", re.MULTILINE)
-
-
-def logged_span_s(log_file: Path) -> float:
-    """Seconds between the first and the last timestamped line of a run's log: the time the
-    process spent after its imports and config composition, which is what a start-up check
-    controls (a whole subprocess start also times the machine's load)."""
-    stamps = [
-        datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
-        for stamp in STAMP.findall(log_file.read_text())
-    ]
-    assert len(stamps) >= 2, log_file.read_text()
-    return (stamps[-1] - stamps[0]).total_seconds()
 
 
 def closed_port() -> int:
@@ -43,11 +28,13 @@ def closed_port() -> int:
 
 @dataclass
 class SilentHost:
-    """A loopback server that accepts connections and never answers: its URL and the
-    connections it was opened."""
+    """A loopback server that accepts connections and never answers: its URL, the connections it
+    was opened, and for each one the seconds the client kept it open before closing it (the
+    client's own wait, timed here, whatever the load on the client's machine)."""
 
     url: str
     held: list[socket.socket] = field(default_factory=list)
+    kept_open_s: list[float] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -57,14 +44,29 @@ def silent_host() -> Iterator[SilentHost]:
     server.listen(64)
     host = SilentHost(f"http://127.0.0.1:{server.getsockname()[1]}")
     stop = threading.Event()
+    readers: list[threading.Thread] = []
+
+    def wait_for_close(conn: socket.socket, accepted: float) -> None:
+        try:
+            while conn.recv(4096):  # the request, then b"" when the client closes
+                pass
+        except OSError:
+            return
+        host.kept_open_s.append(time.monotonic() - accepted)
 
     def accept() -> None:
         server.settimeout(0.2)
         while not stop.is_set():
             try:
-                host.held.append(server.accept()[0])
+                conn = server.accept()[0]
             except OSError:
                 continue
+            host.held.append(conn)
+            reader = threading.Thread(
+                target=wait_for_close, args=(conn, time.monotonic()), daemon=True
+            )
+            readers.append(reader)
+            reader.start()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
@@ -72,7 +74,10 @@ def silent_host() -> Iterator[SilentHost]:
     stop.set()
     thread.join()
     for conn in host.held:
+        conn.shutdown(socket.SHUT_RDWR)
         conn.close()
+    for reader in readers:
+        reader.join()
     server.close()
 
 
@@ -87,13 +92,11 @@ def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
 def test_every_problem_is_reported_at_once_before_the_data(tmp_path, monkeypatch) -> None:
     env = no_keys(monkeypatch, tmp_path)
     out = tmp_path / "run"
-    began = time.monotonic()
     result = run_cli(
         "sampling.rollouts_per_example=0", "completions=file",
         f"completions.path={tmp_path / 'missing.jsonl'}", "wandb=online",
         f"hydra.run.dir={out}", env={**env, "HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"},
     )  # fmt: skip
-    elapsed = time.monotonic() - began
     assert result.returncode == 2
     assert "4 problems, nothing was sent" in result.stderr
     for problem in (
@@ -104,7 +107,6 @@ def test_every_problem_is_reported_at_once_before_the_data(tmp_path, monkeypatch
     ):
         assert problem in result.stderr, problem
     assert "Hugging Face" not in result.stderr  # checked before the data source is contacted
-    assert elapsed < WALL_LIMIT_S
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
 
@@ -134,49 +136,53 @@ def test_a_dry_run_checks_the_same_keys_aside(tmp_path, monkeypatch) -> None:
 
 @pytest.mark.parametrize("host", ["closed", "silent"])
 def test_an_unreachable_hub_fails_within_10_s(tmp_path, silent_host, host) -> None:
+    """The Hub asked (whatever HF_HUB_OFFLINE the suite runs under), one connection, given up
+    after SOURCE_TIMEOUT_S: the wait is timed by the silent host, from accepting the connection
+    to the client closing it, not as the whole process's wall time (which times the machine's
+    load: imports, config composition)."""
     endpoint = silent_host.url if host == "silent" else f"http://127.0.0.1:{closed_port()}"
     out = tmp_path / "run"
-    began = time.monotonic()
     result = run_cli(
         "model=offline",
         "judge=offline",
         "wandb=offline",
         "dataset.source=hf",  # the mirror (the default is the official file)
         f"hydra.run.dir={out}",
-        env={"HF_ENDPOINT": endpoint},
+        env={"HF_ENDPOINT": endpoint, **HUB_ASKED},
     )
-    elapsed = time.monotonic() - began
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1, result.stderr
+    reason = "(no answer)" if host == "silent" else "refused"
     assert f"the Hugging Face Hub ({endpoint}) is unreachable" in errors[0]
+    assert reason in errors[0], errors[0]
     assert "neuralleap/healthbench-regular" in errors[0]
     for alternative in ALTERNATIVES:
         assert alternative in errors[0], alternative
     assert "Retrying" not in result.stdout + result.stderr
-    assert elapsed < WALL_LIMIT_S, elapsed
-    # the hub check itself: one bounded wait (SOURCE_TIMEOUT_S; the margin is the CPU of a
-    # loaded machine), and no retries with backoff (one connection to the silent hub)
-    assert logged_span_s(out / "healthbench.log") < SOURCE_TIMEOUT_S + 4
     if host == "silent":
+        # one connection (no retries with backoff), given up after the timeout: the wait is
+        # timed from this side's accept (which a loaded machine may delay, shortening it) to the
+        # client's close (which it may delay, lengthening it); what it shows is a bounded wait,
+        # neither an immediate failure nor a hang
         assert len(silent_host.held) == 1
+        (kept_open_s,) = silent_host.kept_open_s
+        assert SOURCE_TIMEOUT_S / 2 < kept_open_s < 2 * SOURCE_TIMEOUT_S, kept_open_s
     # nothing left behind but the log: no status, no config copy, no W&B run
     assert sorted(p.name for p in out.iterdir()) == ["healthbench.log"]
 
 
 def test_the_offline_cache_variables_skip_the_hub(tmp_path, silent_host) -> None:
     """HF_DATASETS_OFFLINE=1 reads `datasets`' cache: the silent hub is never asked."""
-    began = time.monotonic()
     result = run_cli(
         "model=offline", "judge=offline", "wandb=disabled", "dataset.source=hf",
         f"hydra.run.dir={tmp_path / 'run'}",
-        env={"HF_ENDPOINT": silent_host.url, "HF_DATASETS_OFFLINE": "1"},
+        env={"HF_ENDPOINT": silent_host.url, **HUB_ASKED, "HF_DATASETS_OFFLINE": "1"},
     )  # fmt: skip
     assert result.returncode == 2
     assert "unreachable" not in result.stderr
     # no cached copy on this machine: datasets 3+ names the error, 2.21 says it
     assert "OfflineModeIsEnabled" in result.stderr or "Offline mode is enabled" in result.stderr
-    assert time.monotonic() - began < WALL_LIMIT_S
     assert silent_host.held == []  # the hub was never asked
 
 

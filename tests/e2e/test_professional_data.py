@@ -14,6 +14,7 @@ from healthbench_exp.data.professional import SLICE_KEYS
 from healthbench_exp.grading.scoring import tag_metric_names
 from tests.data.test_professional import PRO_SAMPLE, pro_row
 from tests.e2e.test_e2e import run_cli
+from tests.hub import HUB_ASKED
 
 OFFLINE = ("model=offline", "judge=offline", "wandb=offline")
 
@@ -88,7 +89,7 @@ def test_an_unreachable_hub_names_the_offline_sample_not_an_official_file(tmp_pa
         closed = s.getsockname()[1]
     result = run_cli(
         "difficulty=professional", *OFFLINE, f"hydra.run.dir={tmp_path / 'out'}",
-        env={"HF_ENDPOINT": f"http://127.0.0.1:{closed}"},
+        env={"HF_ENDPOINT": f"http://127.0.0.1:{closed}", **HUB_ASKED},
     )  # fmt: skip
     assert result.returncode == 2
     assert "is unreachable for 'openai/healthbench-professional'" in result.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,10 @@ from healthbench_exp.model.retired import (
     judge_shutdown,
     shutdown_of,
 )
+from tests.dates import day, in_days
 from tests.e2e.test_e2e import run_cli
 
 CONF = Path(__file__).parents[2] / "healthbench_exp" / "conf"
-TODAY = date.today()
-
-
-def day(offset: int) -> str:
-    return (TODAY + timedelta(days=offset)).isoformat()
 
 
 @pytest.mark.parametrize("preset", sorted([*CONF.glob("model/*.yaml"), *CONF.glob("judge/*.yaml")]))
@@ -102,13 +98,14 @@ def get(url: str) -> tuple[int, dict]:
 def test_the_builtin_endpoint_serves_shutdown_dates_and_refuses_retired_models(
     loopback_server: Any,
 ) -> None:
-    server = loopback_server(shutdown_dates=f"old-1={day(-1)},soon-1={day(30)}")
+    soon = day(30)
+    server = loopback_server(shutdown_dates=f"old-1={day(-1)},soon-1={soon}")
     status, listed = get(f"{server.base_url}/models")
     assert status == 200 and listed["data"] == [
         {"id": "soon-1", "object": "model", "created": 0, "owned_by": "system",
-         "shutdown_date": day(30)}
+         "shutdown_date": soon}
     ]  # fmt: skip
-    assert get(f"{server.base_url}/models/soon-1")[1]["shutdown_date"] == day(30)
+    assert get(f"{server.base_url}/models/soon-1")[1]["shutdown_date"] == soon
     assert "shutdown_date" not in get(f"{server.base_url}/models/other-1")[1]
     status, body = get(f"{server.base_url}/models/old-1")
     assert status == 404 and body["error"]["code"] == "model_not_found"
@@ -136,13 +133,17 @@ def _run(tmp_path: Path, url: str, judge: str, *args: str) -> Any:
 def test_a_judge_the_server_dates_within_60_days_warns_once_and_runs(
     tmp_path: Path, loopback_server: Any
 ) -> None:
-    server = loopback_server(shutdown_dates=f"soon-1={day(30)}")
+    began, soon = date.today(), day(30)
+    server = loopback_server(shutdown_dates=f"soon-1={soon}")
     result = _run(tmp_path, server.base_url, "soon-1", "judge.replacements=[gpt54]")
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr  # the log's console lines go to stdout
     lines = [x for x in output.splitlines() if "shuts down" in x]
     assert len(lines) == 1, output
-    assert f"judge: model soon-1 shuts down on {day(30)}, in 30 days (per the server)" in lines[0]
+    assert any(
+        f"judge: model soon-1 shuts down on {soon}, {days} (per the server)" in lines[0]
+        for days in in_days(soon, began)
+    ), lines[0]
     assert "use judge=gpt54 instead" in lines[0] and "docs/judges.md" in lines[0]
     assert server.stats()["requests"] > 0
 
@@ -164,9 +165,10 @@ def test_a_preset_past_its_date_stops_the_run_naming_the_date(
     tmp_path: Path, loopback_server: Any
 ) -> None:
     server = loopback_server()  # the server gives no date: the preset's applies
-    result = _run(tmp_path, server.base_url, "m-2", f"judge.shutdown_date={day(-10)}")
+    past = day(-10)
+    result = _run(tmp_path, server.base_url, "m-2", f"judge.shutdown_date={past}")
     assert result.returncode == 2
-    assert f"judge: model m-2 is retired: shut down since {day(-10)}" in result.stderr
+    assert f"judge: model m-2 is retired: shut down since {past}" in result.stderr
     assert server.stats().get("requests", 0) == 0
 
 
@@ -190,10 +192,11 @@ def test_the_demo_does_not_warn(tmp_path: Path) -> None:
 
 
 def test_a_sweep_checks_every_job_before_the_first_starts(tmp_path: Path) -> None:
+    past = day(-1)
     result = run_cli(
         "-m", "experiment=demo", "wandb=disabled",
-        f"judge.shutdown_date={day(400)},{day(-1)}", f"hydra.sweep.dir={tmp_path / 's'}",
+        f"judge.shutdown_date={day(400)},{past}", f"hydra.sweep.dir={tmp_path / 's'}",
     )  # fmt: skip
     assert result.returncode == 2
-    assert "error: sweep job 1 (" in result.stderr and f"shut down since {day(-1)}" in result.stderr
+    assert "error: sweep job 1 (" in result.stderr and f"shut down since {past}" in result.stderr
     assert not list(tmp_path.glob("s/*/examples.jsonl"))  # job 0 (fine) did not start either

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from healthbench_exp.core.types import AXES, THEMES
-from healthbench_exp.output.wandb.mode import api_key
+from healthbench_exp.output.wandb.mode import api_key, base_url
 
 if TYPE_CHECKING:  # imported when needed: loading it takes seconds
     import wandb_workspaces.reports.v2 as wr
@@ -112,11 +112,18 @@ def make_report(argv: list[str]) -> str:
         )
     import wandb
 
-    entity = options.get("entity") or wandb.Api().default_entity
-    if not entity:
-        raise ReportError("no W&B entity: pass entity=<your team or user name>")
-    report = build_report(entity, options["project"], options["group"], options.get("title"))
-    report.save()
+    try:
+        entity = options.get("entity") or wandb.Api().default_entity
+        if not entity:
+            raise ReportError("no W&B entity: pass entity=<your team or user name>")
+        report = build_report(entity, options["project"], options["group"], options.get("title"))
+        report.save()
+    except (wandb.errors.Error, OSError) as exc:  # a refused key, a server that does not answer
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ReportError(
+            f"W&B at {base_url()} did not take the report ({reason}); check the login "
+            "(`wandb login --relogin` or WANDB_API_KEY) and WANDB_BASE_URL"
+        ) from None
     return str(report.url)
 
 

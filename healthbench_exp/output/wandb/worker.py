@@ -76,13 +76,17 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
     first = json.loads(commands.readline() or "{}")
     if first.get("op") != "open":
         return
+    output_dir = Path(first["output_dir"])
+    # W&B copies an artifact's files into `$WANDB_DATA_DIR/artifacts/staging` (by default under
+    # ~/.local/share/wandb), and an offline run refers to them there until `wandb sync`: inside
+    # the run folder, they stay with the run (a WANDB_DATA_DIR the user set is kept)
+    os.environ.setdefault("WANDB_DATA_DIR", str(output_dir / "wandb"))
     run = open_run(first["init"], channel)
     if run is None:
         emit(channel, "done")
         return
     mode = "offline" if run.offline else "online"
     emit(channel, "opened", run_id=run.id, mode=mode, dir=run.dir)
-    output_dir = Path(first["output_dir"])
     with contextlib.suppress(OSError):
         record = output_dir / "wandb" / "run.json"
         record.parent.mkdir(parents=True, exist_ok=True)
