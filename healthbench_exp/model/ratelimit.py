@@ -33,10 +33,13 @@ MIN_RATE = 0.05  # requests per second: the slowest pace (3 a minute)
 OBSERVE_S = 10.0  # the pace after a 429 is set from the successes of this many seconds
 PACE_MARGIN = 0.9  # ... times this
 # after a cut the pace doubles every DOUBLING_S up to what the server sustained before it
-# (without bound when it sustained nothing yet), then rises by RAMP_PER_S of that every second
+# (without bound when it sustained nothing yet), then rises by RAMP_PER_REQUEST of that for
+# every request started: a probe past a limit costs one 429 in about sqrt(2 R / RAMP) requests
+# at R a second (60 at 1 a second, 200 at 10), whatever R is (a rise per second cost one in
+# 6 R: 8% of the requests refused at 2 a second)
 DOUBLING_S = 1.0
 MAX_DOUBLINGS = 60.0  # past this the pace is as good as none (and 2.0**x stays finite)
-RAMP_PER_S = 0.05
+RAMP_PER_REQUEST = 0.0005
 NOTICE_EVERY_S = 30.0  # one log line per endpoint at most this often
 
 _TRY_AGAIN = re.compile(
@@ -104,20 +107,20 @@ def classify_429(headers: Mapping[str, str], body: object) -> Refusal:
 class EndpointPacer:
     """When the next request to one endpoint may start; shared by all its requests.
 
-    Unpaced until the first 429 (or from the start at `requests_per_minute`, when known, rising
-    by RAMP_PER_S of it every second). A 429 pauses every request until the server's reset time
-    and sets the pace to PACE_MARGIN times the successes per second of the last OBSERVE_S
-    (halved if there were none), never faster than the pace refused. From there the pace
+    Unpaced until the first 429 (or from the start at `requests_per_minute`, when known). A
+    429 pauses every request until the server's reset time and sets the pace to PACE_MARGIN
+    times the successes per second of the last OBSERVE_S (since the first cut, once there was
+    one; halved if there were none), never faster than the pace refused. From there the pace
     doubles every DOUBLING_S up to the successes per second the server sustained before the
     429 (`ceiling`; without bound where it sustained none yet, as in a burst of 429s at the
-    start), then rises linearly, by RAMP_PER_S of that every second, until the next 429: once
-    the 429s stop, the pace is back within seconds, and it probes past the sustained rate
-    slowly. Only a 429 to a request started after the last cut lowers the pace again, so one
-    burst of refusals counts once. Held-back requests start in the order they came (O(1)
-    each). Once replies carry `x-ratelimit-*` headers, requests also wait until the server's
-    buckets, as learnt from them (`HeaderBuckets`), hold their cost, so few are refused at
-    all; a 429 then pauses without cutting the pace. Every time is read from `clock`, and every
-    wait sleeps on it.
+    start), then rises by RAMP_PER_REQUEST of that for every request started, until the next
+    429: once the 429s stop, the pace is back within seconds, and it probes past the rate
+    sustained slowly, so a limit without rate-limit headers costs few 429s. Only a 429 to a
+    request started after the last cut lowers the pace again, so one burst of refusals counts
+    once. Held-back requests start in the order they came (O(1) each). Once replies carry
+    `x-ratelimit-*` headers, requests also wait until the server's buckets, as learnt from
+    them (`HeaderBuckets`), hold their cost, so few are refused at all; a 429 then pauses
+    without cutting the pace. Every time is read from `clock`, and every wait sleeps on it.
     """
 
     def __init__(
@@ -133,10 +136,12 @@ class EndpointPacer:
         self.base_rate: float | None = requests_per_minute / 60.0 if requests_per_minute else None
         # the rate the pace doubles up to after a cut (None: no bound); see `rate`
         self.ceiling: float | None = self.base_rate
+        self.probes = 0  # requests started past `ceiling` since the last cut; see `rate`
         self.resume_at = 0.0  # no request starts before this (the clock's seconds)
         self.next_start = 0.0  # the start time the next paced request gets
         self.last_cut = float("-inf") if self.base_rate is None else clock.now()
         self.successes: deque[float] = deque()
+        self.limited_since = -math.inf  # when the first cut came (see `_accepted_rate`)
         self.first_start: float | None = None
         self._gate = asyncio.Lock()  # the queue of held-back requests (FIFO)
         self.waiting = 0  # requests held back right now
@@ -148,8 +153,8 @@ class EndpointPacer:
 
     def rate(self, now: float) -> float | None:
         """The pace now, in requests per second (None: unpaced): from `base_rate` at the last
-        cut, doubling every DOUBLING_S up to `ceiling`, then rising linearly (see the class
-        docstring)."""
+        cut, doubling every DOUBLING_S up to `ceiling`, then rising by RAMP_PER_REQUEST of it
+        for every request started since (see the class docstring)."""
         base = self.base_rate
         if base is None:
             return None
@@ -157,10 +162,15 @@ class EndpointPacer:
         if self.ceiling is None:
             return base * 2.0 ** min(since / DOUBLING_S, MAX_DOUBLINGS)
         ceiling = max(base, self.ceiling)
-        reached_after = DOUBLING_S * math.log2(ceiling / base)
-        if since < reached_after:
+        if since < self._climb_s():
             return base * 2.0 ** (since / DOUBLING_S)
-        return ceiling * (1.0 + RAMP_PER_S * (since - reached_after))
+        return ceiling * (1.0 + RAMP_PER_REQUEST * self.probes)
+
+    def _climb_s(self) -> float:
+        """Seconds from the last cut until the doubling pace reaches `ceiling` (inf: never)."""
+        if self.base_rate is None or self.ceiling is None:
+            return math.inf
+        return DOUBLING_S * math.log2(max(self.base_rate, self.ceiling) / self.base_rate)
 
     async def start(self, tokens: float) -> Ticket:
         """Wait until a request of `tokens` (as the server counts them) may start; return its
@@ -197,6 +207,8 @@ class EndpointPacer:
                     await self._sleep(start - now)
                 rate = self.rate(now)
                 self.next_start = now + (1.0 / rate if rate else 0.0)
+                if now - self.last_cut >= self._climb_s():
+                    self.probes += 1  # started past the rate sustained: the pace rises
                 return buckets.take(tokens)
         finally:
             self.waiting -= 1
@@ -212,6 +224,7 @@ class EndpointPacer:
             timer.cancel()
 
     def succeeded(self) -> None:
+        """A request was answered (now)."""
         now = self.clock.now()
         self.successes.append(now)
         while self.successes and self.successes[0] < now - OBSERVE_S:
@@ -235,6 +248,9 @@ class EndpointPacer:
             self.base_rate = max(MIN_RATE, paced)
             self.ceiling = sustained
             self.last_cut = now
+            self.probes = 0
+            if self.limited_since == -math.inf:
+                self.limited_since = now
             log.debug("%s: 429, pace cut to %.3f req/s, pause %.3f s", self.role, paced, wait_s)
         if now - self._last_notice >= NOTICE_EVERY_S and self.base_rate is None:
             self._last_notice = now
@@ -255,13 +271,18 @@ class EndpointPacer:
             )
 
     def _accepted_rate(self, now: float) -> float:
-        """PACE_MARGIN x successes per second over the last OBSERVE_S (0.0 if none)."""
+        """PACE_MARGIN x successes per second over the last OBSERVE_S (0.0 if none), since the
+        first cut once there was one: what the server sustains under its limit, not the burst
+        it let through before it first refused (a bucket of 600 emptied at 80 a second took
+        nine cuts to come down to its 10 a second, and each cost 429s)."""
         while self.successes and self.successes[0] < now - OBSERVE_S:
             self.successes.popleft()
-        span = min(OBSERVE_S, now - (self.first_start or now))
-        if not self.successes or span <= 0:
+        since = max(self.first_start or now, self.limited_since)
+        counted = sum(1 for at in self.successes if at >= since)
+        span = min(OBSERVE_S, now - since)
+        if not counted or span <= 0:
             return 0.0
-        return PACE_MARGIN * len(self.successes) / max(span, 1.0)
+        return PACE_MARGIN * counted / max(span, 1.0)
 
     def describe(self) -> str:
         """For the progress line: "rate-limited judge: waiting 4s (37 queued), pace 2.0 req/s"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from healthbench_exp.config.schema import OfflineServerConfig
 
@@ -67,12 +67,16 @@ class Bucket:
     the account's other jobs spend a share of the refill (see `parse_schedule`)."""
 
     def __init__(
-        self, capacity: int, window_s: float, schedule: Sequence[tuple[float, float]] = ()
+        self,
+        capacity: int,
+        window_s: float,
+        schedule: Sequence[tuple[float, float]] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.capacity = capacity
         self.per_s = capacity / window_s
         self.level = float(capacity)
-        self.updated = self.started = time.monotonic()
+        self.updated = self.started = clock()
         self.schedule = schedule
 
     def refill(self, now: float) -> None:
@@ -92,9 +96,13 @@ class Bucket:
 class AccountLimits:
     """The account faults of `settings`: rate limits (`rate_limit_requests` and
     `rate_limit_tokens` per `rate_limit_window_s` for each model, 0 = none), `quota_exhausted`
-    and `silent`, for the requests of `limited_role`."""
+    and `silent`, for the requests of `limited_role`. `clock`: monotonic seconds (a fake one in
+    the pacer's tests)."""
 
-    def __init__(self, settings: OfflineServerConfig) -> None:
+    def __init__(
+        self, settings: OfflineServerConfig, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.clock = clock
         if settings.limited_role not in ROLES:
             raise ValueError(f"limited_role must be one of {', '.join(ROLES)}")
         self.window_s = settings.rate_limit_window_s
@@ -126,7 +134,7 @@ class AccountLimits:
         buckets = self.models.get(model)
         if buckets is None:
             buckets = self.models[model] = {
-                kind: Bucket(capacity, self.window_s, self.schedule)
+                kind: Bucket(capacity, self.window_s, self.schedule, self.clock)
                 for kind, capacity in self.capacities.items()
             }
             self.admitted_by_model[model] = {"limited_requests": 0, "limited_tokens": 0}
@@ -143,7 +151,7 @@ class AccountLimits:
         if not self.capacities:
             return {}, None
         buckets = self.buckets(model)
-        now = time.monotonic()
+        now = self.clock()
         amounts = {"requests": 1, "tokens": tokens}
         for bucket in buckets.values():
             bucket.refill(now)
@@ -182,7 +190,7 @@ class AccountLimits:
         for kind, capacity in self.capacities.items():
             stats[f"limit_{kind}_capacity"] = capacity
             stats[f"limit_{kind}_per_s"] = capacity / self.window_s
-        now = time.monotonic()
+        now = self.clock()
         models: dict[str, dict[str, float]] = {}
         for model, buckets in self.models.items():
             levels: dict[str, float] = dict(self.admitted_by_model[model])
