@@ -13,6 +13,9 @@ gets 429 with `retry-after`, `retry-after-ms` and the body
 characters per token) plus its `max_tokens` against the token limit, as OpenAI counts it.
 `rate_limit_schedule` moves the limit: from given times the account's other jobs spend a share
 of each bucket's refill, so less is left (the headers' limit stays the account's).
+`rate_limit_bare` sends no rate-limit header at all (no `x-ratelimit-*`, no `retry-after`, a 429
+"Rate limit exceeded" that names no wait), as most OpenAI-compatible servers other than OpenAI's;
+`rate_limited_first` answers the first N requests so (a burst of 429s at the start).
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ QUOTA_MESSAGE = (
     "information on this error, read the docs: "
     "https://platform.openai.com/docs/guides/error-codes/api-errors."
 )
+
+# a 429 as servers without rate-limit headers send it: no wait in the message either
+BARE_429 = {
+    "message": "Rate limit exceeded",
+    "type": "rate_limit_error",
+    "param": None,
+    "code": "rate_limit_exceeded",
+}
 
 
 def format_duration(seconds: float) -> str:
@@ -114,6 +125,8 @@ class AccountLimits:
         self.schedule = parse_schedule(settings.rate_limit_schedule)
         self.models: dict[str, dict[str, Bucket]] = {}  # each model's, from its first request
         self.per_minute = 60.0 / self.window_s
+        self.bare = settings.rate_limit_bare  # no rate-limit header in replies or 429s
+        self.refuse_first = settings.rate_limited_first  # 429s without headers still to give
         self.quota_exhausted = settings.quota_exhausted
         self.silent = settings.silent
         self.limited_role = settings.limited_role
@@ -147,7 +160,11 @@ class AccountLimits:
         """(rate-limit headers for the reply, None to admit it or the 429 to send instead).
 
         An admitted request takes its request and tokens from its model's buckets; a refused
-        one takes nothing."""
+        one takes nothing. With `rate_limit_bare` neither carries a rate-limit header (nor
+        the 429's message a wait); the first `rate_limited_first` requests are refused so."""
+        if self.refuse_first > 0:
+            self.refuse_first -= 1
+            return {}, (429, {"error": BARE_429}, {})
         if not self.capacities:
             return {}, None
         buckets = self.buckets(model)
@@ -164,9 +181,11 @@ class AccountLimits:
             for admitted in (self.admitted, self.admitted_by_model[model]):
                 admitted["limited_requests"] += 1
                 admitted["limited_tokens"] += tokens
-        headers = _headers(buckets, self.per_minute)
+        headers = {} if self.bare else _headers(buckets, self.per_minute)
         if wait <= 0:
             return headers, None
+        if self.bare:
+            return {}, (429, {"error": BARE_429}, {})
         bucket = buckets[refused]
         unit = "requests per min (RPM)" if refused == "requests" else "tokens per min (TPM)"
         message = (

@@ -1,0 +1,51 @@
+"""429s without any rate-limit header (no `x-ratelimit-*`, no `retry-after`, no wait in the
+message), as most OpenAI-compatible servers other than OpenAI's send them, end to end: the real
+openai client against the built-in server (`rate_limited_first`, `rate_limit_bare`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from healthbench_exp.config.schema import EndpointConfig
+from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.model.ratelimit import DEFAULT_WAIT_S, EndpointPacer
+
+
+async def send_calls(base_url: str, calls: int) -> EndpointPacer:
+    """`calls` chat completions through one endpoint, 8 in flight at most (as a run's rows
+    start while others end); its pacer once all are answered."""
+    config = EndpointConfig(name="bare", system_message=None, max_concurrency=8)
+    endpoint = ChatEndpoint(
+        "judge",
+        config,
+        base_url=base_url,
+        api_key="k",
+        temperature=None,
+        max_tokens=16,
+        transport=Transport(max_retries=0, timeout_s=30),
+    )
+    prompts = [f"{i:04d} say something" for i in range(calls)]
+    try:
+        await asyncio.gather(
+            *(endpoint.complete([{"role": "user", "content": p}], tag="t") for p in prompts)
+        )
+    finally:
+        await endpoint.close()
+    return endpoint.pacer
+
+
+def test_a_burst_of_429s_without_headers_at_the_start_costs_seconds(loopback_server) -> None:
+    """The first 9 of 60 calls, 8 in flight, are refused without any rate header: the pace is
+    cut once (to 1 request a second, nothing sustained yet) and doubles every second from the
+    end of the 1 s pause: the 60 are answered about 6 s after the first request. Before, it
+    rose by 5% of 1 request a second every second: about 30 s."""
+    calls = 60
+    server = loopback_server(latency_ms=40, jitter_ms=20, rate_limited_first=9)
+    pacer = asyncio.run(send_calls(server.base_url, calls))
+    stats = server.stats()
+    assert stats["rate_limited"] == 9 and stats["requests"] == calls, stats
+    assert pacer.requeued == 9 and pacer.base_rate == 1.0  # one cut for the burst
+    # the server's own times: its first request to its last reply (the doubling sets it:
+    # 1 + 2 + 4 + 8 + 16 + 32 starts in 6 s after the pause, whatever the machine's load)
+    span = stats["last_reply_at"] - stats["first_request_at"]
+    assert span <= DEFAULT_WAIT_S + 9.0, stats
