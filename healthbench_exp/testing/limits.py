@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from healthbench_exp.config.ranges import rate_limit_schedule
 from healthbench_exp.config.schema import OfflineServerConfig
 
 ROLES = ("all", "model", "judge")
@@ -54,14 +55,9 @@ def format_duration(seconds: float) -> str:
 
 def parse_schedule(text: str) -> list[tuple[float, float]]:
     """`rate_limit_schedule` ("T:S,..."): (from T seconds on, the share S of the refill that the
-    account's other jobs spend), by T (ValueError for an entry that is not T:S, S in [0, 1))."""
-    steps = []
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        at, sep, share = entry.partition(":")
-        if not sep or not 0.0 <= float(share) < 1.0:
-            raise ValueError(f"rate_limit_schedule: {entry!r} is not T:S with 0 <= S < 1")
-        steps.append((float(at), float(share)))
-    return sorted(steps)
+    account's other jobs spend), by T (ValueError for an entry that is not T:S, S in [0, 1);
+    `config.ranges.rate_limit_schedule`, which the start-up checks use too)."""
+    return rate_limit_schedule(text)
 
 
 def others_share(schedule: Sequence[tuple[float, float]], elapsed: float) -> float:
