@@ -32,7 +32,7 @@ from healthbench_exp.model.cache import (
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
-from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
+from healthbench_exp.model.ratelimit import EndpointPacer, TurnLapsed, classify_429
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
@@ -212,10 +212,12 @@ class ChatEndpoint:
             ticket = await pacer.start(tokens)
             buckets = pacer.buckets
             _answer_headers.set(None)
-            sending = partial(buckets.sending, ticket)  # the level once sent
+            sending = partial(pacer.sending, ticket)  # the level once sent
             try:
                 reply = await self._send(sent, prefix_key, sending)
                 self._learn(ticket)  # answered: learnt from before it ends
+            except TurnLapsed:  # a 429 came while it waited for a slot: start again
+                continue
             except RateLimited as refused:
                 self._learn(ticket, admitted=False)
                 pacer.rate_limited(refused.wait_s, ticket.started_at)

@@ -80,6 +80,14 @@ def wait_from_429(headers: Mapping[str, str], message: str, limit_type: str | No
     return min(max(waits), MAX_WAIT_S) if waits else DEFAULT_WAIT_S
 
 
+class TurnLapsed(Exception):
+    """A request that started before the endpoint was last cut or paused by a 429 without
+    rate-limit headers reached its sending (it waited for a slot meanwhile): it goes back to
+    the pacer, its cost returned, instead of meeting the limit the 429 told of. A run's
+    hundreds of judge calls started before the first 429 were otherwise all sent into it:
+    27% of a run's requests refused under a limit of 600 a minute."""
+
+
 @dataclass(frozen=True)
 class Refusal:
     """What a 429 means: `quota` (stop the run), `too_large` (can never pass: fail this request),
@@ -212,6 +220,16 @@ class EndpointPacer:
                 return buckets.take(tokens)
         finally:
             self.waiting -= 1
+
+    def sending(self, ticket: Ticket) -> None:
+        """`ticket`'s request is being sent now (`HeaderBuckets.sending`), or TurnLapsed when
+        it started before the last cut, or the pause after a 429 is not over, under a pace of
+        this pacer's own (not the learnt buckets', which count it as the headers tell)."""
+        if not self.buckets.per_s and (
+            ticket.started_at < self.last_cut or self.clock.now() < self.resume_at
+        ):
+            raise TurnLapsed
+        self.buckets.sending(ticket)
 
     async def _sleep(self, delay: float) -> None:
         """Sleep `delay` seconds of the clock, or less: until the copy of the buckets rises (a

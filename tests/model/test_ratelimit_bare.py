@@ -11,10 +11,10 @@ from healthbench_exp.model.endpoint import ChatEndpoint, Transport
 from healthbench_exp.model.ratelimit import DEFAULT_WAIT_S, EndpointPacer
 
 
-async def send_calls(base_url: str, calls: int) -> EndpointPacer:
-    """`calls` chat completions through one endpoint, 8 in flight at most (as a run's rows
+async def send_calls(base_url: str, calls: int, in_flight: int = 8) -> EndpointPacer:
+    """`calls` chat completions through one endpoint, `in_flight` at most (as a run's rows
     start while others end); its pacer once all are answered."""
-    config = EndpointConfig(name="bare", system_message=None, max_concurrency=8)
+    config = EndpointConfig(name="bare", system_message=None, max_concurrency=in_flight)
     endpoint = ChatEndpoint(
         "judge",
         config,
@@ -49,3 +49,19 @@ def test_a_burst_of_429s_without_headers_at_the_start_costs_seconds(loopback_ser
     # 1 + 2 + 4 + 8 + 16 + 32 starts in 6 s after the pause, whatever the machine's load)
     span = stats["last_reply_at"] - stats["first_request_at"]
     assert span <= DEFAULT_WAIT_S + 9.0, stats
+
+
+def test_a_sustained_limit_without_headers_is_followed_with_few_429s(loopback_server) -> None:
+    """A server that admits 50 requests a second (a bucket of 100, full at the start) and
+    answers 429 without any rate header beyond; 400 calls, 32 in flight at most, so most have
+    started and wait for a slot when the bucket runs dry. Those go back to the pacer instead
+    of being sent into the limit. What the server counted: <= 5% refused."""
+    calls = 400
+    server = loopback_server(
+        latency_ms=40, jitter_ms=20, rate_limit_requests=100, rate_limit_window_s=2.0,
+        rate_limit_bare=True,
+    )  # fmt: skip
+    asyncio.run(send_calls(server.base_url, calls, in_flight=32))
+    stats = server.stats()
+    assert stats["requests"] == calls and stats["limited_requests"] == calls, stats
+    assert stats["rate_limited"] <= 0.05 * (calls + stats["rate_limited"]), stats["rate_limited"]
