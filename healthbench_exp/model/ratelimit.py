@@ -40,6 +40,7 @@ PACE_MARGIN = 0.9  # ... times this
 DOUBLING_S = 1.0
 MAX_DOUBLINGS = 60.0  # past this the pace is as good as none (and 2.0**x stays finite)
 RAMP_PER_REQUEST = 0.0005
+SHOWN_RATE_BELOW = 10_000.0  # the progress line names a pace below this (requests a second)
 NOTICE_EVERY_S = 30.0  # one log line per endpoint at most this often
 
 _TRY_AGAIN = re.compile(
@@ -312,7 +313,7 @@ class EndpointPacer:
         if self.resume_at > now:
             parts.append(f"waiting {math.ceil(self.resume_at - now)}s ({self.waiting} queued)")
         rate = self.rate(now)
-        if rate is not None:
+        if rate is not None and rate < SHOWN_RATE_BELOW:  # past it the pace holds nothing back
             parts.append(f"pace {rate:.1f} req/s")
         for kind, per_s in self.buckets.per_s.items():  # the account's, as the provider states it
             per_minute = 60 * self.buckets.limit_per_s.get(kind, per_s)

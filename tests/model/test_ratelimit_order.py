@@ -215,3 +215,18 @@ def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> No
 
     started, refused = asyncio.run(scenario())
     assert started <= 1 and refused == 0, (started, refused)
+
+
+def test_roles_on_one_account_keep_the_limits_their_users_stated() -> None:
+    """The model states no limit, the judge 60,000 tokens a minute, a second judge of the
+    same model 30,000: the one copy they share paces by the lowest stated (before, the first
+    pacer's copy was kept and the judges' statements were lost: nothing paced them)."""
+    account = ("https://api.example/v1", "key", "gpt-x")
+    model = EndpointPacer("model")
+    judge = EndpointPacer("judge", tokens_per_minute=60_000)
+    jury = EndpointPacer("jury:b", tokens_per_minute=30_000)
+    share_buckets([(account, model), (account, judge), (account, jury)])
+    shared = model.buckets
+    assert judge.buckets is shared and jury.buckets is shared
+    assert shared.per_s == {"tokens": 500.0}  # 30,000 a minute
+    assert shared.stated_per_minute == {"tokens": 30_000}
