@@ -40,6 +40,7 @@ PACE_MARGIN = 0.9  # ... times this
 DOUBLING_S = 1.0
 MAX_DOUBLINGS = 60.0  # past this the pace is as good as none (and 2.0**x stays finite)
 RAMP_PER_REQUEST = 0.0005
+CEILING_FLOOR = 0.5  # of the pace refused: the least the rate climbed back to quickly can be
 SHOWN_RATE_BELOW = 10_000.0  # the progress line names a pace below this (requests a second)
 NOTICE_EVERY_S = 30.0  # one log line per endpoint at most this often
 
@@ -256,16 +257,20 @@ class EndpointPacer:
         self.requeued += 1
         self.resume_at = max(self.resume_at, now + wait_s)
         self.next_start = max(self.next_start, self.resume_at)
-        if started_at >= self.last_cut and not self.buckets.per_s:  # else the headers pace it
+        # started after the last cut (at the same tick: before it); else the headers pace it
+        if started_at > self.last_cut and not self.buckets.per_s:
             refused_at = self.rate(now)
             accepted = self._accepted_rate(now)
             paced = accepted or (refused_at or 2.0) / 2
-            sustained = accepted / PACE_MARGIN if accepted else None
+            ceiling = None  # refused unpaced: no rate known to be too fast, climb until one is
             if refused_at is not None:  # refused at this pace: never faster than before
                 paced = min(paced, refused_at * PACE_MARGIN)
-                sustained = min(sustained or refused_at, refused_at * PACE_MARGIN)
+                # what was sustained, but no lower than half the pace refused: an estimate
+                # from the successes of a second or two must not hold the pace far down
+                sustained = max(accepted / PACE_MARGIN, refused_at * CEILING_FLOOR)
+                ceiling = min(sustained, refused_at * PACE_MARGIN)
             self.base_rate = max(MIN_RATE, paced)
-            self.ceiling = sustained
+            self.ceiling = ceiling
             self.last_cut = now
             self.probes = 0
             if self.limited_since == -math.inf:

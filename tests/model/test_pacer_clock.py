@@ -148,6 +148,7 @@ async def run_against(
     latency_s: float = 0.4,
     refusal_s: float = 0.02,
     refuse_first: int = 0,
+    stagger_s: float = 0.0,
 ) -> tuple[int, float]:
     """`requests` calls through `pacer` by `workers` at once, as the endpoint makes them, to
     a server answering after `latency_s` (a 429 after `refusal_s`) and refusing without any
@@ -158,8 +159,9 @@ async def run_against(
     left = requests
     began = fake.now()
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
         nonlocal refused, left
+        await fake.sleep(index * stagger_s)
         while left > 0:
             left -= 1
             while True:
@@ -177,7 +179,7 @@ async def run_against(
                 pacer.succeeded()
                 break
 
-    tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
+    tasks = [asyncio.ensure_future(worker(index)) for index in range(workers)]
     while not all(task.done() for task in tasks):
         await fake.advance(0.5)
     await asyncio.gather(*tasks)
@@ -223,3 +225,24 @@ def test_a_sustained_limit_without_headers_is_followed_closely() -> None:
     allowed = 600 + 10 * took
     assert refused <= 0.02 * (admitted + refused), (refused, admitted)
     assert admitted >= 0.85 * allowed, (admitted, allowed, took)
+
+
+def test_a_limit_met_before_the_first_answers_came_back_does_not_hold_the_pace_down() -> None:
+    """96 callers start one every 6.7 ms against 10 requests a second (a bucket of 60): the
+    bucket is dry when the first answer comes back, so the first 429 sees one success. The
+    pace is not held at that one a second: nothing refused yet was paced, so it doubles until
+    a 429 shows a pace too fast (before: about 1 a second for the rest of the run, 540 s)."""
+
+    async def scenario() -> tuple[int, float, int]:
+        fake = FakeClock()
+        server = limits(fake, rate_limit_requests=60, rate_limit_window_s=6.0)
+        pacer = EndpointPacer("judge", clock=fake.clock)
+        refused, took = await run_against(
+            fake, server, pacer, requests=600, workers=96, stagger_s=0.4 / 60
+        )
+        return refused, took, server.admitted["limited_requests"]
+
+    refused, took, admitted = asyncio.run(scenario())
+    allowed = 60 + 10 * took
+    assert admitted >= 0.85 * allowed and took <= 75, (admitted, allowed, took)
+    assert refused <= 0.05 * (admitted + refused), (refused, admitted)
