@@ -224,7 +224,7 @@ class ChatEndpoint:
                 continue
             finally:
                 buckets.ended(ticket)  # never sent: its cost back; unanswered: out of flight
-            pacer.succeeded()
+            pacer.succeeded(ticket.started_at)
             return reply
 
     def _learn(self, ticket: Ticket, admitted: bool = True) -> None:

@@ -150,7 +150,7 @@ class EndpointPacer:
         self.resume_at = 0.0  # no request starts before this (the clock's seconds)
         self.next_start = 0.0  # the start time the next paced request gets
         self.last_cut = float("-inf") if self.base_rate is None else clock.now()
-        self.successes: deque[float] = deque()
+        self.successes: deque[tuple[float, float]] = deque()  # answered at, started at
         self.limited_since = -math.inf  # when the first cut came (see `_accepted_rate`)
         self.first_start: float | None = None
         self._gate = asyncio.Lock()  # the queue of held-back requests (FIFO)
@@ -243,11 +243,11 @@ class EndpointPacer:
         finally:
             timer.cancel()
 
-    def succeeded(self) -> None:
-        """A request was answered (now)."""
+    def succeeded(self, started_at: float | None = None) -> None:
+        """A request that started at `started_at` (None: now) was answered now."""
         now = self.clock.now()
-        self.successes.append(now)
-        while self.successes and self.successes[0] < now - OBSERVE_S:
+        self.successes.append((now, now if started_at is None else started_at))
+        while self.successes and self.successes[0][0] < now - OBSERVE_S:
             self.successes.popleft()
 
     def rate_limited(self, wait_s: float, started_at: float) -> None:
@@ -262,9 +262,12 @@ class EndpointPacer:
             refused_at = self.rate(now)
             accepted = self._accepted_rate(now)
             paced = accepted or (refused_at or 2.0) / 2
-            ceiling = None  # refused unpaced: no rate known to be too fast, climb until one is
+            # refused unpaced, or with nothing answered since the first cut: no rate known to
+            # be sustained, so the pace doubles until a 429 shows one
+            ceiling = None
             if refused_at is not None:  # refused at this pace: never faster than before
                 paced = min(paced, refused_at * PACE_MARGIN)
+            if refused_at is not None and accepted:
                 # what was sustained, but no lower than half the pace refused: an estimate
                 # from the successes of a second or two must not hold the pace far down
                 sustained = max(accepted / PACE_MARGIN, refused_at * CEILING_FLOOR)
@@ -295,14 +298,17 @@ class EndpointPacer:
             )
 
     def _accepted_rate(self, now: float) -> float:
-        """PACE_MARGIN x successes per second over the last OBSERVE_S (0.0 if none), since the
-        first cut once there was one: what the server sustains under its limit, not the burst
-        it let through before it first refused (a bucket of 600 emptied at 80 a second took
-        nine cuts to come down to its 10 a second, and each cost 429s)."""
-        while self.successes and self.successes[0] < now - OBSERVE_S:
+        """PACE_MARGIN x successes per second over the last OBSERVE_S (0.0 if none); once there
+        was a cut, only of the requests started after the first: what the server sustains under
+        its limit, not the burst it let through before it first refused (a bucket of 600
+        emptied at 80 a second took nine cuts to come down to its 10 a second, each costing
+        429s). An estimate from a second or two: the rate climbed back to fast is never set
+        below half the pace refused (see `rate_limited`)."""
+        while self.successes and self.successes[0][0] < now - OBSERVE_S:
             self.successes.popleft()
         since = max(self.first_start or now, self.limited_since)
-        counted = sum(1 for at in self.successes if at >= since)
+        cut = self.limited_since > -math.inf  # then only those started after it (not at it)
+        counted = sum(1 for _, at in self.successes if at > since or (at == since and not cut))
         span = min(OBSERVE_S, now - since)
         if not counted or span <= 0:
             return 0.0
