@@ -34,7 +34,10 @@ buckets refilled evenly and full at the start, `x-ratelimit-*` headers, 429 "try
 both roles (a model that is also its judge: one limit, as OpenAI keeps one per model);
 `--rate-limit-schedule T:S,...` moves the limit (from T s after a model's first request the
 account's other jobs spend share S of its refill; the limit use counts what they leave);
-`--concurrency 0` keeps the harness's own concurrency defaults.
+`--concurrency 0` keeps the harness's own concurrency defaults. `--rate-limit-bare` sends no
+rate-limit header at all (no `x-ratelimit-*`, no `retry-after`, a 429 that names no wait: a
+header-less limit, as most OpenAI-compatible servers other than OpenAI's); `--rate-limited-first
+N` answers the first N requests so (a burst of 429s at the start).
 
 `--runner simple-evals --simple-evals DIR` runs OpenAI's simple-evals itself from a checkout
 (bench/simple_evals_run.py), and `--runner reference` our re-creation of it (reference_style.py:
@@ -340,14 +343,17 @@ def limits_of(args: argparse.Namespace) -> dict:
     # callers that build their own Namespace (bench/wandb_overhead.py, tests) may leave them out
     tokens = getattr(args, "rate_limit_tokens", None)
     requests = getattr(args, "rate_limit_requests", None)
-    if not (tokens or requests):
+    first = getattr(args, "rate_limited_first", 0)
+    if not (tokens or requests or first):
         return {}
     return {
-        "rate_limit_tokens": tokens,
-        "rate_limit_requests": requests,
+        "rate_limit_tokens": tokens or 0,
+        "rate_limit_requests": requests or 0,
         "rate_limit_window_s": args.rate_limit_window_s,
         "limited_role": getattr(args, "limited_role", "all"),
         "rate_limit_schedule": getattr(args, "rate_limit_schedule", ""),
+        "rate_limit_bare": getattr(args, "rate_limit_bare", False),
+        "rate_limited_first": first,
     }
 
 
@@ -399,6 +405,15 @@ def main() -> None:
         "--rate-limit-schedule", default="", metavar="T:S,...",
         help="a limit that moves: from T s after a model's first request, the account's other "
         "jobs spend share S of its refill",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rate-limit-bare", action="store_true",
+        help="the limiter sends no rate-limit header (no x-ratelimit-*, no retry-after), as "
+        "most OpenAI-compatible servers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rate-limited-first", type=int, default=0, metavar="N",
+        help="answer the first N requests 429 without any rate-limit header (a burst)",
     )  # fmt: skip
     parser.add_argument(
         "--one-model", action="store_true",

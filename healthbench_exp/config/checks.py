@@ -7,7 +7,12 @@ run talks to (and so which keys, prices and addresses must exist).
 from __future__ import annotations
 
 from healthbench_exp.config.bridge import method_problem
-from healthbench_exp.config.ranges import judge_flip_rates, model_strengths, out_of_range
+from healthbench_exp.config.ranges import (
+    judge_flip_rates,
+    model_strengths,
+    out_of_range,
+    rate_limit_schedule,
+)
 from healthbench_exp.config.schema import (
     PROFESSIONAL,
     REASONING_EFFORTS,
@@ -48,6 +53,10 @@ def validate(config: Config) -> None:
             config.offline_server.judge_lenient_rates, "offline_server.judge_lenient_rates"
         )
         model_strengths(config.offline_server.model_strengths)
+    except ValueError as error:
+        bad.append(str(error))
+    try:  # named with the others, not after them
+        rate_limit_schedule(config.offline_server.rate_limit_schedule)
     except ValueError as error:
         bad.append(str(error))
     method = method_problem(config.bridge)

@@ -174,3 +174,24 @@ def model_strengths(text: str) -> dict[str, tuple[float, float]]:
             )
         out[name.strip()] = shares
     return out
+
+
+def rate_limit_schedule(text: str) -> list[tuple[float, float]]:
+    """`offline_server.rate_limit_schedule` (`"T:S,..."`): (from T seconds after a model's first
+    request on, the share S of its limits' refill that the account's other jobs spend), by T.
+    ValueError (one line, naming the key and the entry) for an entry that is not `T:S` with T a
+    finite number of seconds from 0 and 0 <= S < 1."""
+    steps = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        at_text, sep, share_text = entry.partition(":")
+        try:
+            at, share = float(at_text), float(share_text)
+        except ValueError:
+            at = share = math.nan
+        if not sep or not (math.isfinite(at) and at >= 0.0) or not 0.0 <= share < 1.0:
+            raise ValueError(
+                f"offline_server.rate_limit_schedule: {entry!r} is not T:S (from T >= 0 seconds "
+                "on, the account's other jobs spend share S of the refill, 0 <= S < 1)"
+            )
+        steps.append((at, share))
+    return sorted(steps)

@@ -243,6 +243,10 @@ class OfflineServerConfig:
     # a limit that moves: "T:S,...": from T s after a model's first request the account's other
     # jobs spend share S of its refill ("20:0.5,40:0": half from 20 s, none again from 40 s)
     rate_limit_schedule: str = ""
+    # the rate limiter's replies and 429s carry no rate-limit header (no x-ratelimit-*, no
+    # retry-after, no "try again in"), as most OpenAI-compatible servers other than OpenAI's
+    rate_limit_bare: bool = False
+    rate_limited_first: int = 0  # answer the first N requests 429 without any rate header
     quota_exhausted: bool = False  # answer 429 insufficient_quota
     silent: bool = False  # accept requests and never answer
     limited_role: str = "all"  # all | model | judge

@@ -1,39 +1,18 @@
 """The endpoint's copy of the server's rate-limit buckets, learnt from the
-`x-ratelimit-limit/remaining/reset-*` headers of its replies (see `HeaderBuckets`), and the
-reset durations those headers are written in (`parse_duration`)."""
+`x-ratelimit-limit/remaining/reset-*` headers of its replies (see `HeaderBuckets`); each request
+holds a `Ticket` (`model/tickets.py`) whose moves the copy makes."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in OpenAI's reset format ("20ms", "6s", "1m0s", "1h2m3.5s", "1.2 seconds")."""
-    text = text.strip().lower()
-    seconds_word = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:seconds?|secs?)", text)
-    if seconds_word:
-        return float(seconds_word.group(1))
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text.replace(" ", ""):
-        return None
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    return sum(float(number) * scale[unit] for number, unit in parts)
-
+from healthbench_exp.model.server_waits import parse_duration
+from healthbench_exp.model.tickets import KINDS, Ticket, TicketError, TicketState
 
 HEADROOM = 0.02  # of a learnt bucket's capacity, kept unspent against counting differences
-KINDS = ("requests", "tokens")
-SENT = "sent"  # in a mark once `sending` (or `unsent`) has settled its pending cost
-SEQ, SENT_AT, COST = (
-    "seq",
-    "sent_at",
-    "cost",
-)  # in a sent request's mark: its place in the sending order, when
 # a request sent up to this many seconds before another may reach the server after it (while the
 # client is busy sending hundreds at once, or opening a connection): see `HeaderBuckets`
 REORDER_S = 2.0
@@ -56,6 +35,7 @@ FIRST_BURST_TOKENS = 30_000.0
 # ... for this long at most from the first sending: a server that answers slowly (or only with
 # errors, retried with backoff inside the client) is not held back
 FIRST_REPLY_WAIT_S = 2.0
+PENDING_SLACK = 1e-6  # of a cost: the float error a pending sum may show below 0
 
 
 class HeaderBuckets:
@@ -104,7 +84,8 @@ class HeaderBuckets:
     were counted twice by every reply that overtook one, and the copy ran half a bucket low.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock  # monotonic seconds: the only time the copy reads
         self.level = dict.fromkeys(KINDS, 0.0)  # relative until learnt: marks stay comparable
         self.shift = dict.fromkeys(KINDS, 0.0)  # the corrections made so far (see `learn`)
         self.pending = dict.fromkeys(KINDS, 0.0)  # taken by requests not sent yet
@@ -119,24 +100,37 @@ class HeaderBuckets:
         self.limit_per_s: dict[str, float] = {}  # ... as the headers give it (the account's)
         self.read_at: dict[str, float] = {}  # when each was last read exactly (see `_pace`)
         self.capacity: dict[str, float] = {}
-        self.updated = time.monotonic()
+        self.updated = clock()
         self.delays: deque[float] = deque(maxlen=DELAYS_KEPT)  # sending to admission, seconds
         self.first_burst = FIRST_BURST_TOKENS  # see `unknown_wait_s`
         self.first_sent_at: float | None = None
         self._watchers: list[asyncio.Future[None]] = []  # woken when the copy rises
+        self.stated_per_minute: dict[str, float] = {}  # the limits the user states (`stated`)
 
     def stated(self, tokens_per_minute: float | None, requests_per_minute: float | None) -> None:
         """The account's limits as the user states them: requests are paced by them from the
         first one, from a bucket that holds a first burst (FIRST_BURST_TOKENS, or a second's
-        worth of requests), until the replies' headers tell the server's own."""
+        worth of requests), until the replies' headers tell the server's own. Stated twice (two
+        roles on one account: see `adopt`), the lower of each limit holds."""
         for kind, per_minute, burst in (
             ("tokens", tokens_per_minute, min(FIRST_BURST_TOKENS, tokens_per_minute or 0.0)),
             ("requests", requests_per_minute, max(1.0, (requests_per_minute or 0.0) / 60.0)),
         ):
-            if per_minute:
+            known = self.stated_per_minute.get(kind)
+            if per_minute and (known is None or per_minute < known):
+                self.stated_per_minute[kind] = per_minute
                 self.per_s[kind] = per_minute / 60.0
                 self.capacity[kind] = burst
                 self.level[kind] = burst
+
+    def adopt(self, other: HeaderBuckets) -> None:
+        """Another pacer of the same account now draws on this copy (see
+        `ratelimit.share_buckets`): the limits its user stated hold here too. Only before any
+        request has started on either (nothing to carry over but the statement)."""
+        if self.sent or other.sent or any(self.pending.values()) or any(other.pending.values()):
+            raise TicketError("buckets are shared before any request starts")
+        stated = other.stated_per_minute
+        self.stated(stated.get("tokens"), stated.get("requests"))
 
     def watch(self) -> asyncio.Future[None]:
         """A future resolved when the copy next rises (a reply corrects it, a cost goes back, a
@@ -164,11 +158,11 @@ class HeaderBuckets:
         for kind, per_s in self.per_s.items():
             self.level[kind] = min(self.capacity[kind], self.level[kind] + elapsed * per_s)
 
-    def wait_s(self, tokens: float, now: float) -> float:
+    def wait_s(self, tokens: float) -> float:
         """Seconds until a request of `tokens` fits in every learnt bucket (0: now)."""
         if not self.per_s:
             return 0.0
-        self._refill(now)
+        self._refill(self.clock())
         costs = {"requests": 1.0, "tokens": tokens}
         return max(
             (costs[kind] + HEADROOM * self.capacity[kind] - self.level[kind]) / per_s
@@ -191,7 +185,7 @@ class HeaderBuckets:
         out = sum(tokens for tokens, _ in self.in_flight.values())
         if out <= 0 or out + tokens <= self.first_burst:
             return None
-        left = (self.first_sent_at or 0.0) + FIRST_REPLY_WAIT_S - time.monotonic()
+        left = (self.first_sent_at or 0.0) + FIRST_REPLY_WAIT_S - self.clock()
         return left if left > 0 else None
 
     def heard(self, headers: Mapping[str, str]) -> None:
@@ -201,76 +195,95 @@ class HeaderBuckets:
         if not any(f"x-ratelimit-remaining-{kind}" in headers for kind in KINDS):
             self.answered = True
 
-    def take(self, tokens: float) -> dict[str, float]:
-        """Take a starting request's cost; its mark (the levels it left), until `sending`."""
-        self._refill(time.monotonic())  # up to the capacity before the cost, not after it
+    def take(self, tokens: float) -> Ticket:
+        """Take a starting request's cost (`tokens`, and one request): its ticket, TAKEN, whose
+        mark is the levels it left, until `sending`."""
+        now = self.clock()
+        self._refill(now)  # up to the capacity before the cost, not after it
         level, shift, pending = self.level, self.shift, self.pending
         level["requests"] -= 1.0
         level["tokens"] -= tokens
         mark = {kind: level[kind] - shift[kind] + pending[kind] for kind in KINDS}
         pending["requests"] += 1.0
         pending["tokens"] += tokens
-        return mark
+        return Ticket(tokens, now, mark)
 
-    def sending(self, tokens: float, mark: dict[str, float]) -> None:
-        """The request that took `tokens` and holds `mark` is being sent now: its mark becomes
-        the level the server will leave on admitting it (see the class docstring)."""
-        level, shift, pending = self.level, self.shift, self.pending
-        pending["requests"] -= 1.0
-        pending["tokens"] -= tokens
-        now = time.monotonic()
+    def sending(self, ticket: Ticket) -> None:
+        """`ticket`'s request is being sent now (TAKEN -> SENT): its cost is no longer pending,
+        it is in flight, and its mark becomes the level the server will leave on admitting it
+        (see the class docstring)."""
+        ticket.move((TicketState.TAKEN,), TicketState.SENT)
+        self._unpend(ticket.cost)
+        now = self.clock()
         self._refill(now)
-        mark.update({kind: level[kind] - shift[kind] + pending[kind] for kind in KINDS})
-        mark[SENT], mark[SEQ], mark[SENT_AT], mark[COST] = 1.0, self.sent, now, tokens
-        self.in_flight[self.sent] = (tokens, now)
+        level, shift, pending = self.level, self.shift, self.pending
+        ticket.mark.update({kind: level[kind] - shift[kind] + pending[kind] for kind in KINDS})
+        ticket.seq, ticket.sent_at = self.sent, now
+        self.in_flight[self.sent] = (ticket.cost, now)
         self.sent += 1
         if self.first_sent_at is None:
             self.first_sent_at = now
         self._wake()
 
-    def unsent(self, tokens: float, mark: dict[str, float]) -> None:
-        """The request that took `tokens` and holds `mark` has ended: if it was never sent
-        (budget, cancellation), its cost goes back; if it was, it is no longer in flight."""
-        if SENT in mark:
-            if SEQ in mark and self.in_flight.pop(int(mark[SEQ]), None) is not None:
-                self._wake()
+    def ended(self, ticket: Ticket) -> None:
+        """`ticket`'s request has ended. Never sent (budget, cancellation: TAKEN -> RETURNED),
+        its cost goes back, once; sent and not learnt from (an error, a timeout: SENT ->
+        UNANSWERED), it is no longer in flight; answered or refused (learnt from, out of flight
+        already), nothing changes. Ending a ticket twice raises TicketError."""
+        if ticket.state in (TicketState.ANSWERED, TicketState.REFUSED):
             return
-        mark[SENT] = 0.0  # once
-        for kind, cost in (("requests", 1.0), ("tokens", tokens)):
-            self.pending[kind] -= cost
-            self.level[kind] += cost
+        if ticket.state is TicketState.SENT:
+            ticket.move((TicketState.SENT,), TicketState.UNANSWERED)
+            self._leave_flight(ticket)
+            self._wake()
+            return
+        ticket.move((TicketState.TAKEN,), TicketState.RETURNED)
+        self._unpend(ticket.cost)
+        self.level["requests"] += 1.0
+        self.level["tokens"] += ticket.cost
         self._wake()
 
-    def learn(
-        self, headers: Mapping[str, str], mark: dict[str, float], admitted: bool = True
-    ) -> None:
-        """Correct the copy from the headers of the reply to the request that left `mark`. A
+    def _unpend(self, tokens: float) -> None:
+        """A request's cost is no longer pending (sent, or given back): never below nothing."""
+        pending = self.pending
+        pending["requests"] -= 1.0
+        pending["tokens"] -= tokens
+        if min(pending["requests"], pending["tokens"]) < -PENDING_SLACK * max(1.0, tokens):
+            raise TicketError(f"pending cost below zero: {pending}")
+
+    def _leave_flight(self, ticket: Ticket) -> None:
+        """`ticket` leaves `in_flight`: exactly once, and only from the copy that sent it."""
+        if self.in_flight.pop(ticket.seq, None) is None:
+            raise TicketError(f"request {ticket.seq} is not in flight here")
+
+    def learn(self, headers: Mapping[str, str], ticket: Ticket, admitted: bool = True) -> None:
+        """Correct the copy from the headers of the reply to `ticket`'s request (SENT ->
+        ANSWERED, or -> REFUSED when not `admitted`: a 429); it leaves `in_flight`. A
         429's `remaining` was read before the request's cost and nothing was taken: the same
-        correction gives its cost back (it is taken again when the request is sent again). The
+        correction gives its cost back (it is taken again, by a new ticket, when the request is
+        sent again). The
         requests sent before it, within REORDER_S, and not answered yet stay taken (see the
         class docstring), and the server's refill from the sending to the admission, where the
         reply tells it, is left out. Where the reply tells when the server admitted the request
         (`openai-processing-ms`), the requests answered already are placed by their own
-        admissions too (see `_sent_before`); `admitted`: False for a 429."""
+        admissions too (see `_sent_before`)."""
+        entering = TicketState.ANSWERED if admitted else TicketState.REFUSED
+        ticket.move((TicketState.SENT,), entering)
+        self._leave_flight(ticket)
         self.answered = True
         self._wake()
-        now = time.monotonic()
-        own = None
-        if SEQ in mark:  # its cost and sending (it may have left `in_flight` in `unsent`)
-            self.in_flight.pop(int(mark[SEQ]), None)
-            own = (mark[COST], mark[SENT_AT])
-        at = _admitted_at(headers, now) if own is not None else None
-        if own is not None and at is not None and admitted:
-            self.admitted[int(mark[SEQ])] = (own[0], own[1], at)
+        now = self.clock()
+        at = _admitted_at(headers, now)
+        if at is not None and admitted:
+            self.admitted[ticket.seq] = (ticket.cost, ticket.sent_at, at)
         told = [(kind, headers.get(f"x-ratelimit-remaining-{kind}")) for kind in KINDS]
         if all(remaining is None for _, remaining in told):
             return  # a reply without the headers tells nothing (most servers send none)
         self._refill(now)
-        travelling = self._sent_before(mark, at)
+        travelling = self._sent_before(ticket, at)
         clean = not any(travelling.values())  # no request of unknown order: an exact reading
-        on_the_way = _to_admission_s(headers, mark, now)
-        if SENT_AT in mark:
-            self.delays.append(on_the_way if at is not None else now - mark[SENT_AT])
+        on_the_way = _to_admission_s(headers, ticket.sent_at, now)
+        self.delays.append(on_the_way if at is not None else now - ticket.sent_at)
         for kind, remaining in told:
             if remaining is None:
                 continue
@@ -285,14 +298,12 @@ class HeaderBuckets:
             self.capacity[kind] = max(left + reset * per_s, self.capacity.get(kind, 0.0))
             refill = self.per_s.get(kind, per_s) if self.limit_per_s.get(kind) == per_s else per_s
             self.limit_per_s[kind] = per_s
-            error = left - (mark[kind] + self.shift[kind]) - travelling[kind]
+            error = left - (ticket.mark[kind] + self.shift[kind]) - travelling[kind]
             error -= on_the_way * refill
             self.shift[kind] += error
             self.level[kind] = min(self.capacity[kind], self.level[kind] + error)
             # a 429's correction also gives back its own cost, which no refill explains
-            drift = (
-                error if admitted or own is None else error - (own[0] if kind == "tokens" else 1.0)
-            )
+            drift = error if admitted else error - (ticket.cost if kind == "tokens" else 1.0)
             self.per_s[kind] = self._pace(kind, refill, per_s, drift, now, clean)
 
     def _pace(
@@ -315,8 +326,8 @@ class HeaderBuckets:
         moved = min(2.0 * refill, max(0.5 * refill, moved))  # at most halved or doubled
         return min(limit, max(MIN_REFILL_SHARE * limit, moved))
 
-    def _sent_before(self, mark: dict[str, float], at: float | None) -> dict[str, float]:
-        """The costs that the server's `remaining` for the request holding `mark` (admitted
+    def _sent_before(self, ticket: Ticket, at: float | None) -> dict[str, float]:
+        """The costs that the server's `remaining` for `ticket`'s request (admitted
         `at`, None: not known) had not taken yet, though its mark had: the requests sent before
         it, within `reorder_window`, and not answered yet, or answered and admitted after it.
         Less the costs it had taken twice: requests sent after it (not in its mark, taken from
@@ -326,9 +337,7 @@ class HeaderBuckets:
         Admissions closer than ORDER_UNCERTAIN_S are taken in the order that keeps the copy
         low."""
         travelling = dict.fromkeys(KINDS, 0.0)
-        if SEQ not in mark:
-            return travelling
-        seq, since = int(mark[SEQ]), mark[SENT_AT] - self.reorder_window()
+        seq, since = ticket.seq, ticket.sent_at - self.reorder_window()
         for other, (tokens, sent_at) in self.in_flight.items():  # in the sending order
             if other > seq:
                 break
@@ -337,7 +346,7 @@ class HeaderBuckets:
                 travelling["tokens"] += tokens
         if at is None:
             return travelling
-        stale = mark[SENT_AT] - 2 * self.reorder_s
+        stale = ticket.sent_at - 2 * self.reorder_s
         for other, (tokens, sent_at, admitted_at) in list(self.admitted.items()):
             if sent_at < stale:
                 del self.admitted[other]
@@ -362,14 +371,14 @@ def _admitted_at(headers: Mapping[str, str], now: float) -> float | None:
         return None
 
 
-def _to_admission_s(headers: Mapping[str, str], mark: dict[str, float], now: float) -> float:
-    """Seconds at most from the sending of the request holding `mark` to its admission: its
+def _to_admission_s(headers: Mapping[str, str], sent_at: float, now: float) -> float:
+    """Seconds at most from the sending (`sent_at`) of a request to its admission: its
     reply came `now`, and the server held it `openai-processing-ms` (0: the reply does not say)."""
     processing = headers.get("openai-processing-ms")
-    if processing is None or SENT_AT not in mark:
+    if processing is None:
         return 0.0
     try:
         held_s = float(processing) / 1000.0
     except ValueError:
         return 0.0
-    return max(0.0, now - held_s - mark[SENT_AT])
+    return max(0.0, now - held_s - sent_at)

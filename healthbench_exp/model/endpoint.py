@@ -32,8 +32,9 @@ from healthbench_exp.model.cache import (
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
-from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
+from healthbench_exp.model.ratelimit import EndpointPacer, TurnLapsed, classify_429
 from healthbench_exp.model.reply_json import json_map
+from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
 from healthbench_exp.model.wire import (
     PATHS,
@@ -208,24 +209,28 @@ class ChatEndpoint:
         pacer = self.pacer
         while True:
             await self.turns.wait()
-            started, mark = await pacer.start(tokens)
+            ticket = await pacer.start(tokens)
+            buckets = pacer.buckets
             _answer_headers.set(None)
-            sending = partial(pacer.buckets.sending, tokens, mark)  # the level once sent
+            sending = partial(pacer.sending, ticket)  # the level once sent
             try:
                 reply = await self._send(sent, prefix_key, sending)
+                self._learn(ticket)  # answered: learnt from before it ends
+            except TurnLapsed:  # a 429 came while it waited for a slot: start again
+                continue
             except RateLimited as refused:
-                self._learn(mark, admitted=False)
-                pacer.rate_limited(refused.wait_s, started)
+                self._learn(ticket, admitted=False)
+                pacer.rate_limited(refused.wait_s, ticket.started_at)
                 continue
             finally:
-                pacer.buckets.unsent(tokens, mark)  # not sent (budget, cancelled): give it back
-            self._learn(mark)
-            pacer.succeeded()
+                buckets.ended(ticket)  # never sent: its cost back; unanswered: out of flight
+            pacer.succeeded(ticket.started_at)
             return reply
 
-    def _learn(self, mark: dict[str, float], admitted: bool = True) -> None:
+    def _learn(self, ticket: Ticket, admitted: bool = True) -> None:
+        """Learn from the answer's headers (the ticket leaves flight in `ended` without them)."""
         if (headers := _answer_headers.get()) is not None:
-            self.pacer.buckets.learn(headers, mark, admitted)
+            self.pacer.buckets.learn(headers, ticket, admitted)
 
     async def _send(
         self, sent: list[dict[str, str]], prefix_key: str | None, sending: Callable[[], None]

@@ -15,23 +15,21 @@ out (see ratelimit.py). `aiohttp` (the default) and `httpx` keep the openai clie
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import math
 import os
 import random
 import ssl
-import time
 from collections.abc import Callable, Mapping
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from healthbench_exp.model.server_waits import MAX_RETRY_AFTER_S, retry_after_s
+
 INITIAL_RETRY_DELAY_S = 0.5  # the openai client's backoff: 0.5 s, doubling ...
 MAX_RETRY_DELAY_S = 8.0  # ... up to 8 s, times a jitter of 0.75 to 1
-MAX_RETRY_AFTER_S = 120.0  # a server's Retry-After is honoured up to this; longer: no retry
-_INFINITY = ("inf", "+inf", "infinity", "+infinity")
 _STATUS_NAMES = {
     400: "BadRequestError",
     401: "AuthenticationError",
@@ -87,38 +85,11 @@ def status_error(status: int, headers: Mapping[str, str], raw: bytes) -> HttpErr
     return HttpError(name, message, status, headers, body)
 
 
-def retry_after_header_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks to wait, read as the openai client reads them: `retry-after-ms`,
-    else `retry-after` in seconds, else `retry-after` as an HTTP date (None: none readable). A
-    number too large for a float is a wait past MAX_RETRY_AFTER_S, not an infinite one."""
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            delay = float(value)
-        except ValueError:
-            continue
-        if delay == math.inf and value.strip().lower() not in _INFINITY:
-            return MAX_RETRY_AFTER_S + 1
-        return delay / divisor
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        date = email.utils.parsedate_tz(value)
-        if date is None:
-            return None
-        return email.utils.mktime_tz(date) - time.time()
-    except (TypeError, ValueError, OverflowError, OSError):
-        return None
-
-
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:
     """The openai client's decision to retry an answer (a 429 is not retried here: the endpoint
     waits it out): never when the server asks to wait longer than MAX_RETRY_AFTER_S, else as
     `x-should-retry` says, else on 408, 409 and 5xx."""
-    told = retry_after_header_s(headers)
+    told = retry_after_s(headers)
     if told is not None and math.isfinite(told) and told > MAX_RETRY_AFTER_S:
         return False
     should = headers.get("x-should-retry")
@@ -130,7 +101,7 @@ def should_retry(status: int, headers: Mapping[str, str]) -> bool:
 def retry_delay_s(attempt: int, headers: Mapping[str, str]) -> float:
     """The openai client's wait before retry `attempt` (0-based): the server's Retry-After when
     honoured, else backoff with jitter."""
-    told = retry_after_header_s(headers)
+    told = retry_after_s(headers)
     if told is not None and math.isfinite(told) and 0 < told <= MAX_RETRY_AFTER_S:
         return told
     delay = min(INITIAL_RETRY_DELAY_S * 2.0**attempt, MAX_RETRY_DELAY_S)

@@ -13,14 +13,18 @@ gets 429 with `retry-after`, `retry-after-ms` and the body
 characters per token) plus its `max_tokens` against the token limit, as OpenAI counts it.
 `rate_limit_schedule` moves the limit: from given times the account's other jobs spend a share
 of each bucket's refill, so less is left (the headers' limit stays the account's).
+`rate_limit_bare` sends no rate-limit header at all (no `x-ratelimit-*`, no `retry-after`, a 429
+"Rate limit exceeded" that names no wait), as most OpenAI-compatible servers other than OpenAI's;
+`rate_limited_first` answers the first N requests so (a burst of 429s at the start).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from healthbench_exp.config.ranges import rate_limit_schedule
 from healthbench_exp.config.schema import OfflineServerConfig
 
 ROLES = ("all", "model", "judge")
@@ -29,6 +33,14 @@ QUOTA_MESSAGE = (
     "information on this error, read the docs: "
     "https://platform.openai.com/docs/guides/error-codes/api-errors."
 )
+
+# a 429 as servers without rate-limit headers send it: no wait in the message either
+BARE_429 = {
+    "message": "Rate limit exceeded",
+    "type": "rate_limit_error",
+    "param": None,
+    "code": "rate_limit_exceeded",
+}
 
 
 def format_duration(seconds: float) -> str:
@@ -43,14 +55,9 @@ def format_duration(seconds: float) -> str:
 
 def parse_schedule(text: str) -> list[tuple[float, float]]:
     """`rate_limit_schedule` ("T:S,..."): (from T seconds on, the share S of the refill that the
-    account's other jobs spend), by T (ValueError for an entry that is not T:S, S in [0, 1))."""
-    steps = []
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        at, sep, share = entry.partition(":")
-        if not sep or not 0.0 <= float(share) < 1.0:
-            raise ValueError(f"rate_limit_schedule: {entry!r} is not T:S with 0 <= S < 1")
-        steps.append((float(at), float(share)))
-    return sorted(steps)
+    account's other jobs spend), by T (ValueError for an entry that is not T:S, S in [0, 1);
+    `config.ranges.rate_limit_schedule`, which the start-up checks use too)."""
+    return rate_limit_schedule(text)
 
 
 def others_share(schedule: Sequence[tuple[float, float]], elapsed: float) -> float:
@@ -67,12 +74,16 @@ class Bucket:
     the account's other jobs spend a share of the refill (see `parse_schedule`)."""
 
     def __init__(
-        self, capacity: int, window_s: float, schedule: Sequence[tuple[float, float]] = ()
+        self,
+        capacity: int,
+        window_s: float,
+        schedule: Sequence[tuple[float, float]] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.capacity = capacity
         self.per_s = capacity / window_s
         self.level = float(capacity)
-        self.updated = self.started = time.monotonic()
+        self.updated = self.started = clock()
         self.schedule = schedule
 
     def refill(self, now: float) -> None:
@@ -92,9 +103,13 @@ class Bucket:
 class AccountLimits:
     """The account faults of `settings`: rate limits (`rate_limit_requests` and
     `rate_limit_tokens` per `rate_limit_window_s` for each model, 0 = none), `quota_exhausted`
-    and `silent`, for the requests of `limited_role`."""
+    and `silent`, for the requests of `limited_role`. `clock`: monotonic seconds (a fake one in
+    the pacer's tests)."""
 
-    def __init__(self, settings: OfflineServerConfig) -> None:
+    def __init__(
+        self, settings: OfflineServerConfig, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.clock = clock
         if settings.limited_role not in ROLES:
             raise ValueError(f"limited_role must be one of {', '.join(ROLES)}")
         self.window_s = settings.rate_limit_window_s
@@ -106,6 +121,8 @@ class AccountLimits:
         self.schedule = parse_schedule(settings.rate_limit_schedule)
         self.models: dict[str, dict[str, Bucket]] = {}  # each model's, from its first request
         self.per_minute = 60.0 / self.window_s
+        self.bare = settings.rate_limit_bare  # no rate-limit header in replies or 429s
+        self.refuse_first = settings.rate_limited_first  # 429s without headers still to give
         self.quota_exhausted = settings.quota_exhausted
         self.silent = settings.silent
         self.limited_role = settings.limited_role
@@ -126,7 +143,7 @@ class AccountLimits:
         buckets = self.models.get(model)
         if buckets is None:
             buckets = self.models[model] = {
-                kind: Bucket(capacity, self.window_s, self.schedule)
+                kind: Bucket(capacity, self.window_s, self.schedule, self.clock)
                 for kind, capacity in self.capacities.items()
             }
             self.admitted_by_model[model] = {"limited_requests": 0, "limited_tokens": 0}
@@ -139,11 +156,15 @@ class AccountLimits:
         """(rate-limit headers for the reply, None to admit it or the 429 to send instead).
 
         An admitted request takes its request and tokens from its model's buckets; a refused
-        one takes nothing."""
+        one takes nothing. With `rate_limit_bare` neither carries a rate-limit header (nor
+        the 429's message a wait); the first `rate_limited_first` requests are refused so."""
+        if self.refuse_first > 0:
+            self.refuse_first -= 1
+            return {}, (429, {"error": BARE_429}, {})
         if not self.capacities:
             return {}, None
         buckets = self.buckets(model)
-        now = time.monotonic()
+        now = self.clock()
         amounts = {"requests": 1, "tokens": tokens}
         for bucket in buckets.values():
             bucket.refill(now)
@@ -156,9 +177,11 @@ class AccountLimits:
             for admitted in (self.admitted, self.admitted_by_model[model]):
                 admitted["limited_requests"] += 1
                 admitted["limited_tokens"] += tokens
-        headers = _headers(buckets, self.per_minute)
+        headers = {} if self.bare else _headers(buckets, self.per_minute)
         if wait <= 0:
             return headers, None
+        if self.bare:
+            return {}, (429, {"error": BARE_429}, {})
         bucket = buckets[refused]
         unit = "requests per min (RPM)" if refused == "requests" else "tokens per min (TPM)"
         message = (
@@ -182,7 +205,7 @@ class AccountLimits:
         for kind, capacity in self.capacities.items():
             stats[f"limit_{kind}_capacity"] = capacity
             stats[f"limit_{kind}_per_s"] = capacity / self.window_s
-        now = time.monotonic()
+        now = self.clock()
         models: dict[str, dict[str, float]] = {}
         for model, buckets in self.models.items():
             levels: dict[str, float] = dict(self.admitted_by_model[model])

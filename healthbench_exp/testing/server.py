@@ -51,7 +51,13 @@ ALWAYS = ("latency_ms", "jitter_ms", "error_rate", "malformed_rate", "empty_repl
 # so a server without it keeps its flags (and its cache keys).
 GIVEN_WITH = {
     "rate_limit_window_s": ("rate_limit_requests", "rate_limit_tokens"),
-    "limited_role": ("rate_limit_requests", "rate_limit_tokens", "quota_exhausted", "silent"),
+    "limited_role": (
+        "rate_limit_requests",
+        "rate_limit_tokens",
+        "rate_limited_first",
+        "quota_exhausted",
+        "silent",
+    ),
 }
 HELP = {
     "error_rate": "share answered 429/500/503",
@@ -65,6 +71,8 @@ HELP = {
     "rate_limit_requests": "per window; 0: none",
     "rate_limit_tokens": "per window; 0: none",
     "rate_limit_schedule": "T:S,...: from T s on, other jobs spend share S of the refill",
+    "rate_limit_bare": "the rate limiter's replies and 429s carry no rate-limit header",
+    "rate_limited_first": "answer the first N requests 429 without any rate-limit header",
     "quota_exhausted": "429 insufficient_quota",
     "silent": "accept requests, never answer",
     "limited_role": "whose requests the rate limits, quota and silence apply to",

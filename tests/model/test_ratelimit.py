@@ -20,6 +20,8 @@ from healthbench_exp.model.ratelimit import (
     wait_from_429,
 )
 from healthbench_exp.model.stall import stall_notices
+from healthbench_exp.model.tickets import Ticket, TicketError
+from healthbench_exp.testing.fake_clock import FakeClock
 from healthbench_exp.testing.limits import AccountLimits
 from tests.e2e.test_e2e import run_cli
 
@@ -201,10 +203,17 @@ def test_stall_notices_name_the_endpoint_and_repeat_while_silent() -> None:
     assert stall_notices([endpoint], 30.0, noticed, now=131.0) == [] and not noticed
 
 
+async def turn(pacer: EndpointPacer) -> float:
+    """Wait for a request's turn; its start time (its cost goes back: it is never sent)."""
+    ticket = await pacer.start(0.0)
+    pacer.buckets.ended(ticket)
+    return ticket.started_at
+
+
 def test_the_pacer_pauses_every_request_and_a_burst_cuts_the_pace_once() -> None:
     async def scenario() -> None:
         pacer = EndpointPacer("judge")
-        started = [await pacer.wait_turn() for _ in range(5)]  # unpaced: at once
+        started = [await turn(pacer) for _ in range(5)]  # unpaced: at once
         assert started[-1] - started[0] < 0.05 and pacer.describe() == ""
         for _ in range(4):
             pacer.succeeded()
@@ -215,12 +224,14 @@ def test_the_pacer_pauses_every_request_and_a_burst_cuts_the_pace_once() -> None
         assert pacer.base_rate == pace
         assert "rate-limited judge: waiting 1s (0 queued), pace" in pacer.describe()
         before = time.monotonic()
-        turns = await asyncio.gather(*(pacer.wait_turn() for _ in range(3)))
+        turns = await asyncio.gather(*(turn(pacer) for _ in range(3)))
         assert min(turns) - before >= 0.29  # nobody started during the pause
         assert sorted(turns) == turns  # in the order they came, spaced by the pace
         assert turns[2] - turns[1] >= 1 / pacer.rate(turns[1]) - 0.01
+        climbed = pacer.rate(time.monotonic())
+        assert climbed is not None and climbed > pace  # back up since the cut
         pacer.rate_limited(0.0, turns[0])  # sent after the cut and refused: cut again
-        assert pacer.base_rate < pace
+        assert pacer.rate(time.monotonic()) < climbed
 
     asyncio.run(scenario())
 
@@ -235,8 +246,8 @@ def test_the_pacer_learns_the_limits_from_the_headers_and_is_seldom_refused() ->
         pacer, in_flight, refused, sent = EndpointPacer("judge"), [], 0, 0
         began = time.monotonic()
         while time.monotonic() - began < 1.5:
-            _, mark = await pacer.start(3_000)
-            pacer.buckets.sending(3_000, mark)
+            mark = await pacer.start(3_000)
+            pacer.buckets.sending(mark)
             headers, refusal = limits.admit("judge", 3_000)
             refused += refusal is not None
             sent += 1
@@ -256,47 +267,69 @@ def test_requests_that_wait_for_a_slot_after_their_start_are_not_refused() -> No
     caps while a run starts) before they reach the server, whose bucket refills meanwhile, then
     none waits: their marks are taken again when they are sent, so the copy never counts that
     refill twice and runs ahead of the server once the waits end (a mark from the start did:
-    9 of these 74 were refused)."""
-    limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=30_000, rate_limit_window_s=1))
+    9 of these 74 were refused). On a fake clock, in steps of a millisecond: the same on a
+    loaded machine (on the wall clock, a busy event loop sent fewer, later, and it failed)."""
+    fake = FakeClock()
+    limits = AccountLimits(
+        OfflineServerConfig(rate_limit_tokens=30_000, rate_limit_window_s=1), fake.now
+    )
 
     async def scenario() -> tuple[int, int]:
-        pacer, queued, in_flight, refused, sent = EndpointPacer("judge"), [], [], 0, 0
-        _, first = await pacer.start(1_000)  # one reply tells the limits
-        pacer.buckets.sending(1_000, first)
+        pacer = EndpointPacer("judge", clock=fake.clock)
+        queued: list[tuple[float, Ticket]] = []
+        in_flight: list[tuple[dict[str, str], Ticket]] = []
+        refused = sent = 0
+        first = await pacer.start(1_000)  # one reply tells the limits
+        pacer.buckets.sending(first)
         pacer.buckets.learn(limits.admit("judge", 1_000)[0], first)
-        began = time.monotonic()
-        while time.monotonic() - began < 1.5:
-            _, mark = await pacer.start(1_000)
-            queued.append((time.monotonic(), mark))
-            lag = 0.3 if time.monotonic() - began < 0.6 else 0.0  # then slots are free
-            while queued and time.monotonic() - queued[0][0] >= lag:  # its slot came
+        began = fake.now()
+        while fake.now() - began < 1.5:
+            mark = await pacer.start(1_000)
+            queued.append((fake.now(), mark))
+            lag = 0.3 if fake.now() - began < 0.6 else 0.0  # then slots are free
+            while queued and fake.now() - queued[0][0] >= lag:  # its slot came
                 _, waited = queued.pop(0)
-                pacer.buckets.sending(1_000, waited)
+                pacer.buckets.sending(waited)
                 headers, refusal = limits.admit("judge", 1_000)
                 refused += refusal is not None
                 sent += 1
                 in_flight.append((headers, waited))
             while len(in_flight) > 5:
                 pacer.buckets.learn(*in_flight.pop(0))
-            await asyncio.sleep(0.001)
+            await fake.sleep(0.001)
         return refused, sent
 
-    refused, sent = asyncio.run(scenario())
+    async def driven() -> tuple[int, int]:
+        task = asyncio.ensure_future(scenario())
+        while not task.done():
+            await fake.advance(0.001)
+        return await task
+
+    refused, sent = asyncio.run(driven())
     assert refused <= 0.02 * sent, (refused, sent)
-    assert sent > 50
+    assert sent > 50, (refused, sent)
 
 
 def test_a_request_never_sent_gives_its_cost_back() -> None:
     buckets = EndpointPacer("judge").buckets
     before = dict(buckets.level)
     mark = buckets.take(500.0)
-    buckets.unsent(500.0, mark)
-    buckets.unsent(500.0, mark)  # once only
+    buckets.ended(mark)
+    with pytest.raises(TicketError, match="a returned ticket cannot become returned"):
+        buckets.ended(mark)  # once only
+    with pytest.raises(TicketError, match="a returned ticket cannot become sent"):
+        buckets.sending(mark)
+    with pytest.raises(TicketError, match="a returned ticket cannot become answered"):
+        buckets.learn({}, mark)
     assert buckets.level == before and buckets.pending == {"requests": 0.0, "tokens": 0.0}
     sent = buckets.take(500.0)
-    buckets.sending(500.0, sent)
-    buckets.unsent(500.0, sent)  # sent: its cost stays taken
+    buckets.sending(sent)
+    with pytest.raises(TicketError, match="a sent ticket cannot become sent"):
+        buckets.sending(sent)  # sent twice
+    buckets.ended(sent)  # sent: its cost stays taken
     assert buckets.level["tokens"] == before["tokens"] - 500.0
+    with pytest.raises(TicketError, match="an unanswered ticket cannot become answered"):
+        buckets.learn({}, sent)
 
 
 def test_the_progress_line_gives_limits_per_minute_as_the_provider_states_them() -> None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.error
 import urllib.request
 
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.model.buckets import SENT_AT
 from healthbench_exp.model.ratelimit import EndpointPacer, share_buckets
+from healthbench_exp.model.tickets import Ticket, TicketState
 from healthbench_exp.testing.limits import AccountLimits, request_tokens
 
 CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
@@ -49,27 +48,27 @@ def test_a_reply_that_overtook_earlier_requests_does_not_give_their_cost_back(
         pacer = EndpointPacer("judge")
         buckets = pacer.buckets
 
-        async def send_one() -> dict[str, float]:
-            _, mark = await pacer.start(COST)
-            buckets.sending(COST, mark)
+        async def send_one() -> Ticket:
+            mark = await pacer.start(COST)
+            buckets.sending(mark)
             return mark
 
-        def answered(mark: dict[str, float], reply: tuple[int, dict[str, str]]) -> int:
-            buckets.unsent(COST, mark)  # as the endpoint does once a request has ended
-            buckets.learn(reply[1], mark)
+        def answered(mark: Ticket, reply: tuple[int, dict[str, str]]) -> int:
+            buckets.learn(reply[1], mark)  # as the endpoint does once a request has ended
+            buckets.ended(mark)
             return reply[0]
 
         first = await send_one()  # one reply tells the limits
         assert answered(first, post(server.base_url)) == 200
         burst = []  # as many as the copy holds: then the pacer would hold the next one back
-        while buckets.wait_s(COST, time.monotonic()) <= 0:
+        while buckets.wait_s(COST) <= 0:
             burst.append(await send_one())
         assert len(burst) >= 50
         # the last one sent reaches the server first and is answered while the rest travel
         statuses = [answered(burst[-1], post(server.base_url))]
         # what the pacer lets start now, before any other reply has come
         more = []
-        while buckets.wait_s(COST, time.monotonic()) <= 0 and len(more) < CAPACITY // COST:
+        while buckets.wait_s(COST) <= 0 and len(more) < CAPACITY // COST:
             more.append(await send_one())
         for mark in [*burst[:-1], *more]:  # then the others reach the server, in order
             statuses.append(answered(mark, post(server.base_url)))
@@ -98,24 +97,24 @@ def test_the_refill_while_a_request_travels_to_the_server_is_not_counted_twice(
         pacer = EndpointPacer("judge")
         buckets = pacer.buckets
 
-        async def send_one() -> dict[str, float]:
-            _, mark = await pacer.start(cost)
-            buckets.sending(cost, mark)
+        async def send_one() -> Ticket:
+            mark = await pacer.start(cost)
+            buckets.sending(mark)
             return mark
 
-        def answered(mark: dict[str, float], reply: tuple[int, dict[str, str]]) -> int:
-            buckets.unsent(cost, mark)
+        def answered(mark: Ticket, reply: tuple[int, dict[str, str]]) -> int:
             buckets.learn(reply[1], mark)
+            buckets.ended(mark)
             return reply[0]
 
         statuses = [answered(await send_one(), post(server.base_url, messages))]
-        while buckets.wait_s(cost, time.monotonic()) <= 0:  # drain it, each answered at once
+        while buckets.wait_s(cost) <= 0:  # drain it, each answered at once
             statuses.append(answered(await send_one(), post(server.base_url, messages)))
         late = await send_one()  # when the copy holds its cost again
         await asyncio.sleep(travel_s)  # on its way
         statuses.append(answered(late, post(server.base_url, messages)))
         more = []  # what the pacer lets start now, at once
-        while buckets.wait_s(cost, time.monotonic()) <= 0 and len(more) < capacity // cost:
+        while buckets.wait_s(cost) <= 0 and len(more) < capacity // cost:
             more.append(await send_one())
         statuses += [answered(mark, post(server.base_url, messages)) for mark in more]
         return len(more), statuses.count(429)
@@ -136,9 +135,9 @@ def test_a_long_reply_sent_well_before_does_not_hold_the_copy_back() -> None:
         buckets = EndpointPacer("model").buckets
         buckets.reorder_s = 0.05
 
-        async def send_one() -> tuple[dict[str, float], dict[str, str]]:
+        async def send_one() -> tuple[Ticket, dict[str, str]]:
             mark = buckets.take(COST)
-            buckets.sending(COST, mark)
+            buckets.sending(mark)
             return mark, limits.admit("model", COST)[0]
 
         buckets.learn(*reversed(await send_one()))  # one reply tells the limits
@@ -159,20 +158,25 @@ def test_requests_are_in_flight_from_their_sending_until_they_end() -> None:
     async def scenario() -> None:
         pacer = EndpointPacer("judge")
         buckets = pacer.buckets
-        await pacer.wait_turn()  # sent at once, its reply never reported: not kept
-        _, answered = await pacer.start(10.0)
-        buckets.sending(10.0, answered)
-        _, failed = await pacer.start(20.0)
-        buckets.sending(20.0, failed)
-        _, unsent = await pacer.start(30.0)
+        answered = await pacer.start(10.0)
+        buckets.sending(answered)
+        failed = await pacer.start(20.0)
+        buckets.sending(failed)
+        unsent = await pacer.start(30.0)
         assert list(buckets.in_flight.values()) == [
-            (10.0, answered[SENT_AT]),
-            (20.0, failed[SENT_AT]),
+            (10.0, answered.sent_at),
+            (20.0, failed.sent_at),
         ]
         buckets.learn({}, answered)  # a reply (here without headers)
-        buckets.unsent(20.0, failed)  # ended without a reply (an error, a timeout)
-        buckets.unsent(30.0, unsent)
+        buckets.ended(answered)  # learnt from: out of flight already, nothing changes
+        buckets.ended(failed)  # ended without a reply (an error, a timeout)
+        buckets.ended(unsent)
         assert buckets.in_flight == {} and buckets.pending == {"requests": 0.0, "tokens": 0.0}
+        assert [ticket.state for ticket in (answered, failed, unsent)] == [
+            TicketState.ANSWERED,
+            TicketState.UNANSWERED,
+            TicketState.RETURNED,
+        ]
 
     asyncio.run(scenario())
 
@@ -189,9 +193,9 @@ def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> No
     assert model.buckets is judge.buckets and other.buckets is not model.buckets
 
     async def scenario() -> tuple[int, int]:
-        async def send(pacer: EndpointPacer) -> tuple[dict[str, float], dict[str, str] | None]:
-            _, mark = await pacer.start(COST)
-            pacer.buckets.sending(COST, mark)
+        async def send(pacer: EndpointPacer) -> tuple[Ticket, dict[str, str] | None]:
+            mark = await pacer.start(COST)
+            pacer.buckets.sending(mark)
             headers, refusal = limits.admit(account[2], COST)  # the model the account names
             return mark, None if refusal is not None else headers
 
@@ -200,14 +204,29 @@ def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> No
             assert headers is not None
             pacer.buckets.learn(headers, mark)
         burst = 0
-        while model.buckets.wait_s(COST, time.monotonic()) <= 0:  # the model's first burst
+        while model.buckets.wait_s(COST) <= 0:  # the model's first burst
             burst += 1
             assert (await send(model))[1] is not None
         refused = started = 0  # what the judge would start now
-        while judge.buckets.wait_s(COST, time.monotonic()) <= 0 and started < burst:
+        while judge.buckets.wait_s(COST) <= 0 and started < burst:
             started += 1
             refused += (await send(judge))[1] is None
         return started, refused
 
     started, refused = asyncio.run(scenario())
     assert started <= 1 and refused == 0, (started, refused)
+
+
+def test_roles_on_one_account_keep_the_limits_their_users_stated() -> None:
+    """The model states no limit, the judge 60,000 tokens a minute, a second judge of the
+    same model 30,000: the one copy they share paces by the lowest stated (before, the first
+    pacer's copy was kept and the judges' statements were lost: nothing paced them)."""
+    account = ("https://api.example/v1", "key", "gpt-x")
+    model = EndpointPacer("model")
+    judge = EndpointPacer("judge", tokens_per_minute=60_000)
+    jury = EndpointPacer("jury:b", tokens_per_minute=30_000)
+    share_buckets([(account, model), (account, judge), (account, jury)])
+    shared = model.buckets
+    assert judge.buckets is shared and jury.buckets is shared
+    assert shared.per_s == {"tokens": 500.0}  # 30,000 a minute
+    assert shared.stated_per_minute == {"tokens": 30_000}

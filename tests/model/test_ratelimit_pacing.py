@@ -15,6 +15,7 @@ from healthbench_exp.config.schema import EndpointConfig, OfflineServerConfig
 from healthbench_exp.model.buckets import FIRST_BURST_TOKENS, HEADROOM, HeaderBuckets
 from healthbench_exp.model.endpoint import ChatEndpoint, Transport
 from healthbench_exp.model.ratelimit import EndpointPacer
+from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.testing.limits import AccountLimits, Bucket, parse_schedule
 
 COST = 2_448  # a judge call: a 400-token prompt and max_tokens 2,048
@@ -28,9 +29,9 @@ def limits(capacity: int, window_s: float = 60.0, schedule: str = "") -> Account
     )
 
 
-def sent(buckets: HeaderBuckets, cost: float = COST) -> dict[str, float]:
+def sent(buckets: HeaderBuckets, cost: float = COST) -> Ticket:
     mark = buckets.take(cost)
-    buckets.sending(cost, mark)
+    buckets.sending(mark)
     return mark
 
 
@@ -43,11 +44,11 @@ def test_before_any_reply_the_requests_out_hold_at_most_a_first_tier_bucket() ->
         buckets = pacer.buckets
         started = 0
         while buckets.unknown_wait_s(COST) is None and started < 30:
-            _, mark = await pacer.start(COST)
-            buckets.sending(COST, mark)  # sent at once
+            mark = await pacer.start(COST)
+            buckets.sending(mark)  # sent at once
             started += 1
         held = buckets.unknown_wait_s(COST)
-        buckets.learn({}, {})  # a reply (without headers: a server with no limits)
+        buckets.learn({}, mark)  # a reply (without headers: a server with no limits)
         return started, held, buckets.unknown_wait_s(COST)
 
     started, held, after = asyncio.run(scenario())
@@ -99,7 +100,7 @@ def test_requests_sent_apart_are_not_counted_twice_by_a_reply_that_overtook_them
         later = sent(buckets)
         headers = server.admit("m", COST)[0]
         buckets.learn({**headers, "openai-processing-ms": "0"}, later)  # the long one runs on
-        buckets.unsent(COST, long_one)
+        buckets.ended(long_one)
         left = float(headers["x-ratelimit-remaining-tokens"])
         return buckets.level["tokens"], left
 
@@ -123,9 +124,7 @@ def test_a_request_admitted_after_another_but_answered_before_it_stays_taken() -
         second_headers = server.admit("m", COST)[0]  # admitted first
         first_headers = server.admit("m", COST)[0]
         # the first's reply comes now, admitted just now; the second's next, admitted 1 s ago
-        buckets.unsent(COST, first)
         buckets.learn({**first_headers, "openai-processing-ms": "0"}, first)
-        buckets.unsent(COST, second)
         buckets.learn({**second_headers, "openai-processing-ms": "1000"}, second)
         return buckets.level["tokens"], float(first_headers["x-ratelimit-remaining-tokens"])
 
@@ -143,11 +142,11 @@ def test_a_stated_token_limit_paces_from_the_first_request() -> None:
         pacer = EndpointPacer("judge", tokens_per_minute=per_minute)
         buckets = pacer.buckets
         started = 0
-        while buckets.wait_s(COST, time.monotonic()) <= 0 and started < 20:
-            _, mark = await asyncio.wait_for(pacer.start(COST), timeout=1.0)
-            buckets.sending(COST, mark)
+        while buckets.wait_s(COST) <= 0 and started < 20:
+            mark = await asyncio.wait_for(pacer.start(COST), timeout=1.0)
+            buckets.sending(mark)
             started += 1
-        return started, buckets.wait_s(COST, time.monotonic())
+        return started, buckets.wait_s(COST)
 
     started, wait = asyncio.run(scenario())
     assert started == 5  # six, less the headroom kept unspent
@@ -171,7 +170,6 @@ def test_the_copy_slows_when_other_jobs_spend_the_limit_and_comes_back() -> None
             for _ in range(8):
                 mark = sent(buckets, cost)
                 headers = server.admit("m", int(cost))[0]
-                buckets.unsent(cost, mark)
                 buckets.learn({**headers, "openai-processing-ms": "0"}, mark)
                 await asyncio.sleep(0.06)
             paces.append(buckets.per_s["tokens"])
