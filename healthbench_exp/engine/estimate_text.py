@@ -230,10 +230,8 @@ def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
                 f"({'; '.join(filter(None, limits))})"
             )
         lines.append(f"  expected duration at the known rate limits: at least {minutes(longest)}")
-        judge = limited.get("judge")
         lines += long_run_lines(  # more than a day: the ways out (engine/long_run.py)
-            longest,
-            None if judge is None else judge.seconds,
+            {role: d.seconds for role, d in limited.items()},
             estimate.judge.cost_usd,
             estimate.total_cost_usd,
         )
