@@ -25,7 +25,10 @@ takes it: `difficulty=`, `dry_run=true`, `cache.*`, `budget.*`, ...):
   `dataset.path=FILE`); the runs read the sample.
 - `out` (`bridge_kit/<date>_<time>`): the kit's folder, new or empty: `bridge_sample.jsonl`,
   one run per model, `source_<model>/` (a dry run: `dry_run_<model>/`, each with its
-  `estimate.json`, and their total printed), and with two or more models `bridge_check.json`:
+  `estimate.json`, and their total printed; the dry run is told as the main command composes
+  it, `config.dry_run`: `dry_run=true|1|yes`, `dry_run.enabled=`, and `dry_run.pilot=N`, whose
+  first N rows per model are sent and paid, and reused by the kit's run from the response
+  cache), and with two or more models `bridge_check.json`:
   each source left out through each method and the spread between sources
   (`tasks.bridge_result.bridge_check`).
 
@@ -38,7 +41,6 @@ failed run's.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -55,6 +57,7 @@ from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.data.rows import DataError
 from healthbench_exp.output.bridge_kit_files import (
     check_lines,
+    dry_run_lines,
     write_batch_preset,
     write_check,
     write_sample,
@@ -80,7 +83,8 @@ class Plan:
 
     runs: list[tuple[str, list[str], Path]]
     out: Path
-    dry: bool
+    dry: bool  # a dry run (`dry_run=true`, `dry_run.pilot=N`): estimates, no bridge sources
+    pilot: int  # the rows each model's dry run sends first (`dry_run.pilot`); 0: none
     new_judge: JudgeConfig
     samples: int
     seed: int
@@ -146,7 +150,6 @@ def plan(argv: Sequence[str]) -> Plan:
     batch = kit.get("batch", "false").lower() in TRUE
     old, new = kit.get("old_judge", "gpt41"), kit["new_judge"]
     models = _models(kit.get("models", MODELS))
-    dry = any(a.partition("=")[0] == "dry_run" and a.endswith(("=true", "=True")) for a in rest)
     out = Path(kit.get("out") or f"bridge_kit/{time.strftime('%Y-%m-%d_%H-%M-%S')}").expanduser()
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"out={out} is not empty; give the kit a new folder")
@@ -158,6 +161,7 @@ def plan(argv: Sequence[str]) -> Plan:
             f"old_judge={old} is {config.judge.name}; a bridge starts from the reference "
             f"grader {REFERENCE_JUDGE}"
         )
+    dry, pilot = config.dry_run.requested, config.dry_run.pilot  # as the runs compose it
     if config.jury_members[0].name == REFERENCE_JUDGE:
         raise ConfigError(f"new_judge={new} is the reference grader itself; nothing to bridge")
     examples = load_examples(config.dataset)
@@ -184,25 +188,7 @@ def plan(argv: Sequence[str]) -> Plan:
         ]
         runs.append((label, arguments, run_dir))
     samples, seed_ = config.runner.bootstrap_samples, config.sampling.seed
-    return Plan(runs, out, dry, config.jury_members[0], samples, seed_)
-
-
-def _dry_total(runs: Sequence[Path]) -> str:
-    """One line: each dry run's estimated cost and their total."""
-    costs = []
-    for run_dir in runs:
-        try:
-            estimate = json.loads((run_dir / "estimate.json").read_text())
-            costs.append(estimate.get("total_cost_usd"))
-        except (OSError, ValueError):
-            costs.append(None)
-    shown = ", ".join(
-        f"{r.name}: " + ("n/a" if c is None else f"${c:,.2f}")
-        for r, c in zip(runs, costs, strict=True)
-    )
-    known = [c for c in costs if isinstance(c, int | float)]
-    total = f"${sum(known):,.2f}" if len(known) == len(costs) else "n/a (a price is missing)"
-    return f"bridge kit dry run: {shown}; in all {total}"
+    return Plan(runs, out, dry, pilot, config.jury_members[0], samples, seed_)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -218,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return code
     dirs = [run_dir for _, _, run_dir in kit.runs]
     if kit.dry:
-        print(_dry_total(dirs))
+        print("\n".join(dry_run_lines(dirs, kit.pilot)))
         return 0
     named = ",".join(str(d) for d in dirs)
     print(

@@ -263,7 +263,7 @@ def estimate_run(
         total = None if total is None or usage.cost_usd is None else total + usage.cost_usd
 
     def total_at(measured: dict[str, Rates | None]) -> float | None:
-        at = {role: measured[role] or rates[role] for role in rates}
+        at = {role: measured.get(role) or rates[role] for role in rates}
         costs = [priced(role, at[role], at["model"])[1] for role in needed]
         return None if None in costs else sum(c for c in costs if c is not None)
 

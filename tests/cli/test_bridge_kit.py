@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.cli.bridge_kit import plan
 from tests.e2e.bridge_runs import JUDGES, NEW, OLD, lines, run, write_data
 from tests.e2e.test_e2e import run_module
 
@@ -47,6 +48,57 @@ def test_the_dry_run_prices_both_judges_and_batch_halves_both(tmp_path: Path) ->
         assert estimate["judge"]["calls"] == estimate["jury"][NEW]["calls"] > 0
     for plain, batched in zip(costs["false"], costs["true"], strict=True):
         assert batched == pytest.approx(plain / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("switch", "dry"),
+    [
+        ("dry_run=true", True),
+        ("dry_run=True", True),
+        ("dry_run=1", True),
+        ("+dry_run=yes", True),
+        ("dry_run.enabled=true", True),
+        ("dry_run.pilot=2", True),
+        ("dry_run=false", False),
+        ("dry_run=0", False),
+        ("dry_run.pilot=0", False),
+    ],
+)
+def test_the_kit_reads_a_dry_run_as_the_main_command_composes_it(
+    tmp_path: Path, switch: str, dry: bool
+) -> None:
+    data = write_data(tmp_path, "pool", 20)
+    kit_plan = plan([*KIT, ONE, f"dataset.path={data}", "examples=10", f"out={tmp_path / 'k'}",
+                     switch])  # fmt: skip
+    assert kit_plan.dry is dry and kit_plan.pilot == (2 if switch == "dry_run.pilot=2" else 0)
+    assert [d.name for _, _, d in kit_plan.runs] == ["dry_run_offline" if dry else "source_offline"]
+
+
+def test_a_pilot_runs_each_models_first_rows_and_stops_with_the_estimates(tmp_path: Path) -> None:
+    """`dry_run.pilot=3`: each model's run sends its first 3 rows (paid) and estimates the rest;
+    the kit prints what the pilots paid and the estimates' total, and makes no bridge source."""
+    data = write_data(tmp_path, "pool", 40)
+    out = tmp_path / "kit"
+    code, stdout, err = kit(
+        tmp_path, "models=offline,offline@weak", f"dataset.path={data}", "examples=20",
+        f"out={out}", "dry_run.pilot=3",
+    )  # fmt: skip
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bridge_sample.jsonl", "dry_run_offline", "dry_run_weak"
+    ]  # fmt: skip
+    estimates = [json.loads((out / d / "estimate.json").read_text())
+                 for d in ("dry_run_offline", "dry_run_weak")]  # fmt: skip
+    assert [e["pilot"]["rows"] for e in estimates] == [3, 3]
+    calls = sum(e["pilot"]["requests"] for e in estimates)
+    paid = sum(e["pilot"]["cost_usd"] for e in estimates)
+    total = sum(e["total_cost_usd"] for e in estimates)
+    assert calls > 0 and "bridge sources:" not in stdout
+    assert f"; in all ${total:,.2f}\n" in stdout
+    assert (
+        f"the pilot (dry_run.pilot=3) sent each model's first 3 rows for real: {calls} paid "
+        f"calls, ${paid:,.2f}; the kit's run on the same sample" in stdout
+    )
 
 
 def test_the_kit_writes_a_bridge_source_a_later_run_names(tmp_path: Path) -> None:
