@@ -49,10 +49,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from healthbench_exp.cli.bridge_kit_args import (
+    split_arguments,
+    switch,
+    wants_help,
+    whole_number,
+)
 from healthbench_exp.cli.compose import load_config
+from healthbench_exp.cli.hydra_errors import composition_error
+from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
-from healthbench_exp.config.schema import ConfigError, JudgeConfig
+from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.data.rows import DataError
 from healthbench_exp.output.bridge_kit_files import (
@@ -66,10 +74,8 @@ from healthbench_exp.tasks.bridge_result import bridge_check
 from healthbench_exp.tasks.bridge_sample import stratified_sample
 from healthbench_exp.tasks.bridge_source import load_sources
 
-KIT_KEYS = {"new_judge", "examples", "seed", "batch", "old_judge", "out", "models"}
 SAMPLE = "bridge_sample.jsonl"
 CHECK = "bridge_check.json"
-TRUE = ("true", "1", "yes")
 # published HealthBench scores (gpt-4.1 grader, SPEC section 3): o3 0.60, gpt-4.1 0.48, gpt-4o
 # 0.32: a strong, a middling and a weak model, about 0.15 apart (the study's shifted worlds)
 MODELS = "o3,gpt41,gpt4o"
@@ -90,47 +96,9 @@ class Plan:
     seed: int
 
 
-def _split(argv: Sequence[str]) -> tuple[dict[str, str], list[str], list[str]]:
-    """(the kit's keys, the run's overrides, the overrides that pick the data to sample)."""
-    kit: dict[str, str] = {}
-    rest: list[str] = []
-    data: list[str] = []
-    for argument in argv:
-        key, sep, value = argument.partition("=")
-        if not sep:
-            raise ConfigError(f"bridge_kit takes key=value arguments, got {argument!r}")
-        root = key.split(".")[0].lstrip("+~")
-        if key in KIT_KEYS:
-            kit[key] = value
-        elif key == "model":  # one model: as `models=<preset>`
-            kit.setdefault("models", value)
-        elif root == "dataset":  # the data sampled from; the run reads the sample
-            data.append(argument)
-        elif root in ("judge", "jury", "hydra") and not key.startswith(
-            ("judge.name", "hydra.searchpath")
-        ):
-            raise ConfigError(
-                f"bridge_kit sets {root} itself; give new_judge=, old_judge= (and batch=true)"
-            )
-        else:
-            rest.append(argument)
-    if "new_judge" not in kit:
-        raise ConfigError("bridge_kit needs new_judge=<judge preset> (the judge to bridge to)")
-    return kit, rest, data
-
-
-def _int(kit: dict[str, str], key: str, default: int, least: int) -> int:
-    try:
-        value = int(kit.get(key, default))
-    except ValueError:
-        raise ConfigError(f"{key} must be a whole number, got {kit[key]!r}") from None
-    if value < least:
-        raise ConfigError(f"{key} must be at least {least}, got {value}")
-    return value
-
-
 def _models(text: str) -> list[tuple[str, list[str]]]:
-    """(label, the run's model overrides) per entry of `models=` (`preset` or `preset@name`)."""
+    """(label, the run's model overrides) per entry of `models=` (`preset` or `preset@name`);
+    each checked as the main command checks `model=<preset>`."""
     out = []
     for entry in filter(None, (e.strip() for e in text.strip("[]").split(","))):
         preset, _, name = entry.partition("@")
@@ -139,23 +107,50 @@ def _models(text: str) -> list[tuple[str, list[str]]]:
     labels = [label for label, _ in out]
     if not out or len(set(labels)) != len(labels):
         raise ConfigError(f"models={text}: give distinct model presets (preset or preset@name)")
+    for _, overrides in out:
+        check_overrides(overrides)
+    return out
+
+
+def _compose(overrides: list[str]) -> Config:
+    """`load_config(overrides)`'s Config; what Hydra finds wrong while composing is a
+    ConfigError of one line, worded as the main command words it (`composition_error`)."""
+    try:
+        return load_config(overrides)[0]
+    except ConfigError:
+        raise
+    except Exception as exc:
+        problem = composition_error(exc, overrides)
+        if problem is None:
+            raise  # a bug: its traceback is the report
+        raise problem from None
+
+
+def _kit_folder(text: str | None) -> Path:
+    """`out=` (default `bridge_kit/<date>_<time>`): a folder that is new or empty."""
+    out = Path(text or f"bridge_kit/{time.strftime('%Y-%m-%d_%H-%M-%S')}").expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out={out} is a file; give the kit a new folder")
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(f"out={out} is not empty; give the kit a new folder")
     return out
 
 
 def plan(argv: Sequence[str]) -> Plan:
     """The kit's runs (see `Plan`); writes the sample (and the batch preset). ConfigError (one
-    line) before anything is written."""
-    kit, rest, data = _split(argv)
-    n, seed = _int(kit, "examples", EXAMPLES, 1), _int(kit, "seed", 0, 0)
-    batch = kit.get("batch", "false").lower() in TRUE
+    line) before anything is written, and for a folder that cannot be written."""
+    command_line = split_arguments(argv)
+    kit, rest, data = command_line.kit, command_line.runs, command_line.data
+    n, seed = whole_number(kit, "examples", EXAMPLES, 1), whole_number(kit, "seed", 0, 0)
+    batch = switch(kit, "batch")
+    if batch and any(a.startswith("hydra.searchpath") for a in rest):
+        raise ConfigError("batch=true writes its own hydra.searchpath; give presets by name")
     old, new = kit.get("old_judge", "gpt41"), kit["new_judge"]
     models = _models(kit.get("models", MODELS))
-    out = Path(kit.get("out") or f"bridge_kit/{time.strftime('%Y-%m-%d_%H-%M-%S')}").expanduser()
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"out={out} is not empty; give the kit a new folder")
+    out = _kit_folder(kit.get("out"))
     for _, model in models[1:]:  # each preset composes (the first is composed below)
-        load_config([*rest, *model, *data, f"judge={old}", f"jury=[{new}]"])
-    config, _ = load_config([*rest, *models[0][1], *data, f"judge={old}", f"jury=[{new}]"])
+        _compose([*rest, *model, *data, f"judge={old}", f"jury=[{new}]"])
+    config = _compose([*rest, *models[0][1], *data, f"judge={old}", f"jury=[{new}]"])
     if config.judge.name != REFERENCE_JUDGE:
         raise ConfigError(
             f"old_judge={old} is {config.judge.name}; a bridge starts from the reference "
@@ -166,14 +161,15 @@ def plan(argv: Sequence[str]) -> Plan:
         raise ConfigError(f"new_judge={new} is the reference grader itself; nothing to bridge")
     examples = load_examples(config.dataset)
     chosen = [examples[i] for i in stratified_sample(examples, n, seed)]
-    sample = write_sample(out / SAMPLE, chosen)
     member = new
     extra: list[str] = []
-    if batch:
-        if any(a.startswith("hydra.searchpath") for a in rest):
-            raise ConfigError("batch=true writes its own hydra.searchpath; give presets by name")
-        member = write_batch_preset(out / "conf", new)
-        extra = [f"hydra.searchpath=[file://{(out / 'conf').resolve()}]", "judge.batch=true"]
+    try:
+        sample = write_sample(out / SAMPLE, chosen)
+        if batch:
+            member = write_batch_preset(out / "conf", new)
+            extra = [f"hydra.searchpath=[file://{(out / 'conf').resolve()}]", "judge.batch=true"]
+    except OSError as exc:
+        raise ConfigError(f"out={out}: cannot write the kit's folder ({exc})") from None
     runs = []
     for label, model in models:
         run_dir = out / f"{'dry_run' if dry else 'source'}_{label}"
@@ -191,10 +187,19 @@ def plan(argv: Sequence[str]) -> Plan:
     return Plan(runs, out, dry, pilot, config.jury_members[0], samples, seed_)
 
 
+def usage() -> str:
+    """`bridge_kit --help`: the command and its keys (this module's description)."""
+    return f"usage: {(__doc__ or '').strip()}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Plan, then run the main command; its exit code (2 for a refused plan)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if wants_help(argv):
+        print(usage())
+        return 0
     try:
-        kit = plan(sys.argv[1:] if argv is None else argv)
+        kit = plan(argv)
     except (ConfigError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -130,6 +130,18 @@ def test_the_kit_writes_a_bridge_source_a_later_run_names(tmp_path: Path) -> Non
     assert bridged["pairs"] == len(graded) and bridged["bridge"] == [str(source)]
 
 
+def test_help_prints_the_usage_and_exits_0(tmp_path: Path) -> None:
+    for flag in ("--help", "-h"):
+        result = run_module("healthbench_exp.bridge_kit", flag, "new_judge=gpt54", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.startswith(
+            "usage: `python -m healthbench_exp.bridge_kit new_judge=<preset> [key=value ...]`"
+        )
+        for key in ("new_judge", "models", "examples", "seed", "batch", "old_judge", "out"):
+            assert f"- `{key}`" in result.stdout or f"`{key}` (" in result.stdout, key
+    assert not any(tmp_path.iterdir())  # nothing written, nothing run
+
+
 def test_the_kits_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
     data = write_data(tmp_path, "pool", 20)
     (tmp_path / "full").mkdir()
@@ -146,6 +158,31 @@ def test_the_kits_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
         ),
     }
     cases["models=offline,offline: give distinct model presets"] = ("models=offline,offline",)
+    kit_keys = "its own keys are new_judge, models, examples, seed, batch, old_judge, out"
+    cases |= {  # arguments that ended in a traceback, or were taken silently
+        f"bridge_kit takes key=value arguments, got 'foo'; {kit_keys}": ("foo",),
+        f"got '-m'; {kit_keys}": ("-m",),
+        "unknown key 'exampels'. Did you mean 'examples'? The bridge kit: ": ("exampels=3",),
+        "unknown config option 'sampling.temprature'. Did you mean 'temperature'?": (
+            "sampling.temprature=0",
+        ),
+        "sampling.temperature=abc: sampling.temperature takes a number": (
+            "sampling.temperature=abc",
+        ),
+        "model=nosuch: model has no option 'nosuch'. Valid choices for model: ": (
+            "models=offline,nosuch",
+        ),
+        "give models=<a,b,c> or model=<preset> (one model), not both": ("model=offline",),
+        "batch takes true or false, not 'maybe'": ("batch=maybe",),
+        "bridge_kit does not take resume=; resume a model's run with python -m ": ("resume=x",),
+        f"out={tmp_path / 'full' / 'x'} is a file; give the kit a new folder": (
+            f"out={tmp_path / 'full' / 'x'}",
+        ),
+        f"out={tmp_path / 'full' / 'x' / 'k'}: cannot write the kit's folder ([Errno 20] ": (
+            f"dataset.path={data}",
+            f"out={tmp_path / 'full' / 'x' / 'k'}",
+        ),
+    }
     for message, args in cases.items():
         code, _, err = kit(tmp_path, ONE, f"out={tmp_path / 'k'}", *args)
         assert code == 2 and err.strip().count("\n") == 0 and message in err, (message, err)
