@@ -35,14 +35,14 @@ takes it: `difficulty=`, `dry_run=true`, `cache.*`, `budget.*`, ...):
 Each run is the main command (`python -m healthbench_exp`) on the sample as `dataset.path`,
 with `judge=<old_judge>` and `jury=[<new_judge>]`: a jury run, which
 `bridge.runs=[<out>/source_<model>,...]` names in any later run graded by the new judge.
-Config errors are one line, exit 2, before any request; otherwise the exit code is the first
-failed run's.
+Config errors are one line, exit 2, before any request (`cli.bridge_kit_args`; `--help` prints
+this); a run that stops (its budget, a signal: `cli.bridge_kit_runs`) stops the kit with that
+run's exit code, the command that finishes it and those of the runs not started.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -55,6 +55,7 @@ from healthbench_exp.cli.bridge_kit_args import (
     wants_help,
     whole_number,
 )
+from healthbench_exp.cli.bridge_kit_runs import run_to_its_end, stopped_lines
 from healthbench_exp.cli.compose import load_config
 from healthbench_exp.cli.hydra_errors import composition_error
 from healthbench_exp.cli.overrides import check_overrides
@@ -203,10 +204,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for _, arguments, _ in kit.runs:
-        code = subprocess.call([sys.executable, "-m", "healthbench_exp", *arguments])
-        if code != 0:
-            return code
+    except KeyboardInterrupt:  # Ctrl-C while the sample was drawn: no run started
+        print("bridge kit interrupted before its first run; nothing was sent", file=sys.stderr)
+        return 130
+    for number, (label, arguments, run_dir) in enumerate(kit.runs):
+        code, signals = run_to_its_end(arguments)
+        if code != 0 or signals:
+            rest = [(other, args) for other, args, _ in kit.runs[number + 1 :]]
+            print("\n".join(stopped_lines(label, code, signals, run_dir, rest)), file=sys.stderr)
+            return code or 128 + signals[0]  # a run that finished as the signal came
     dirs = [run_dir for _, _, run_dir in kit.runs]
     if kit.dry:
         print("\n".join(dry_run_lines(dirs, kit.pilot)))

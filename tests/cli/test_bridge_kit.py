@@ -6,6 +6,10 @@ checked across them (leave one model out); its refusals."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,3 +228,56 @@ def test_three_models_of_set_strength_make_a_bridge_checked_across_them(tmp_path
     assert not any(c["beyond_interval"] for c in check["spread"]["label_shift"])
     assert any(c["beyond_interval"] for c in check["spread"]["calibration"])
     assert "leave one model out (3 sources" in stdout and "OUTSIDE the interval" in stdout
+
+
+@pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_kit_lets_the_run_end_cleanly_and_names_the_runs_left(
+    tmp_path: Path, stop: signal.Signals, exit_code: int
+) -> None:
+    """A signal to the kit (no terminal: it passes it on) stops the model's run as the main
+    command stops (status `interrupted`, resumable), not killed; the kit names the command that
+    finishes it and the model's run not started, and exits with the run's code."""
+    data = write_data(tmp_path, "pool", 40)
+    out = tmp_path / "kit"
+    kit_process = subprocess.Popen(
+        [sys.executable, "-m", "healthbench_exp.bridge_kit", *KIT, "models=offline,offline@weak",
+         f"dataset.path={data}", "examples=20", f"out={out}", "offline_server.latency_ms=1500",
+         "runner.max_concurrent=2"],
+        cwd=tmp_path, env={**os.environ, "HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert kit_process.stdout is not None
+    seen = []
+    for line in kit_process.stdout:  # the first model's run is sending its calls (its log)
+        seen.append(line)
+        if "built-in offline endpoint at" in line:
+            break
+    kit_process.send_signal(stop)  # to the kit alone
+    rest, _ = kit_process.communicate(timeout=120)
+    err = "".join(seen) + rest  # stdout and stderr
+    assert kit_process.returncode == exit_code, err[-3000:]
+    # (the run's own stop may print a finalizer's ignored exception: the main command's matter)
+    source = out / "source_offline"
+    assert json.loads((source / "status.json").read_text())["status"] == "interrupted"
+    assert (
+        f"bridge kit stopped: offline's run ended after {stop.name} with exit code {exit_code} "
+        f"(interrupted)\n  finish it: python -m healthbench_exp resume={source}\n"
+        "  not started, weak: python -m healthbench_exp " in err
+    )
+    assert not (out / "source_weak").exists() and "bridge sources:" not in err
+    assert "KeyboardInterrupt" not in err and "in main\n" not in err  # the kit's own stop
+
+
+def test_a_run_that_stops_on_its_budget_stops_the_kit_with_the_runs_left(tmp_path: Path) -> None:
+    data = write_data(tmp_path, "pool", 40)
+    out = tmp_path / "kit"
+    code, stdout, err = kit(
+        tmp_path, "models=offline,offline@weak", f"dataset.path={data}", "examples=20",
+        f"out={out}", "budget.max_usd=0.05",
+    )  # fmt: skip
+    assert code == 4, err[-2000:]  # the run's own code: its budget reached
+    assert (
+        f"bridge kit stopped: offline's run ended with exit code 4 (partial)\n  finish it: "
+        f"python -m healthbench_exp resume={out / 'source_offline'}\n  not started, weak: " in err
+    )
+    assert not (out / "source_weak").exists() and "bridge sources:" not in stdout
