@@ -60,6 +60,7 @@ from healthbench_exp.cli.compose import load_config
 from healthbench_exp.cli.hydra_errors import composition_error
 from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.config.bridge import BridgeConfig
+from healthbench_exp.config.checks import validate
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig
 from healthbench_exp.data.healthbench import load_examples
@@ -117,7 +118,7 @@ def _compose(overrides: list[str]) -> Config:
     """`load_config(overrides)`'s Config; what Hydra finds wrong while composing is a
     ConfigError of one line, worded as the main command words it (`composition_error`)."""
     try:
-        return load_config(overrides)[0]
+        config = load_config(overrides)[0]
     except ConfigError:
         raise
     except Exception as exc:
@@ -125,6 +126,7 @@ def _compose(overrides: list[str]) -> Config:
         if problem is None:
             raise  # a bug: its traceback is the report
         raise problem from None
+    return config
 
 
 def _kit_folder(text: str | None) -> Path:
@@ -149,9 +151,9 @@ def plan(argv: Sequence[str]) -> Plan:
     old, new = kit.get("old_judge", "gpt41"), kit["new_judge"]
     models = _models(kit.get("models", MODELS))
     out = _kit_folder(kit.get("out"))
-    for _, model in models[1:]:  # each preset composes (the first is composed below)
-        _compose([*rest, *model, *data, f"judge={old}", f"jury=[{new}]"])
-    config = _compose([*rest, *models[0][1], *data, f"judge={old}", f"jury=[{new}]"])
+    configs = [_compose([*rest, *model, *data, f"judge={old}", f"jury=[{new}]"])
+               for _, model in models]  # fmt: skip
+    config = configs[0]
     if config.judge.name != REFERENCE_JUDGE:
         raise ConfigError(
             f"old_judge={old} is {config.judge.name}; a bridge starts from the reference "
@@ -160,6 +162,8 @@ def plan(argv: Sequence[str]) -> Plan:
     dry, pilot = config.dry_run.requested, config.dry_run.pilot  # as the runs compose it
     if config.jury_members[0].name == REFERENCE_JUDGE:
         raise ConfigError(f"new_judge={new} is the reference grader itself; nothing to bridge")
+    for each in configs:  # ranges and combinations, as each run checks them when it starts
+        validate(each)
     examples = load_examples(config.dataset)
     chosen = [examples[i] for i in stratified_sample(examples, n, seed)]
     member = new

@@ -59,7 +59,7 @@ def wants_help(argv: Sequence[str]) -> bool:
 def _unknown_root(root: str) -> ConfigError | None:
     """A key that is neither the kit's nor a top-level option of the runs (None: it is one)."""
     options = {f.name for f in fields(Config)} | set(GROUPS)
-    if root in options or root in KIT_KEYS or root in ("model", "dataset"):
+    if root in options or root in KIT_KEYS or root in ("model", "dataset", "hydra"):
         return None
     guess = difflib.get_close_matches(root, [*KIT_KEYS, *sorted(options)], n=1)
     hint = f" Did you mean '{guess[0]}'?" if guess else ""
@@ -98,7 +98,7 @@ def split_arguments(argv: Sequence[str]) -> KitArguments:
             )
         else:
             runs.append(argument)
-    if "new_judge" not in kit:
+    if not kit.get("new_judge", "").strip():
         raise ConfigError("bridge_kit needs new_judge=<judge preset> (the judge to bridge to)")
     check_overrides(translate_dry_run([*runs, *data]))  # as the main command checks them
     return KitArguments(kit, runs, data)

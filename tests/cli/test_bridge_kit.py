@@ -178,6 +178,12 @@ def test_the_kits_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
         ),
         "give models=<a,b,c> or model=<preset> (one model), not both": ("model=offline",),
         "batch takes true or false, not 'maybe'": ("batch=maybe",),
+        "batch=true writes its own hydra.searchpath; give presets by name": (
+            f"hydra.searchpath=[file://{tmp_path}]",
+            "batch=true",
+        ),
+        "bridge_kit needs new_judge=<judge preset>": ("new_judge=",),  # an IndexError
+        "dry_run.pilot must be >= 0, got -1": (f"dataset.path={data}", "dry_run.pilot=-1"),
         "bridge_kit does not take resume=; resume a model's run with python -m ": ("resume=x",),
         f"out={tmp_path / 'full' / 'x'} is a file; give the kit a new folder": (
             f"out={tmp_path / 'full' / 'x'}",
