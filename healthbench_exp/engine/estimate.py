@@ -286,6 +286,8 @@ def estimate_run(
         "pilot": pilot,
         "rates": {role: asdict(rates[role]) for role in needed},
         "rate_limited_duration": expected_durations(run_roles.needed, estimator.usage),
+        # the roles sent through the Batch API (no per-minute limits, half price already)
+        "batched_roles": [name for name in needed if roles[name].batch],
         # the rows whose replies the cache holds (a pilot's, and earlier runs'): what a pilot's
         # rates and interval are measured on
         "measured_rows": len(estimator.sample.rows),

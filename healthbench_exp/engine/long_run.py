@@ -61,23 +61,37 @@ def batch_time(seconds: Mapping[str, float]) -> str:
 
 
 def long_run_lines(
-    seconds: Mapping[str, float], judge_usd: float | None, total_usd: float | None
+    seconds: Mapping[str, float],
+    judge_usd: float | None,
+    total_usd: float | None,
+    judge_batched: bool = False,
 ) -> list[str]:
     """The warning's lines ([]: the run takes a day or less at the stated limits). `seconds`:
     each rate-limited role's least time at its stated limits (`model`, `judge`, a jury
-    member's name); `judge_usd`, `total_usd`: the estimated costs (None: no price)."""
+    member's name); `judge_usd`, `total_usd`: the estimated costs (None: no price);
+    `judge_batched`: the judge goes through the Batch API already (`judge.batch=true`: at half
+    price, no flex tier), so the only way out named is a higher tier."""
     longest_s = max(seconds.values(), default=0.0)
     if longest_s <= DAY_S:
         return []
+    warning = (
+        f"  warning: at the stated rate limits this run takes at least {_span(longest_s)}; "
+        "ways out:"
+    )
+    higher_tier = (
+        f"    a higher usage tier (tier 2 gives gpt-4.1 {HIGHER_TIER:g}x tier 1's tokens a "
+        f"minute): about {_span(longest_s / HIGHER_TIER)} at that limit, {_cost(total_usd)} "
+        "as now"
+    )
+    if judge_batched:
+        return [warning.replace("ways out:", "the judge is batched already; a way out:"),
+                higher_tier]  # fmt: skip
     halved = half_price_judge(judge_usd, total_usd)
     return [
-        f"  warning: at the stated rate limits this run takes at least {_span(longest_s)}; "
-        "ways out:",
+        warning,
         f"    judge.batch=true (the Batch API): the judge outside the per-minute limits, "
         f"{batch_time(seconds)}; {halved}",
         f"    judge.service_tier=flex: {halved}, still at least {_span(longest_s)} (the same "
         "limits)",
-        f"    a higher usage tier (tier 2 gives gpt-4.1 {HIGHER_TIER:g}x tier 1's tokens a "
-        f"minute): about {_span(longest_s / HIGHER_TIER)} at that limit, {_cost(total_usd)} "
-        "as now",
+        higher_tier,
     ]

@@ -4,10 +4,12 @@ figures are computed by hand in the comments."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.long_run import DAY_S, long_run_lines
+from tests.e2e.test_e2e import run_cli
 from tests.engine.test_estimate_text import estimate
 
 # HealthBench Hard at a first-tier limit, twice over: 24,000 judge calls of 3,500 reserved tokens
@@ -94,3 +96,27 @@ def test_a_run_of_a_day_or_less_gets_no_warning() -> None:
     assert lines[1].endswith("the judge's batch done within 24.0 h after them; at a price not "
                              "configured (the judge at half price)")  # fmt: skip
     assert "at a price not configured as now" in lines[3]
+
+
+def test_a_judge_batched_already_has_no_per_minute_limit_and_is_not_offered_batch(
+    tmp_path: Path,
+) -> None:
+    """`judge.batch=true` with the judge's limit stated: the Batch API is outside the per-minute
+    limits, so the dry run gives the judge no least time and offers neither the Batch API nor
+    flex again (it halved the judge's price a second time); the same run unbatched is warned."""
+    args = ("experiment=demo", "wandb=disabled", "dry_run=true",
+            "judge.rate_limit.tokens_per_minute=100")  # fmt: skip
+    env = {"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    plain = run_cli(*args, f"hydra.run.dir={tmp_path / 'plain'}", env=env)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "judge rate limits: at least" in plain.stdout
+    assert "judge.batch=true (the Batch API)" in plain.stdout
+    batched = run_cli(*args, "judge.batch=true", f"hydra.run.dir={tmp_path / 'b'}", env=env)
+    assert batched.returncode == 0, batched.stderr[-2000:]
+    assert "judge rate limits" not in batched.stdout and "warning:" not in batched.stdout
+    estimate = json.loads((tmp_path / "b" / "estimate.json").read_text())
+    assert estimate["rate_limited_duration"] is None and estimate["batched_roles"] == ["judge"]
+    # a slow model beside a batched judge: only a higher tier is named
+    lines = long_run_lines({"model": 2 * DAY_S}, 4.0, 6.0, judge_batched=True)
+    assert lines[0].endswith("at least 2.0 days; the judge is batched already; a way out:")
+    assert len(lines) == 2 and lines[1].startswith("    a higher usage tier")
