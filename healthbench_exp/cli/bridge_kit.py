@@ -149,6 +149,11 @@ def plan(argv: Sequence[str]) -> Plan:
     if batch and any(a.startswith("hydra.searchpath") for a in rest):
         raise ConfigError("batch=true writes its own hydra.searchpath; give presets by name")
     old, new = kit.get("old_judge", "gpt41"), kit["new_judge"]
+    for key, preset in (("old_judge", old), ("new_judge", new)):
+        try:  # a judge preset, as the main command checks judge=<preset>
+            check_overrides([*rest, f"judge={preset}"])
+        except ConfigError as exc:
+            raise ConfigError(f"{key}={preset}: {str(exc).partition(': ')[2]}") from None
     models = _models(kit.get("models", MODELS))
     out = _kit_folder(kit.get("out"))
     configs = [_compose([*rest, *model, *data, f"judge={old}", f"jury=[{new}]"])

@@ -183,6 +183,12 @@ def test_the_kits_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "batch=true",
         ),
         "bridge_kit needs new_judge=<judge preset>": ("new_judge=",),  # an IndexError
+        "old_judge=nosuch: judge has no option 'nosuch'. Valid choices for judge: ": (
+            "old_judge=nosuch",
+        ),
+        "new_judge=nosuch: judge has no option 'nosuch'. Valid choices for judge: ": (
+            "new_judge=nosuch",
+        ),
         "dry_run.pilot must be >= 0, got -1": (f"dataset.path={data}", "dry_run.pilot=-1"),
         "bridge_kit does not take resume=; resume a model's run with python -m ": ("resume=x",),
         f"out={tmp_path / 'full' / 'x'} is a file; give the kit a new folder": (
