@@ -56,7 +56,7 @@ from healthbench_exp.cli.bridge_kit_args import (
     whole_number,
 )
 from healthbench_exp.cli.bridge_kit_runs import run_to_its_end, stopped_lines
-from healthbench_exp.cli.compose import load_config
+from healthbench_exp.cli.compose import load_config, translate_dry_run
 from healthbench_exp.cli.hydra_errors import composition_error
 from healthbench_exp.cli.overrides import check_overrides
 from healthbench_exp.config.bridge import BridgeConfig
@@ -151,7 +151,7 @@ def plan(argv: Sequence[str]) -> Plan:
     old, new = kit.get("old_judge", "gpt41"), kit["new_judge"]
     for key, preset in (("old_judge", old), ("new_judge", new)):
         try:  # a judge preset, as the main command checks judge=<preset>
-            check_overrides([*rest, f"judge={preset}"])
+            check_overrides(translate_dry_run([*rest, f"judge={preset}"]))
         except ConfigError as exc:
             raise ConfigError(f"{key}={preset}: {str(exc).partition(': ')[2]}") from None
     models = _models(kit.get("models", MODELS))
