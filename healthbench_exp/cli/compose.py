@@ -23,18 +23,28 @@ from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.model.retired import SET_ON_COMMAND_LINE
 
 CONFIG_PATH = str(Path(__file__).resolve().parent.parent / "conf")  # healthbench_exp/conf
+DRY_RUN = "dry_run"  # the config's node (`DryRunConfig`), and the switch users type
 
 
 def translate_dry_run(overrides: Sequence[str]) -> list[str]:
-    """`dry_run=true|false` as users type it (and as it was a boolean) becomes
-    `dry_run.enabled=...`, the node's switch; every other override is kept as it is."""
-    return [
-        "dry_run.enabled=" + arg.split("=", 1)[1]
-        if arg.split("=", 1)[0].lstrip("+") == "dry_run"
-        and arg.split("=", 1)[1].strip().lower() in ("true", "false")
-        else arg
-        for arg in overrides
-    ]
+    """`dry_run=<switch>` as users type it (and as it was a boolean: `true`, `True`, `1`,
+    `yes`, `+dry_run=true`, ...) becomes `dry_run.enabled=<switch>`, the node's switch, which
+    Hydra reads as the schema's bool (an invalid value is refused naming `dry_run.enabled`);
+    every other override is kept as it is (`dry_run.pilot=N`, a whole node `dry_run={...}`).
+
+    The one reading of "is this a dry run, and with a pilot?": the main command and the bridge
+    kit (`cli.bridge_kit`) compose their overrides through this (`load_config`, the CLI's
+    `main`) and ask the composed `config.dry_run` (`DryRunConfig.requested`, `.pilot`), so an
+    experiment preset that sets `dry_run` counts too."""
+    translated = []
+    for arg in overrides:
+        key, sep, value = arg.partition("=")
+        scalar = value.strip() and not value.strip().startswith(("{", "null"))
+        if sep and key.lstrip("+") == DRY_RUN and scalar:
+            translated.append(f"{DRY_RUN}.enabled={value}")
+        else:
+            translated.append(arg)
+    return translated
 
 
 def jury_presets(names: Sequence[str], searchpath: Sequence[str]) -> list[DictConfig]:

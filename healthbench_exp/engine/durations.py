@@ -61,9 +61,12 @@ def limited_duration(
 def expected_durations(
     needed: dict[str, Role], usage: Mapping[str, PaidCalls]
 ) -> dict[str, LimitedDuration | float] | None:
-    """Per needed role with configured limits, `limited_duration`; `seconds`: the longest."""
+    """Per needed role with configured limits, `limited_duration` (a batched role, `batch: true`,
+    has none: the Batch API is outside the per-minute limits); `seconds`: the longest."""
     durations: dict[str, LimitedDuration] = {}
     for name, role in needed.items():
+        if role.batch:  # through the Batch API: outside the per-minute limits
+            continue
         endpoint = role.endpoint
         sent_max = reply_limit(request_body(endpoint, role.temperature, role.max_tokens))
         reserved = sent_max or endpoint.expected_completion_tokens

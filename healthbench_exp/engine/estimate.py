@@ -263,7 +263,7 @@ def estimate_run(
         total = None if total is None or usage.cost_usd is None else total + usage.cost_usd
 
     def total_at(measured: dict[str, Rates | None]) -> float | None:
-        at = {role: measured[role] or rates[role] for role in rates}
+        at = {role: measured.get(role) or rates[role] for role in rates}
         costs = [priced(role, at[role], at["model"])[1] for role in needed]
         return None if None in costs else sum(c for c in costs if c is not None)
 
@@ -286,6 +286,8 @@ def estimate_run(
         "pilot": pilot,
         "rates": {role: asdict(rates[role]) for role in needed},
         "rate_limited_duration": expected_durations(run_roles.needed, estimator.usage),
+        # the roles sent through the Batch API (no per-minute limits, half price already)
+        "batched_roles": [name for name in needed if roles[name].batch],
         # the rows whose replies the cache holds (a pilot's, and earlier runs'): what a pilot's
         # rates and interval are measured on
         "measured_rows": len(estimator.sample.rows),

@@ -94,6 +94,8 @@ class Estimate(Record):
     # the rows whose replies measured a pilot's rates: the pilot's and those the response
     # cache already held (None: an estimate that did not record it)
     measured_rows: int | None = None
+    # the roles sent through the Batch API (None: an estimate that did not record it)
+    batched_roles: list[str] | None = None
 
     def durations(self) -> tuple[dict[str, DurationPart], float] | None:
         """Each limited role's least time, and the longest (None: no known limits)."""
@@ -230,12 +232,11 @@ def format_estimate(plain: Mapping[str, object], output_dir: Path) -> str:
                 f"({'; '.join(filter(None, limits))})"
             )
         lines.append(f"  expected duration at the known rate limits: at least {minutes(longest)}")
-        judge = limited.get("judge")
         lines += long_run_lines(  # more than a day: the ways out (engine/long_run.py)
-            longest,
-            None if judge is None else judge.seconds,
+            {role: d.seconds for role, d in limited.items()},
             estimate.judge.cost_usd,
             estimate.total_cost_usd,
+            judge_batched="judge" in (estimate.batched_roles or []),
         )
     assumptions = estimate.assumptions
     lines.append(f"  where the figures come from ({assumptions.tokenizer}):")

@@ -197,12 +197,13 @@ def bootstrap_interval(
     n = len(rows)
     if n < 2 or point is None:
         return None
+    roles = sorted({role for row in rows for role in row})  # the model, judge, jury members
     rng = random.Random(seed)
     totals = []
     for _ in range(resamples):
         drawn = [rows[rng.randrange(n)] for _ in rows]
         total = total_at({role: from_replies(sample.replies(role, drawn), "pilot") for role in
-                          ("model", "judge")})  # fmt: skip
+                          roles})  # fmt: skip
         if total is None:
             return None
         totals.append(total)
@@ -210,7 +211,7 @@ def bootstrap_interval(
     spread = n / (n - 1) + n / left
     half = t_975(n - 1) * statistics.stdev(totals) * math.sqrt(spread)
     # a few rows may all be long (or short): at least REPLY_CV of row-to-row reply variation
-    shift = total_at({"model": longer_replies(sample, REPLY_CV), "judge": None})
+    shift = total_at({**dict.fromkeys(roles), "model": longer_replies(sample, REPLY_CV)})
     if shift is not None:
         floor = t_975(n - 1) * abs(shift - point) * math.sqrt(1 / n + 1 / left)
         half = math.sqrt(half**2 + floor**2)

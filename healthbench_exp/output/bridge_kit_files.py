@@ -1,6 +1,7 @@
 """The bridge kit's own files (not a run's): the sample as HealthBench JSONL, the judge preset
 that sends the new judge's calls through the Batch API, and the bridge's check across its
-sources (`bridge_check.json`, with its lines for the console)."""
+sources (`bridge_check.json`, with its lines for the console); and the lines of its dry run,
+read from each model's `estimate.json`."""
 
 from __future__ import annotations
 
@@ -70,4 +71,44 @@ def check_lines(check: BridgeCheck) -> list[str]:
             "the bridge's interval"
         )
     lines += [f"  {method}: refused: {why}" for method, why in check.refused.items()]
+    return lines
+
+
+def _estimate(run_dir: Path) -> dict[str, object]:
+    """A dry run's `estimate.json` ({} when it cannot be read)."""
+    try:
+        estimate = json.loads((run_dir / "estimate.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return estimate if isinstance(estimate, dict) else {}
+
+
+def _usd(costs: Sequence[object]) -> str:
+    """The sum of `costs`, or why there is none (a cost missing)."""
+    known = [c for c in costs if isinstance(c, int | float)]
+    return f"${sum(known):,.2f}" if len(known) == len(costs) else "n/a (a price is missing)"
+
+
+def dry_run_lines(runs: Sequence[Path], pilot: int) -> list[str]:
+    """Each model's dry run (its folder's name): the estimated cost still to pay, and their
+    total; after a pilot (`dry_run.pilot=N`), what the pilots sent and paid (estimate.json's
+    `pilot`), which the kit's run reuses from the response cache."""
+    estimates = [_estimate(run_dir) for run_dir in runs]
+    costs = [e.get("total_cost_usd") for e in estimates]
+    shown = ", ".join(
+        f"{r.name}: " + (f"${c:,.2f}" if isinstance(c, int | float) else "n/a")
+        for r, c in zip(runs, costs, strict=True)
+    )
+    lines = [f"bridge kit dry run: {shown}; in all {_usd(costs)}"]
+    if pilot:
+        records = [e.get("pilot") for e in estimates]
+        sent = [r for r in records if isinstance(r, dict)]
+        calls = sum(int(r.get("requests") or 0) for r in sent)
+        paid = _usd([r.get("cost_usd") for r in sent] if len(sent) == len(runs) else [None])
+        lines.append(
+            f"  the pilot (dry_run.pilot={pilot}) sent each model's first {pilot} rows for "
+            f"real: {calls} paid calls, {paid}; the kit's run on the same sample (the same "
+            "data, examples= and seed=) and response cache reuses them: the costs above are "
+            "what it still pays"
+        )
     return lines

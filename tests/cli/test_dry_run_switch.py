@@ -14,6 +14,11 @@ from healthbench_exp.cli.compose import translate_dry_run
         ("dry_run=true", True, 0),
         ("dry_run=True", True, 0),
         ("dry_run=false", False, 0),
+        ("dry_run=1", True, 0),  # every form the schema's bool reads, as dry_run.enabled=
+        ("dry_run=yes", True, 0),
+        ("+dry_run=on", True, 0),
+        ("dry_run=0", False, 0),
+        ("dry_run={enabled:true}", True, 0),  # a whole node, kept as it is
         ("dry_run.enabled=true", True, 0),
         ("dry_run.pilot=3", False, 3),
     ],
@@ -25,9 +30,12 @@ def test_dry_run_overrides_compose(override: str, enabled: bool, pilot: int) -> 
 
 
 def test_only_the_boolean_form_is_translated() -> None:
-    assert translate_dry_run(["dry_run=true", "model=gpt41", "dry_run.pilot=2", "x=dry_run"]) == [
+    assert translate_dry_run(
+        ["dry_run=true", "model=gpt41", "dry_run.pilot=2", "x=dry_run", "dry_run={pilot:2}"]
+    ) == [
         "dry_run.enabled=true",
         "model=gpt41",
         "dry_run.pilot=2",
         "x=dry_run",
+        "dry_run={pilot:2}",
     ]
