@@ -142,6 +142,7 @@ class ChatEndpoint:
             self._answered,
             PATHS[self.api],
             self._unanswered,
+            self._before_retry,
         )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk
@@ -156,6 +157,7 @@ class ChatEndpoint:
                 on_response=self._answered,
                 path=PATHS[self.api],
                 on_unanswered=self._unanswered,
+                before_retry=self._before_retry,
             )
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
@@ -198,6 +200,9 @@ class ChatEndpoint:
             self.last_reply_at = time.monotonic()
         kinds = {CONNECTION_REFUSED: REFUSED, TIMED_OUT: NO_REPLY}
         self.on_attempt_failed(kinds.get(error.kind, CONNECTION_ERRORS), str(error))
+
+    def _before_retry(self) -> None:
+        self.halt.check()  # a halted run sends no retry either
 
     def silent_for(self, now: float) -> float | None:
         """Seconds since the endpoint last answered while requests wait on it (None: none do)."""

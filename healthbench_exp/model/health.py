@@ -175,9 +175,13 @@ class EndpointHealth:
             f"errors: {errors})"
         )
         self.halt.stop(self.why)
+        # the task whose failed attempt declared it ends its call by itself (no retry goes out:
+        # `Halt.check`); a cancellation of the running task would land after its call ended
+        reporting = asyncio.current_task() if self.pending else None
         for task in self.pending:
-            self.stopped.add(task)
-            task.cancel()
+            if task is not reporting:
+                self.stopped.add(task)
+                task.cancel()
 
     def reason(self) -> str:
         """Why it was declared dead (empty while it is not)."""

@@ -187,6 +187,7 @@ class DirectPoster:
         on_response: Callable[[int, Mapping[str, str]], None],
         path: str = "/chat/completions",
         on_unanswered: Callable[[HttpError], None] = lambda error: None,
+        before_retry: Callable[[], None] = lambda: None,
     ) -> None:
         self.url = base_url.rstrip("/") + path  # the endpoint's API (`model.wire.PATHS`)
         self.headers = {
@@ -206,6 +207,7 @@ class DirectPoster:
         self.tls = tls
         self.on_response = on_response  # every HTTP answer, retried ones included
         self.on_unanswered = on_unanswered  # every attempt that got none, retried ones included
+        self.before_retry = before_retry  # raises to send no retry (the run is halted)
         self._session: aiohttp.ClientSession | None = None
         self.proxy: tuple[URL | None, aiohttp.BasicAuth | None] = (None, None)
 
@@ -259,6 +261,7 @@ class DirectPoster:
                     raise error
             if attempt >= self.max_retries:
                 raise error
+            self.before_retry()
             await asyncio.sleep(retry_delay_s(attempt, headers))
             attempt += 1
 

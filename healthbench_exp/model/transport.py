@@ -66,6 +66,7 @@ class SdkClients:
         on_response: OnResponse,
         path: str = "/chat/completions",
         on_unanswered: OnUnanswered = lambda error: None,
+        before_retry: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.path = path  # what `post` posts to: the endpoint's API (`model.wire.PATHS`)
@@ -73,6 +74,7 @@ class SdkClients:
         self.max_concurrency = max_concurrency
         self.on_response = on_response
         self.on_unanswered = on_unanswered
+        self.before_retry = before_retry  # raises to send no retry (the run is halted)
         self.sent = 0
         self._clients: list[openai.AsyncOpenAI] = []
 
@@ -156,6 +158,7 @@ class SdkClients:
                 raise HttpError(type(exc).__name__, str(exc)) from exc
             if attempt >= self.transport.max_retries:
                 raise error
+            self.before_retry()
             await asyncio.sleep(retry_delay_s(attempt, headers))
             attempt += 1
 

@@ -99,8 +99,10 @@ def test_a_judge_that_never_replies_is_declared_dead_within_3_timeouts(
 def test_an_outage_mid_run_is_declared_within_60_s_of_its_start(
     loopback_server, tmp_path: Path
 ) -> None:
-    """The judge answers its first 40 calls, then 500 for ever."""
-    model, judge = loopback_server(), loopback_server(fail_status=500, fail_after=40)
+    """The judge answers its first 40 calls, then 500 for ever; the model's replies take 12 s,
+    so the run's rows go on for over a minute after the outage starts."""
+    model = loopback_server(latency_ms=12_000)
+    judge = loopback_server(fail_status=500, fail_after=40)
     line, _ = run_against(model.base_url, judge.base_url, tmp_path / "run")
     found = re.search(r"no success in the (\d+) s since its last success", line)
     assert found and float(found.group(1)) <= 60, line
