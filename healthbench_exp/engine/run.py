@@ -28,6 +28,7 @@ from typing import TypeVar
 
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.outcome import Tally, run_outcome
 from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
@@ -114,7 +115,12 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = account_invocation(
-            summarizer.summary(measured), measured, demo, settings.files, began
+            summarizer.summary(measured),
+            measured,
+            demo,
+            settings.files,
+            began,
+            config.runner.max_failure_fraction,
         )
         for sink in sinks:
             summary = replace(summary, **sink.describe())
@@ -130,12 +136,19 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
 
 
 def account_invocation(
-    summary: RunSummary, measured: Measured, demo: bool, files: RunFiles, began: datetime
+    summary: RunSummary,
+    measured: Measured,
+    demo: bool,
+    files: RunFiles,
+    began: datetime,
+    max_failure_fraction: float = 1.0,
 ) -> RunSummary:
     """Record this invocation's usage (`measured`) in the run's `invocations.jsonl`; return
     `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
-    of result it is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in
-    endpoint answered: the scores mean nothing)."""
+    of result it is: `partial` (rows not run: the budget or a dead endpoint stopped it; or
+    failed rows or ungraded criteria beyond `runner.max_failure_fraction`: its scores cover
+    only part of the run, `core.outcome.run_outcome`) and `demo` (the built-in endpoint
+    answered: the scores mean nothing)."""
     budget = measured.budget
     invocations = record_invocation(
         files,
@@ -145,10 +158,15 @@ def account_invocation(
         measured_fingerprint(summary.config),
     )
     rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
+    short = (
+        summary.counts is not None
+        and run_outcome(Tally.of(summary), max_failure_fraction, files.directory).status
+        != "completed"
+    )
     return replace(
         summary,
         usage=Usage.from_dict(cumulative_usage(invocations)),
-        partial=bool(rows_not_run) or bool(budget and budget.stopped),
+        partial=bool(rows_not_run) or bool(budget and budget.stopped) or short,
         demo=demo,
     )
 

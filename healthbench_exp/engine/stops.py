@@ -8,10 +8,11 @@
   sends a job of the SLURM launchers before its time limit (submitit's `--signal=USR2@<s>`), and
   SIGTERM what it sends at the limit or on scancel: either way the job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
-  answers was a success, or none came in `runner.dead_endpoint_s`) ends the run once its rows
-  are recorded and the summary written: a judge's with `JudgeGaveNothing` (status `ungraded`,
-  exit 5), a model's with `ModelGaveNothing` (status `failed`, exit 2); either line names the
-  endpoint, its last errors and the resume command.
+  attempts was a success, or none in `runner.dead_endpoint_s` after 3 failed attempts) halts
+  the run (nothing more is sent) and ends it once its rows are recorded and the summary
+  written: a judge's with `JudgeGaveNothing` (status `ungraded`, exit 5), a model's with
+  `ModelGaveNothing` (status `failed`, exit 2); either line names the endpoint, what it
+  answered (counted by kind), its last errors, and ends with the resume command.
 - An output that cannot be written (disk full, read-only, no permission) is named by
   `failure_line`: what failed, on which path, what to do; the run is `failed` and exits 1.
 """
