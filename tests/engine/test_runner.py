@@ -28,6 +28,7 @@ from healthbench_exp.config.schema import (
     WandbMode,
 )
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.outcome import Tally, run_outcome
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.loop import steady_collector
 from healthbench_exp.output.console import format_report
@@ -280,6 +281,12 @@ def test_a_run_with_criteria_ungraded_beyond_the_fraction_is_marked_partial(
     assert f"PARTIAL: {counts['rows_scored']} of 4 examples scored (0 not run" in table
     report = (tmp_path / "report.html").read_text()
     assert "PARTIAL" in report and "of 4 examples scored" in report
+    # the line it ends with names the endpoint, what it answered, and ends with the resume
+    message = run_outcome(Tally.of(RunSummary.from_dict(summary)), 0.01, tmp_path).message
+    assert message is not None and "more than runner.max_failure_fraction" in message
+    # (its URL too where summary.json holds the run's config, as the CLI's run does)
+    assert "(the judge endpoint answered: InternalServerError " in message
+    assert message.endswith(f"finish with: python -m healthbench_exp resume={tmp_path}")
 
 
 class Cycle:
