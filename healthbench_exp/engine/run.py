@@ -127,7 +127,8 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         for sink in sinks:  # in order: local outputs complete before W&B finishes
             sink.finish(summary)
             finished += 1
-        raise_if_given_up(healths, output_dir)  # what finished is written: now say why it ended
+        # what finished is written: now say why it ended
+        raise_if_given_up(healths, output_dir, summary)
     except BaseException as exc:
         for sink in sinks[finished:]:
             sink.fail(exc)

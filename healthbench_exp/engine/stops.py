@@ -30,6 +30,7 @@ from types import FrameType
 from typing import TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import EndpointHealth
@@ -167,18 +168,40 @@ class ModelGaveNothing(QuotaExhausted):
     quota, the CLI adds the resume command."""
 
 
-def raise_if_given_up(healths: dict[str, EndpointHealth], output_dir: Path) -> None:
-    """Raise for the endpoint the run gave up on (the judge's first), if any."""
+def raise_if_given_up(
+    healths: dict[str, EndpointHealth], output_dir: Path, summary: RunSummary | None = None
+) -> None:
+    """Raise for the endpoint the run gave up on (the judge's first), if any; the line says
+    what this invocation spent and what was not run (from `summary`)."""
     judge, model = healths.get("judge"), healths.get("model")
+    spent = spent_text(summary)
     if judge is not None and judge.dead:
         raise JudgeGaveNothing(
-            f"stopped early: {judge.reason()}; what finished is recorded, the rest is not run. "
-            f"Once it answers, finish with: {resume_hint(output_dir)}"
+            f"stopped early: {judge.reason()}; {spent}what finished is recorded, the rest is "
+            f"not run. Once it answers, finish with: {resume_hint(output_dir)}"
         )
     if model is not None and model.dead:
         raise ModelGaveNothing(
-            f"stopped early: {model.reason()}; what finished is recorded, the rest is not run"
+            f"stopped early: {model.reason()}; {spent}what finished is recorded, the rest is "
+            "not run"
         )
+
+
+def spent_text(summary: RunSummary | None) -> str:
+    """`spent $0.0123 in this invocation (model 4 calls, judge 30); 24 of 24 rows not run; `
+    ('' without a summary)."""
+    counts = summary.counts if summary is not None else None
+    if summary is None or counts is None or summary.is_meta_eval:
+        return ""
+    invocations = (summary.usage.invocations if summary.usage else None) or []
+    cost = invocations[-1].total_cost_usd if invocations else None
+    eval_counts = summary.eval_counts
+    dollars = "an unknown sum (no price)" if cost is None else f"${cost:.4f}"
+    return (
+        f"spent {dollars} in this invocation (model {eval_counts.model_requests} calls, judge "
+        f"{eval_counts.judge_requests}); {eval_counts.rows_not_run} of {eval_counts.rows} rows "
+        "not run; "
+    )
 
 
 def failure_line(exc: BaseException, output_dir: Path) -> str | None:

@@ -74,6 +74,8 @@ def test_a_dead_judge_is_declared_fast_and_no_model_call_is_paid_after(
     if "refused" in answered:  # read as a refused connection, not a timeout
         assert "Connection refused" in line and "timed out" not in line, line
     assert dead_after_s(line) <= bound_s, line
+    assert re.search(r"spent \S+ in this invocation \(model \d+ calls, judge \d+\); 2\d of 24 rows "
+                     "not run", line), line  # fmt: skip
     assert last.endswith(f"python -m healthbench_exp resume={run_dir}"), last
     # nothing paid after the stop: only the rows in flight at the decision sent a model call
     # (before: every one of the 24 rows did, each started as one before it ended not run)
