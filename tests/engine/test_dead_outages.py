@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.core.outcome import EXIT_UNGRADED
+from healthbench_exp.model.endpoint import answer_failure
+from healthbench_exp.model.health import BARE_429, SERVER_ERRORS
 from tests.e2e.test_e2e import run_cli
 
 ROWS_IN_FLIGHT = 4  # runner.max_concurrent: the rows whose model calls may precede the stop
@@ -109,3 +111,34 @@ def test_an_outage_mid_run_is_declared_within_60_s_of_its_start(
     found = re.search(r"no success in the (\d+) s since its last success", line)
     assert found and float(found.group(1)) <= 60, line
     assert judge.stats()["requests"] == 40
+
+
+def test_a_slow_living_judge_is_never_declared_dead(loopback_server, tmp_path: Path) -> None:
+    """The judge's account allows 20 requests per 5 s (the run is paced to it) and a third of
+    its answers are 500s: it is paced and retried, never given up on."""
+    model = loopback_server()
+    judge = loopback_server(
+        rate_limit_requests=20, rate_limit_window_s=5.0, judge_error_rate=0.3, seed=5
+    )
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        "experiment=demo",
+        "wandb=disabled",
+        "runner.progress=false",
+        "model.builtin=false",
+        f"model.base_url={model.base_url}",
+        "judge.builtin=false",
+        f"judge.base_url={judge.base_url}",
+        f"hydra.run.dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "answered nothing usable" not in result.stderr
+    stats = judge.stats()
+    assert stats["judge_errors_injected"] > 30, stats
+
+
+def test_a_429_with_rate_limit_headers_is_a_living_endpoint_pacing_the_run() -> None:
+    headers = {"x-ratelimit-remaining-requests": "0", "retry-after": "1"}
+    assert answer_failure(429, headers) == ""  # counts neither way
+    assert answer_failure(429, {"retry-after": "1"}) == BARE_429
+    assert answer_failure(503, {}) == SERVER_ERRORS and answer_failure(200, {}) == ""
