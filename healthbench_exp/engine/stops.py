@@ -171,9 +171,13 @@ class ModelGaveNothing(QuotaExhausted):
 def raise_if_given_up(
     healths: dict[str, EndpointHealth], output_dir: Path, summary: RunSummary | None = None
 ) -> None:
-    """Raise for the endpoint the run gave up on (the judge's first), if any; the line says
-    what this invocation spent and what was not run (from `summary`)."""
-    judge, model = healths.get("judge"), healths.get("model")
+    """Raise for the endpoint the run gave up on (the judge's first, then a jury member's: it
+    halted the whole run too), if any; the line says what this invocation spent and what was
+    not run (from `summary`)."""
+    graders = [h for name, h in healths.items() if name != "model" and h.dead]
+    judge = healths.get("judge") if "judge" in healths and healths["judge"].dead else None
+    judge = judge or (graders[0] if graders else None)
+    model = healths.get("model")
     spent = spent_text(summary)
     if judge is not None and judge.dead:
         raise JudgeGaveNothing(
