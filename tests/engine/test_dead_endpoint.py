@@ -44,9 +44,9 @@ def test_a_judge_that_fails_every_call_ends_the_run_in_minutes(
         f"hydra.run.dir={run_dir}",
     )
     elapsed = time.monotonic() - started
-    # before any answer at most a first-tier bucket's worth of judge calls goes out (30,000
-    # tokens: model/buckets.py), and its 429s carry no rate-limit headers, so the rest start at
-    # the pace accepted since (one a second, none accepted): about two minutes
+    # every failed attempt counts (the client's retries too): declared within seconds of the
+    # first call (the time to dead per fault is asserted from the stop line in
+    # test_dead_outages.py); this bound is the whole run's wall time, loose for a loaded machine
     assert elapsed < 180, elapsed
     assert result.returncode == EXIT_UNGRADED, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
