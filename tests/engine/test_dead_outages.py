@@ -11,15 +11,20 @@ not the whole run's wall time, so the bounds hold on a loaded machine.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import socket
 from pathlib import Path
 
 import pytest
 
+from healthbench_exp.config.schema import EndpointConfig, HttpClient
+from healthbench_exp.core.endpoint_errors import RequestFailed
 from healthbench_exp.core.outcome import EXIT_UNGRADED
-from healthbench_exp.model.endpoint import answer_failure
-from healthbench_exp.model.health import BARE_429, SERVER_ERRORS
+from healthbench_exp.model.endpoint import ChatEndpoint, answer_failure
+from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS
+from healthbench_exp.model.transport import Transport
 from tests.e2e.test_e2e import run_cli
 
 ROWS_IN_FLIGHT = 4  # runner.max_concurrent: the rows whose model calls may precede the stop
@@ -142,3 +147,40 @@ def test_a_429_with_rate_limit_headers_is_a_living_endpoint_pacing_the_run() -> 
     assert answer_failure(429, headers) == ""  # counts neither way
     assert answer_failure(429, {"retry-after": "1"}) == BARE_429
     assert answer_failure(503, {}) == SERVER_ERRORS and answer_failure(200, {}) == ""
+
+
+@pytest.mark.parametrize("http_client", list(HttpClient))
+def test_each_refused_attempt_is_seen_and_read_as_a_refusal(http_client: HttpClient) -> None:
+    """Through each transport (the openai client over aiohttp or httpx, or the direct poster),
+    every attempt of a call, the client's retries included, reaches the endpoint's health as a
+    refused connection; the error says so, and a refusal is not a silence (the stall watch's
+    clock moves)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"  # nothing listens there
+
+    async def scenario() -> tuple[list[str], str, bool]:
+        endpoint = ChatEndpoint(
+            "judge",
+            EndpointConfig(name="judge", base_url=url, api_key_env=None),
+            base_url=url,
+            api_key="k",
+            temperature=None,
+            max_tokens=None,
+            transport=Transport(max_retries=2, timeout_s=30.0, http_client=http_client),
+        )
+        seen: list[str] = []
+        endpoint.on_attempt_failed = lambda kind, error: seen.append(kind)
+        before = endpoint.last_reply_at
+        try:
+            await endpoint.complete([{"role": "user", "content": "hi"}])
+        except RequestFailed as exc:
+            error = str(exc)
+        finally:
+            await endpoint.close()
+        return seen, error, endpoint.last_reply_at > before
+
+    seen, error, heard = asyncio.run(scenario())
+    assert seen == [REFUSED] * 3, seen  # the first attempt and its 2 retries
+    assert "Connection refused" in error and "timed out" not in error, error
+    assert heard
