@@ -67,8 +67,10 @@ MEANING = {
     ("DatasetConfig", "hf_repo"): "`source=hf`: the dataset's repository",
     ("DatasetConfig", "hf_split"): "`source=hf`: its split",
     ("DatasetConfig", "sha256"): "checksum of the official file",
-    ("RunnerConfig", "dead_endpoint_s"): "give an endpoint up when it failed and had no "
-    "success for so long; 0: never",
+    ("RunnerConfig", "dead_endpoint_s"): "give an endpoint up when at least 3 attempts failed "
+    "and none succeeded for so long (since its last success, or its first call); 0: never",
+    ("OfflineServerConfig", "fail_after"): "requests of limited_role answered before the "
+    "outage (`fail_status`)",
     ("RunnerConfig", "bootstrap_samples"): "resamples for `:bootstrap_std`",
     ("RunnerConfig", "progress"): "the live progress bar",
     ("ScoringConfig", "length_center_chars"): "the reply length with no length adjustment",

@@ -136,10 +136,11 @@ class RunnerConfig:
     reasoning_request_timeout_s: float = 600.0  # the same for endpoints with `reasoning: true`
     connect_timeout_s: float = 10.0  # start-up reachability check and each connection; fails fast
     stall_notice_s: float = 30.0  # log a notice when an endpoint has not answered for so long
-    # give an endpoint up (the run ends resumable) when none of its first so many answers (failed
-    # calls and 429s) was a success, or it failed and had no success for so long; 0: never
+    # give an endpoint up (the run halts, resumable) when none of its first so many attempts
+    # (each try of a call: 5xx, refused, timed out, 429 without rate-limit headers) was a
+    # success, or at least 3 attempts failed and none succeeded for so long; 0: never
     dead_endpoint_calls: int = 30
-    dead_endpoint_s: float = 300.0
+    dead_endpoint_s: float = 45.0
     bootstrap_samples: int = 1000
     progress: bool = True
     max_failure_fraction: float = 0.01  # exit non-zero when more rows than this share fail
@@ -249,6 +250,13 @@ class OfflineServerConfig:
     rate_limited_first: int = 0  # answer the first N requests 429 without any rate header
     quota_exhausted: bool = False  # answer 429 insufficient_quota
     silent: bool = False  # accept requests and never answer
+    # an outage: once fail_after requests of limited_role were answered, answer every further
+    # one with HTTP fail_status (no rate-limit headers); 0: never
+    fail_status: int = 0
+    fail_after: int = 0
+    # the server goes down at its down_after-th chat request (answered 503, then the port
+    # closes: connections are refused); 0: never
+    down_after: int = 0
     limited_role: str = "all"  # all | model | judge
     # `GET /v1/models/{id}` reports these shutdown dates ("id=YYYY-MM-DD,..."); past its date a
     # model is answered 404 model_not_found, as OpenAI's API answers a retired model

@@ -31,6 +31,9 @@ class Tally:
     rows_failed: int  # rows with no usable reply, so nothing to grade (eval only)
     criteria_judged: int  # criteria sent to the judge that finished, graded or not
     criteria_ungraded: int  # of those, the ones with no valid verdict
+    # what the endpoints answered the calls that failed for good, by role and kind:
+    # `judge: InternalServerError 66` (empty: none, or not known)
+    failed_calls: str = ""
 
     @classmethod
     def of(cls, summary: RunSummary) -> Tally:
@@ -52,7 +55,23 @@ class Tally:
             rows_failed=counts.rows_failed,
             criteria_judged=counts.criteria_graded + counts.ungraded_criteria,
             criteria_ungraded=counts.ungraded_criteria,
+            failed_calls=failed_calls_text(summary),
         )
+
+
+def failed_calls_text(summary: RunSummary) -> str:
+    """`the judge endpoint <url> answered: InternalServerError 66; ...`: each role's calls that
+    failed for good, by kind (from `counts.request_errors`), most first."""
+    errors = getattr(summary.counts, "request_errors", None) or {}
+    parts = []
+    for role, kinds in errors.items():
+        if not kinds:
+            continue
+        endpoint = summary.config.get(role) if isinstance(summary.config, dict) else None
+        url = endpoint.get("base_url") if isinstance(endpoint, dict) else None
+        counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        parts.append(f"the {role} endpoint{f' {url}' if url else ''} answered: {counted}")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,11 @@ def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -
         message = (
             f"{why}, more than runner.max_failure_fraction={max_failure_fraction}; the "
             f"others are scored in {output_dir}"
+        )
+    if tally.failed_calls:  # which endpoint, what it answered; then how to finish (last)
+        message += (
+            f" ({tally.failed_calls}). Once fixed, finish with: "
+            f"python -m healthbench_exp resume={output_dir}"
         )
     if rows_over or not criteria_over:  # rows that failed outright weigh more than ungraded
         return Outcome("failed", EXIT_FAILED, message)

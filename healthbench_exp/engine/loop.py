@@ -65,25 +65,29 @@ async def evaluate(
     a place would have had it), so at most that many rows, each with its requests, exist at
     once and none waits for a place. A FatalEndpointError in any row (or a DataError: the data
     file changed under the run, `data.example_rows`) cancels the rest and
-    propagates. An endpoint given up on (`model.health`: it answered nothing usable) ends its
-    rows' waiting calls as `not run`; the rows are finished and recorded, and `healths` (filled
-    here, by role) says why. A batched judge is not watched (its replies come when the batch
-    ends).
+    propagates. An endpoint given up on (`model.health`: it answered nothing usable) halts the
+    run (so does the budget): its waiting calls end `not run`, no request is sent to any
+    endpoint after that, and the rows not yet started are each recorded `not run` at once,
+    without a call; `healths` (filled here, by role) says why. A batched judge is not watched
+    (its replies come when the batch ends).
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
     places = total if batched else task.concurrency(total)
     progress = Progress(total, runner.progress, roles.endpoints, task.tally, unit=task.unit)
     watch = UnparseableWatch(settings.early_stop_unparseable, gate=not batched)
+    halt = roles.halt
     for name, opened in roles.opened.items():
         if not opened.role.batch:
-            healths[name] = EndpointHealth(
+            health = EndpointHealth(
                 name,
                 opened.endpoint.url,
-                opened.stats,
                 runner.dead_endpoint_calls,
                 runner.dead_endpoint_s,
+                halt,
             )
+            opened.endpoint.on_attempt_failed = health.attempt_failed  # each attempt counts
+            healths[name] = health
 
     def client(name: str) -> Completer | None:
         completer = roles.completer(name)

@@ -31,6 +31,7 @@ from typing import TypeVar
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.core.outcome import Tally, run_outcome
 from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
@@ -125,14 +126,22 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = summarizer.summary(measured)
         with signals_held():  # recorded once, whole, before a signal ends the invocation
-            summary = account_invocation(summary, measured, demo, settings.files, began)
+            summary = account_invocation(
+                summary,
+                measured,
+                demo,
+                settings.files,
+                began,
+                config.runner.max_failure_fraction,
+            )
             accounted = True
         for sink in sinks:
             summary = replace(summary, **sink.describe())
         for sink in sinks:  # in order: local outputs complete before W&B finishes
             sink.finish(summary)
             finished += 1
-        raise_if_given_up(healths, output_dir)  # what finished is written: now say why it ended
+        # what finished is written: now say why it ended
+        raise_if_given_up(healths, output_dir, summary)
     except BaseException as exc:
         if counters and not accounted:  # cut short: what it paid is still the run's
             record_cut_short(settings, roles, counters, began, time.monotonic() - started)
@@ -143,12 +152,19 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
 
 
 def account_invocation(
-    summary: RunSummary, measured: Measured, demo: bool, files: RunFiles, began: datetime
+    summary: RunSummary,
+    measured: Measured,
+    demo: bool,
+    files: RunFiles,
+    began: datetime,
+    max_failure_fraction: float = 1.0,
 ) -> RunSummary:
     """Record this invocation's usage (`measured`) in the run's `invocations.jsonl`; return
     `summary` with the run's whole usage (every invocation, with the breakdown), and what kind
-    of result it is: `partial` (rows not run: the budget stopped it) and `demo` (the built-in
-    endpoint answered: the scores mean nothing)."""
+    of result it is: `partial` (rows not run: the budget or a dead endpoint stopped it; or
+    failed rows or ungraded criteria beyond `runner.max_failure_fraction`: its scores cover
+    only part of the run, `core.outcome.run_outcome`) and `demo` (the built-in endpoint
+    answered: the scores mean nothing)."""
     budget = measured.budget
     invocations = record_invocation(
         files,
@@ -158,10 +174,15 @@ def account_invocation(
         measured_fingerprint(summary.config),
     )
     rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
+    short = (
+        summary.counts is not None
+        and run_outcome(Tally.of(summary), max_failure_fraction, files.directory).status
+        != "completed"
+    )
     return replace(
         summary,
         usage=Usage.from_dict(cumulative_usage(invocations)),
-        partial=bool(rows_not_run) or bool(budget and budget.stopped),
+        partial=bool(rows_not_run) or bool(budget and budget.stopped) or short,
         demo=demo,
     )
 

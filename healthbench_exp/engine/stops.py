@@ -9,10 +9,11 @@
   sends a job of the SLURM launchers before its time limit (submitit's `--signal=USR2@<s>`), and
   SIGTERM what it sends at the limit or on scancel: either way the job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
-  answers was a success, or none came in `runner.dead_endpoint_s`) ends the run once its rows
-  are recorded and the summary written: a judge's with `JudgeGaveNothing` (status `ungraded`,
-  exit 5), a model's with `ModelGaveNothing` (status `failed`, exit 2); either line names the
-  endpoint, its last errors and the resume command.
+  attempts was a success, or none in `runner.dead_endpoint_s` after 3 failed attempts) halts
+  the run (nothing more is sent) and ends it once its rows are recorded and the summary
+  written: a judge's with `JudgeGaveNothing` (status `ungraded`, exit 5), a model's with
+  `ModelGaveNothing` (status `failed`, exit 2); either line names the endpoint, what it
+  answered (counted by kind), its last errors, and ends with the resume command.
 - An output that cannot be written (disk full, read-only, no permission) is named by
   `failure_line`: what failed, on which path, what to do; the run is `failed` and exits 1.
 """
@@ -30,6 +31,7 @@ from types import FrameType
 from typing import TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import EndpointHealth
@@ -188,18 +190,44 @@ class ModelGaveNothing(QuotaExhausted):
     quota, the CLI adds the resume command."""
 
 
-def raise_if_given_up(healths: dict[str, EndpointHealth], output_dir: Path) -> None:
-    """Raise for the endpoint the run gave up on (the judge's first), if any."""
-    judge, model = healths.get("judge"), healths.get("model")
+def raise_if_given_up(
+    healths: dict[str, EndpointHealth], output_dir: Path, summary: RunSummary | None = None
+) -> None:
+    """Raise for the endpoint the run gave up on (the judge's first, then a jury member's: it
+    halted the whole run too), if any; the line says what this invocation spent and what was
+    not run (from `summary`)."""
+    graders = [h for name, h in healths.items() if name != "model" and h.dead]
+    judge = healths.get("judge") if "judge" in healths and healths["judge"].dead else None
+    judge = judge or (graders[0] if graders else None)
+    model = healths.get("model")
+    spent = spent_text(summary)
     if judge is not None and judge.dead:
         raise JudgeGaveNothing(
-            f"stopped early: {judge.reason()}; what finished is recorded, the rest is not run. "
-            f"Once it answers, finish with: {resume_hint(output_dir)}"
+            f"stopped early: {judge.reason()}; {spent}what finished is recorded, the rest is "
+            f"not run. Once it answers, finish with: {resume_hint(output_dir)}"
         )
     if model is not None and model.dead:
         raise ModelGaveNothing(
-            f"stopped early: {model.reason()}; what finished is recorded, the rest is not run"
+            f"stopped early: {model.reason()}; {spent}what finished is recorded, the rest is "
+            "not run"
         )
+
+
+def spent_text(summary: RunSummary | None) -> str:
+    """`spent $0.0123 in this invocation (model 4 calls, judge 30); 24 of 24 rows not run; `
+    ('' without a summary)."""
+    counts = summary.counts if summary is not None else None
+    if summary is None or counts is None or summary.is_meta_eval:
+        return ""
+    invocations = (summary.usage.invocations if summary.usage else None) or []
+    cost = invocations[-1].total_cost_usd if invocations else None
+    eval_counts = summary.eval_counts
+    dollars = "an unknown sum (no price)" if cost is None else f"${cost:.4f}"
+    return (
+        f"spent {dollars} in this invocation (model {eval_counts.model_requests} calls, judge "
+        f"{eval_counts.judge_requests}); {eval_counts.rows_not_run} of {eval_counts.rows} rows "
+        "not run; "
+    )
 
 
 def failure_line(exc: BaseException, output_dir: Path) -> str | None:

@@ -30,6 +30,18 @@ from healthbench_exp.model.cache import (
     prompt_chars,
 )
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
+from healthbench_exp.model.health import (
+    BARE_429,
+    CLIENT_ERRORS,
+    CONNECTION_ERRORS,
+    NO_REPLY,
+    REFUSED,
+    SERVER_ERRORS,
+    UNUSABLE,
+    Halt,
+)
+from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
+from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
 from healthbench_exp.model.ratelimit import EndpointPacer, TurnLapsed, classify_429
@@ -69,13 +81,15 @@ class RateLimited(Exception):
 @dataclass(frozen=True)
 class Shared:
     """What the endpoints of a run share: the response cache, the cap on requests in flight
-    together (`runner.max_in_flight`), the budget (`budget.max_usd`) and the event loop's turns
-    (`LoopTurns`)."""
+    together (`runner.max_in_flight`), the budget (`budget.max_usd`), the event loop's turns
+    (`LoopTurns`) and the run's stop (`model.health.Halt`: once set, no request is sent; the
+    budget sets it when it refuses a request)."""
 
     cache: ResponseCache | None = None
     limit: asyncio.Semaphore | None = None
     budget: Budget | None = None
     turns: LoopTurns = field(default_factory=LoopTurns)
+    halt: Halt = field(default_factory=Halt)
 
 
 class ChatEndpoint:
@@ -110,6 +124,10 @@ class ChatEndpoint:
         # when a reply (any HTTP answer) last came, and since when requests have been in flight:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
         self.last_reply_at = self.busy_since = time.monotonic()
+        # every attempt that brought nothing usable, by kind (`model.health.KINDS`) and its
+        # error: the run's `EndpointHealth.attempt_failed` once the engine watches it
+        self.on_attempt_failed: Callable[[str, str], None] = lambda kind, error: None
+        self.halt = shared.halt
         # 429s are not retried by the client (see SdkClients) but here, without a bound
         settings: ClientSettings = {
             "api_key": api_key,
@@ -119,7 +137,13 @@ class ChatEndpoint:
         # the openai clients, made at the first request (the Batch API uses them too)
         self.api = config.api
         self.sdk = SdkClients(
-            settings, transport, config.max_concurrency, self._answered, PATHS[self.api]
+            settings,
+            transport,
+            config.max_concurrency,
+            self._answered,
+            PATHS[self.api],
+            self._unanswered,
+            self._before_retry,
         )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk
@@ -133,6 +157,8 @@ class ChatEndpoint:
                 tls=shared_tls_context(),
                 on_response=self._answered,
                 path=PATHS[self.api],
+                on_unanswered=self._unanswered,
+                before_retry=self._before_retry,
             )
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
@@ -164,6 +190,20 @@ class ChatEndpoint:
             self.stats.rate_limited += 1
             self.limit.rate_limited()
             self.stats.lowest_limit = self.limit.lowest
+        kind = answer_failure(status, headers)
+        if kind:
+            self.on_attempt_failed(kind, f"HTTP {status}")
+
+    def _unanswered(self, error: HttpError) -> None:
+        """An attempt that got no HTTP answer: counted by kind; a refused connection is an
+        answer of sorts (the stall notice is for an endpoint that accepts and stays silent)."""
+        if error.kind == CONNECTION_REFUSED:
+            self.last_reply_at = time.monotonic()
+        kinds = {CONNECTION_REFUSED: REFUSED, TIMED_OUT: NO_REPLY}
+        self.on_attempt_failed(kinds.get(error.kind, CONNECTION_ERRORS), str(error))
+
+    def _before_retry(self) -> None:
+        self.halt.check()  # a halted run sends no retry either
 
     def silent_for(self, now: float) -> float | None:
         """Seconds since the endpoint last answered while requests wait on it (None: none do)."""
@@ -236,6 +276,7 @@ class ChatEndpoint:
         self, sent: list[dict[str, str]], prefix_key: str | None, sending: Callable[[], None]
     ) -> CachedReply:
         stats = self.stats
+        self.halt.check()  # the run is halted: nothing more is sent
         await self.limit.acquire()
         if self.shared_limit is not None:
             await self.shared_limit.acquire()
@@ -249,7 +290,8 @@ class ChatEndpoint:
             )
             try:
                 self.budget.reserve(estimate)
-            except BudgetExhausted:
+            except BudgetExhausted as exc:
+                self.halt.stop(str(exc))  # no other request is sent either
                 if self.shared_limit is not None:
                     self.shared_limit.release()
                 self.limit.release(success=False)
@@ -265,6 +307,7 @@ class ChatEndpoint:
             if prefix_key is not None:
                 body["prompt_cache_key"] = prefix_key
             self.poster.open()  # made at the first request, before it is marked sent
+            self.halt.check()  # halted while this request waited for its places
             sending()
             response = json_map(await self._post(body))
             success = True
@@ -289,8 +332,10 @@ class ChatEndpoint:
                     ) from exc
                 if not refusal.too_large:
                     raise RateLimited(refusal.wait_s) from None
-                self._failed("RequestTooLarge")
+                self._failed("RequestTooLarge")  # (its attempt counted in `_answered`)
                 raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
+            if exc.status is not None and exc.status < 300:  # a 2xx whose reply is not JSON
+                self.on_attempt_failed(UNUSABLE, str(exc))
             self._failed(exc.name)
             raise RequestFailed(str(exc)) from exc
         finally:
@@ -309,9 +354,11 @@ class ChatEndpoint:
         text, reason = reply.text, reply.finish_reason
         if reason == "content_filter":
             self._failed("Refused")
+            self.on_attempt_failed(UNUSABLE, f"refused reply (finish_reason={reason})")
             raise RequestFailed(f"refused reply (finish_reason={reason})")
         if not text:
             self._failed("EmptyReply")
+            self.on_attempt_failed(UNUSABLE, f"empty reply (finish_reason={reason})")
             raise EmptyReply(f"empty reply (finish_reason={reason})")
         return CachedReply.of(text, reply.usage, prompt_chars(sent))
 
@@ -327,6 +374,19 @@ class ChatEndpoint:
         await self.sdk.close()
         if self.poster is not self.sdk:
             await self.poster.close()
+
+
+def answer_failure(status: int, headers: Mapping[str, str]) -> str:
+    """What kind of failed attempt an HTTP answer was (`model.health.KINDS`), '' for one that
+    is not: a success, or a 429 with rate-limit headers (a living endpoint pacing the run)."""
+    if status >= 500:
+        return SERVER_ERRORS
+    if status == 429:
+        paced = any(name.lower().startswith("x-ratelimit-") for name in headers)
+        return "" if paced else BARE_429
+    if status >= 400:
+        return CLIENT_ERRORS
+    return ""
 
 
 def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> list[dict[str, str]]:

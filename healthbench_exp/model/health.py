@@ -1,31 +1,39 @@
-"""A dead endpoint ends the run in minutes: one that answers nothing usable is given up on.
+"""A dead endpoint ends the run in about a minute, and nothing more is paid once it is declared.
 
-An endpoint that fails every call (HTTP 500/503, timeouts, a third of them 429s) would otherwise
-be retried at an ever slower pace for hours: rate-limit 429s are waited out without a bound, and
-every row has its own calls to fail. `EndpointHealth` watches one endpoint's calls as the run
-makes them (`guard`) and declares it dead when
+An endpoint that answers nothing usable (HTTP 5xx, refused connections, no reply within
+`runner.request_timeout_s`, 429s without rate-limit headers) would otherwise be retried at an
+ever slower pace for hours. `EndpointHealth` watches one endpoint as the run uses it: every
+*attempt* that brings nothing usable counts (`attempt_failed`: the endpoint reports each one,
+the client's own retries included), and so does every call whose reply was unusable (`failed`:
+an empty or refused reply); a call that brings a usable reply is a success. It declares the
+endpoint dead when
 
-- none of its first `dead_after_calls` answers was a success (failed calls, and 429 answers,
-  counted together: `runner.dead_endpoint_calls`), or
-- it has failed since its last success (or its first call) and `dead_after_s` seconds have
-  passed without a success (`runner.dead_endpoint_s`; checked on every failure and about once a
-  second by the loop's watch).
+- none of its first `dead_after_calls` attempts was a success (`runner.dead_endpoint_calls`),
+  or
+- since its last success (or its first call) at least MIN_FAILED_ATTEMPTS attempts failed and
+  `dead_after_s` seconds passed without a success (`runner.dead_endpoint_s`; checked on every
+  failure and about once a second by the loop's watch).
 
-A rate-limited endpoint that also answers is never dead: each success starts both counts
-afresh. Calls answered from the response cache count neither way. Once dead, every call waiting
-on it (in flight, retrying, or paced behind a 429) ends at once with `EndpointStopped`, which is
-a `BudgetExhausted`: its row ends `not run`, recorded with what it had (a model reply paid
-for), so a resume finishes it and pays nothing twice. The engine then ends the run with the
-reason (`reason`): the endpoint, what it answered, its last errors.
+A 429 that carries rate-limit headers (`x-ratelimit-*`) is a living endpoint pacing the run:
+it counts neither way, and each success starts both counts afresh, so a slow endpoint that
+answers is never dead. Calls answered from the response cache count neither way.
+
+Once one endpoint is dead the run's `Halt` is set: no call to any endpoint of the run is sent
+after that (`Halt.check`, before each request goes out, and `guard`, before each call), and
+every call waiting on the dead endpoint (in flight, retrying, or paced behind a 429) ends at
+once with `EndpointStopped`, which is a `BudgetExhausted`: its row ends `not run`, recorded with
+what it had (a model reply paid for), so a resume finishes it and pays nothing twice. The engine
+then ends the run with the reason (`reason`): the endpoint, what it answered, counted by kind,
+its last errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from healthbench_exp.core.completer import Completer, Reply
 from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
@@ -33,39 +41,66 @@ from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
 T = TypeVar("T")
 LAST_ERRORS = 3
 ERROR_CHARS = 160
+# the time rule needs at least so many failed attempts: one failure and a slow reply after it
+# is a living endpoint
+MIN_FAILED_ATTEMPTS = 3
+# what an attempt that brought nothing usable was, in the order the stop line lists them
+REFUSED = "refused connections"
+NO_REPLY = "no reply (timed out)"
+CONNECTION_ERRORS = "connection errors"
+SERVER_ERRORS = "HTTP 5xx"
+BARE_429 = "HTTP 429 without rate-limit headers"
+CLIENT_ERRORS = "other HTTP 4xx"
+UNUSABLE = "unusable replies"
+KINDS = (REFUSED, NO_REPLY, CONNECTION_ERRORS, SERVER_ERRORS, BARE_429, CLIENT_ERRORS, UNUSABLE)
 
 
 class EndpointStopped(BudgetExhausted):
-    """The endpoint was declared dead (see the module docstring): this call was not finished."""
+    """The run was halted (an endpoint declared dead, see the module docstring): this call was
+    not sent, or not finished."""
 
 
-class Counted(Protocol):
-    """What the watch reads of an endpoint's counters (`limits.EndpointStats`)."""
+class Halt:
+    """The run's stop, shared by all its endpoints: once `stop`ped, no request is sent."""
 
-    rate_limited: int
+    def __init__(self) -> None:
+        self.reason = ""  # empty while the run goes on
+
+    def stop(self, reason: str) -> None:
+        """Halt the run (the first reason is kept)."""
+        if not self.reason:
+            self.reason = reason
+
+    def check(self) -> None:
+        """Raise `EndpointStopped` if the run is halted (called before a request goes out)."""
+        if self.reason:
+            raise EndpointStopped(self.reason)
 
 
 class EndpointHealth:
-    """One endpoint's successes and failures as the run sees them; dead once it answers nothing.
+    """One endpoint's successes and failed attempts as the run sees them; dead once it answers
+    nothing usable.
 
-    `dead_after_calls` / `dead_after_s`: 0 never (see the module docstring)."""
+    `dead_after_calls` / `dead_after_s`: 0 never (see the module docstring). `halt`: the run's
+    stop, set when this endpoint is declared dead."""
 
     def __init__(
         self,
         role: str,
         url: str,
-        stats: Counted,
         dead_after_calls: int,
         dead_after_s: float,
+        halt: Halt | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.role, self.url, self.stats = role, url, stats
+        self.role, self.url = role, url
         self.dead_after_calls, self.dead_after_s = dead_after_calls, dead_after_s
+        self.halt = halt or Halt()
         self.clock = clock
         self.successes = 0
-        self.failures = 0  # failed calls since the last success
-        self.rate_limited_before = 0  # 429s seen up to the last success
+        self.failures: Counter[str] = Counter()  # failed attempts since the last success, by kind
         self.since: float | None = None  # the last success, else the first call
+        self.first_call: float | None = None
         self.last_errors: deque[str] = deque(maxlen=LAST_ERRORS)
         self.dead = False
         self.why = ""
@@ -73,33 +108,51 @@ class EndpointHealth:
         self.pending: set[asyncio.Task[object]] = set()
         self.stopped: set[asyncio.Task[object]] = set()
 
-    def answers_without_success(self) -> int:
-        return self.failures + self.stats.rate_limited - self.rate_limited_before
+    def _called(self) -> None:
+        if self.since is None:
+            self.since = self.clock()
+        if self.first_call is None:
+            self.first_call = self.since
+
+    def failed_attempts(self) -> int:
+        """Attempts that brought nothing usable since the last success (or the first call)."""
+        return sum(self.failures.values())
 
     def succeeded(self) -> None:
         self.successes += 1
-        self.failures = 0
-        self.rate_limited_before = self.stats.rate_limited
+        self.failures.clear()
         self.since = self.clock()
 
+    def attempt_failed(self, kind: str, error: str = "") -> None:
+        """One attempt brought nothing usable (`kind`: one of KINDS); `error` its text."""
+        self._called()
+        self.failures[kind] += 1
+        if error:
+            self._remember(error)
+        self.check()
+
     def failed(self, error: BaseException) -> None:
-        self.failures += 1
-        text = str(error)[:ERROR_CHARS]
+        """A call failed for good: its error is remembered (its attempts the endpoint counted,
+        `attempt_failed`)."""
+        self._remember(str(error))
+        self.check()
+
+    def _remember(self, error: str) -> None:
+        text = error[:ERROR_CHARS]
         if text in self.last_errors:  # the last distinct ones
             self.last_errors.remove(text)
         self.last_errors.append(text)
-        self.check()
 
     def check(self) -> bool:
         """Whether the endpoint is dead (declared so now if it just became so)."""
         if self.dead:
             return True
-        answers = self.answers_without_success()
-        if not self.successes and self.dead_after_calls and answers >= self.dead_after_calls:
-            self._stop(f"none of its first {answers} answers was a success")
+        failed = self.failed_attempts()
+        if not self.successes and self.dead_after_calls and failed >= self.dead_after_calls:
+            self._stop(f"none of its first {failed} attempts was a success")
         elif (
             self.dead_after_s
-            and answers
+            and failed >= min(MIN_FAILED_ATTEMPTS, self.dead_after_calls or MIN_FAILED_ATTEMPTS)
             and self.since is not None
             and self.clock() - self.since >= self.dead_after_s
         ):
@@ -107,18 +160,28 @@ class EndpointHealth:
             self._stop(f"no success in the {self.clock() - self.since:.0f} s since {since}")
         return self.dead
 
+    def answered(self) -> str:
+        """What it answered since its last success, by kind: `HTTP 5xx 40, refused ...`."""
+        counted = [f"{kind} {self.failures[kind]}" for kind in KINDS if self.failures[kind]]
+        return ", ".join(counted) or "nothing"
+
     def _stop(self, why: str) -> None:
         self.dead = True
-        rate_limited = self.stats.rate_limited - self.rate_limited_before
-        errors = " | ".join(self.last_errors) or "none but rate limits"
+        errors = " | ".join(self.last_errors) or "none"
+        after = self.clock() - (self.first_call if self.first_call is not None else self.clock())
         self.why = (
-            f"the {self.role} endpoint {self.url} answered nothing usable: {why} "
-            f"({self.failures} failed calls, {rate_limited} HTTP 429 answers; last errors: "
-            f"{errors})"
+            f"the {self.role} endpoint {self.url} answered nothing usable: {why}, declared dead "
+            f"{after:.0f} s after its first call (failed attempts: {self.answered()}; last "
+            f"errors: {errors})"
         )
+        self.halt.stop(self.why)
+        # the task whose failed attempt declared it ends its call by itself (no retry goes out:
+        # `Halt.check`); a cancellation of the running task would land after its call ended
+        reporting = asyncio.current_task() if self.pending else None
         for task in self.pending:
-            self.stopped.add(task)
-            task.cancel()
+            if task is not reporting:
+                self.stopped.add(task)
+                task.cancel()
 
     def reason(self) -> str:
         """Why it was declared dead (empty while it is not)."""
@@ -126,17 +189,16 @@ class EndpointHealth:
 
     async def guard(self, call: Awaitable[Reply]) -> Reply:
         """Await one call to the endpoint, counting how it ended; raise `EndpointStopped` if the
-        endpoint is (or is declared while the call waits) dead.
+        run is halted (or this endpoint is declared dead while the call waits).
 
         The call is awaited in the calling task (no task of its own: one fewer per request);
         `_stop` cancels that task, and the cancellation it caused is taken back here (as
         `asyncio.timeout` does), so a task also cancelled from elsewhere stays cancelled."""
-        if self.dead:
+        if self.halt.reason:
             if asyncio.iscoroutine(call):
                 call.close()
-            raise EndpointStopped(self.why)
-        if self.since is None:
-            self.since = self.clock()
+            raise EndpointStopped(self.halt.reason)
+        self._called()
         task: asyncio.Task[object] | None = asyncio.current_task()
         assert task is not None, "guard runs in a task"
         self.pending.add(task)

@@ -30,6 +30,8 @@ from healthbench_exp.model.server_waits import MAX_RETRY_AFTER_S, retry_after_s
 
 INITIAL_RETRY_DELAY_S = 0.5  # the openai client's backoff: 0.5 s, doubling ...
 MAX_RETRY_DELAY_S = 8.0  # ... up to 8 s, times a jitter of 0.75 to 1
+# why an attempt got no HTTP answer (`HttpError.kind`)
+REFUSED, NO_REPLY, CONNECTION_ERROR = "refused", "no reply", "connection error"
 _STATUS_NAMES = {
     400: "BadRequestError",
     401: "AuthenticationError",
@@ -43,8 +45,8 @@ _STATUS_NAMES = {
 
 class HttpError(Exception):
     """A request that failed, named as the openai client names it (`name`); `status` None when
-    no HTTP answer came (APIConnectionError, APITimeoutError); `body` the error's JSON (its
-    `error` object when it has one)."""
+    no HTTP answer came (APIConnectionError, APITimeoutError: then `kind` says why, see
+    `unanswered_error`); `body` the error's JSON (its `error` object when it has one)."""
 
     def __init__(
         self,
@@ -53,15 +55,47 @@ class HttpError(Exception):
         status: int | None = None,
         headers: Mapping[str, str] | None = None,
         body: object = None,
+        kind: str = "",
     ) -> None:
         super().__init__(message)
         self.name = name
+        self.kind = kind  # no HTTP answer: REFUSED, NO_REPLY or CONNECTION_ERROR (see above)
         self.status = status
         self.headers: Mapping[str, str] = headers or {}
         self.body = body
 
     def __str__(self) -> str:
         return f"{self.name}: {self.args[0]}"
+
+
+def unanswered_error(name: str, cause: BaseException) -> HttpError:
+    """The error of an attempt that got no HTTP answer, from what the transport raised
+    (`cause`; `name`: the openai client's class for it): a refused connection reads as one
+    (`APIConnectionError: Connection refused ...`, whatever the transport called it: the
+    openai client's aiohttp transport calls it a timeout), a timeout as `APITimeoutError:
+    Request timed out.`, anything else as `APIConnectionError: Connection error.`; `kind` says
+    which (`REFUSED`, `NO_REPLY`, `CONNECTION_ERROR`)."""
+    kind = NO_REPLY if name == "APITimeoutError" else CONNECTION_ERROR
+    link: BaseException | None = cause
+    seen: set[int] = set()
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, ConnectionRefusedError):
+            kind = REFUSED
+            break
+        dropped = isinstance(link, (ConnectionError, aiohttp.ClientConnectionError))
+        if dropped and not isinstance(link, TimeoutError):  # (aiohttp's: a "ConnectTimeout")
+            kind = CONNECTION_ERROR
+        link = link.__cause__ or link.__context__
+    if kind == REFUSED:
+        message = "Connection refused (nothing listens at the endpoint's address)."
+        error = HttpError("APIConnectionError", message, kind=REFUSED)
+    elif kind == NO_REPLY:
+        error = HttpError(name, "Request timed out.", kind=NO_REPLY)
+    else:  # a connection that failed or was closed before the reply
+        error = HttpError("APIConnectionError", "Connection error.", kind=CONNECTION_ERROR)
+    error.__cause__ = cause
+    return error
 
 
 def status_error(status: int, headers: Mapping[str, str], raw: bytes) -> HttpError:
@@ -123,6 +157,8 @@ class DirectPoster:
         tls: ssl.SSLContext,
         on_response: Callable[[int, Mapping[str, str]], None],
         path: str = "/chat/completions",
+        on_unanswered: Callable[[HttpError], None] = lambda error: None,
+        before_retry: Callable[[], None] = lambda: None,
     ) -> None:
         self.url = base_url.rstrip("/") + path  # the endpoint's API (`model.wire.PATHS`)
         self.headers = {
@@ -141,6 +177,8 @@ class DirectPoster:
         )
         self.tls = tls
         self.on_response = on_response  # every HTTP answer, retried ones included
+        self.on_unanswered = on_unanswered  # every attempt that got none, retried ones included
+        self.before_retry = before_retry  # raises to send no retry (the run is halted)
         self._session: aiohttp.ClientSession | None = None
         self.proxy: tuple[URL | None, aiohttp.BasicAuth | None] = (None, None)
 
@@ -174,11 +212,11 @@ class DirectPoster:
                     raw = await response.read()
                     status, headers = response.status, response.headers
             except TimeoutError as exc:  # aiohttp.ServerTimeoutError is one
-                error = HttpError("APITimeoutError", "Request timed out.")
-                error.__cause__ = exc
+                error = unanswered_error("APITimeoutError", exc)
+                self.on_unanswered(error)
             except aiohttp.ClientError as exc:
-                error = HttpError("APIConnectionError", "Connection error.")
-                error.__cause__ = exc
+                error = unanswered_error("APIConnectionError", exc)
+                self.on_unanswered(error)
             else:
                 self.on_response(status, headers)
                 if status < 300:
@@ -194,6 +232,7 @@ class DirectPoster:
                     raise error
             if attempt >= self.max_retries:
                 raise error
+            self.before_retry()
             await asyncio.sleep(retry_delay_s(attempt, headers))
             attempt += 1
 

@@ -38,6 +38,7 @@ from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.cache_file import CALL_JOURNAL
 from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.health import Halt
 from healthbench_exp.model.limits import EndpointStats
 from healthbench_exp.model.ratelimit import share_buckets
 from healthbench_exp.model.sweep_budget import budget_of
@@ -187,6 +188,11 @@ class OpenRoles:
         """The Completer of role `name` (None: the run does not talk to it)."""
         entry = self.opened.get(name)
         return None if entry is None else entry.completer
+
+    @property
+    def halt(self) -> Halt:
+        """The run's stop, shared by its endpoints (`model.endpoint.Shared`)."""
+        return self.endpoints[0].halt
 
     @property
     def endpoints(self) -> list[ChatEndpoint]:

@@ -12,13 +12,14 @@ module-level client breaks the second job of a multirun with "Event loop is clos
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
 from healthbench_exp.model.access import ClientSettings, shared_tls_context
-from healthbench_exp.model.http import HttpError
+from healthbench_exp.model.http import HttpError, retry_delay_s, should_retry, unanswered_error
 
 if TYPE_CHECKING:
     import httpx
@@ -28,6 +29,8 @@ CONNECTIONS_PER_CLIENT = 16
 FLEX_TIMEOUT_S = 900.0  # OpenAI's advice for service_tier=flex: a 15-minute client timeout
 # the endpoint's hook for every HTTP answer: its status and headers
 OnResponse = Callable[[int, Mapping[str, str]], None]
+# its hook for every attempt that got no HTTP answer (refused, timed out)
+OnUnanswered = Callable[[HttpError], None]
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,16 @@ class SdkClients:
         max_concurrency: int,
         on_response: OnResponse,
         path: str = "/chat/completions",
+        on_unanswered: OnUnanswered = lambda error: None,
+        before_retry: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.path = path  # what `post` posts to: the endpoint's API (`model.wire.PATHS`)
         self.transport = transport
         self.max_concurrency = max_concurrency
         self.on_response = on_response
+        self.on_unanswered = on_unanswered
+        self.before_retry = before_retry  # raises to send no retry (the run is halted)
         self.sent = 0
         self._clients: list[openai.AsyncOpenAI] = []
 
@@ -114,24 +121,46 @@ class SdkClients:
         self.on_response(response.status_code, response.headers)
 
     async def post(self, body: Mapping[str, object]) -> object:
-        """The reply's JSON; HttpError, named as the openai client names its errors."""
+        """The reply's JSON; HttpError, named as the openai client names its errors.
+
+        The client's bounded retries (`runner.max_retries`: connection errors, timeouts, 408,
+        409, 5xx, with its backoff: `model.http.should_retry`, `retry_delay_s`) are made here,
+        one client attempt at a time, so that every attempt that got no HTTP answer reaches
+        `on_unanswered` (the endpoint's health counts each one) and a refused connection is
+        named as one (`model.http.unanswered_error`)."""
         import openai
 
-        # The client's low-level post: its auth, retries, timeouts and error types, without
+        # The client's low-level post: its auth, timeouts and error types, without
         # re-validating a body of plain strings or building pydantic models of the reply
         # (together about 2 ms of CPU per request, more than the rest of the harness).
         clients = self.clients
         client = clients[self.sent % len(clients)]
         self.sent += 1
-        try:
-            return await client.post(self.path, body=body, cast_to=object)
-        except openai.APIStatusError as exc:
-            headers = exc.response.headers
-            raise HttpError(
-                type(exc).__name__, exc.message, exc.status_code, headers, exc.body
-            ) from exc
-        except openai.APIError as exc:
-            raise HttpError(type(exc).__name__, str(exc)) from exc
+        attempt = 0
+        while True:
+            headers: Mapping[str, str] = {}
+            try:
+                return await client.post(
+                    self.path, body=body, cast_to=object, options={"max_retries": 0}
+                )
+            except openai.APIStatusError as exc:
+                headers = exc.response.headers
+                error = HttpError(
+                    type(exc).__name__, exc.message, exc.status_code, headers, exc.body
+                )
+                error.__cause__ = exc
+                if exc.status_code == 429 or not should_retry(exc.status_code, headers):
+                    raise error from exc
+            except openai.APIConnectionError as exc:  # APITimeoutError is one
+                error = unanswered_error(type(exc).__name__, exc)
+                self.on_unanswered(error)
+            except openai.APIError as exc:  # a reply that is not JSON
+                raise HttpError(type(exc).__name__, str(exc)) from exc
+            if attempt >= self.transport.max_retries:
+                raise error
+            self.before_retry()
+            await asyncio.sleep(retry_delay_s(attempt, headers))
+            attempt += 1
 
     async def close(self) -> None:
         for client in self._clients:

@@ -258,8 +258,10 @@ def format_report(summary: RunSummary) -> str:
         lines.append("  DEMO: the built-in offline endpoint answered; these scores mean nothing")
     if summary.partial:
         lines.append(
-            f"  PARTIAL: {counts.rows_not_run} of {counts.rows} rows not run; the scores "
-            "cover the finished rows only"
+            f"  PARTIAL: {counts.rows_scored} of {counts.rows} examples scored "
+            f"({counts.rows_not_run} not run, {counts.rows_failed} failed, "
+            f"{counts.ungraded_criteria} of {counts.criteria} criteria ungraded); the scores "
+            "cover the scored examples only, not the run"
         )
     lines.append(f"  protocol: {protocol_label(summary)}")
     if "overall_score" in metrics:

@@ -7,7 +7,10 @@ meaningful benchmark run:
 
 - DEMO: the built-in endpoint wrote the replies or the verdicts (`model.builtin` /
   `judge.builtin`); its scores mean nothing.
-- PARTIAL: the budget stopped the run (`budget.stopped` in summary.json, or status `partial`).
+- PARTIAL: the budget stopped the run (`budget.stopped` in summary.json, or status `partial`),
+  or its scores cover only part of it (`partial` in summary.json: a dead endpoint stopped it,
+  or more rows failed or criteria went ungraded than `runner.max_failure_fraction`): `N of M
+  examples scored (...)`.
 - any other final status than `completed` (failed, interrupted, ungraded, ...), upper-cased,
   with the reason status.json gives. `running` is not final: a report written at the end of a
   run, before its final status, shows none, and is refreshed when the status is written.
@@ -186,9 +189,23 @@ def banners(
             f"budget reached; {not_run} rows not run" if not_run is not None else "budget reached"
         )
         out.append(Banner("PARTIAL", reason))
-    elif state not in (*NOT_FINAL, "completed"):
+        return out
+    if summary is not None and summary.partial and not summary.is_meta_eval:
+        # stopped early (a dead endpoint), or too much failed or ungraded: the scores are partial
+        out.append(Banner("PARTIAL", f"{scored_of(summary)}; the scores cover those only"))
+    if state not in (*NOT_FINAL, "completed"):
         out.append(Banner(str(state).upper(), _text(status, "error") or str(state)))
     return out
+
+
+def scored_of(summary: RunSummary) -> str:
+    """`N of M examples scored (...)`: how much of a partial run its scores cover."""
+    counts = summary.eval_counts
+    return (
+        f"{counts.rows_scored} of {counts.rows} examples scored ({counts.rows_not_run} not "
+        f"run, {counts.rows_failed} failed, {counts.ungraded_criteria} of {counts.criteria} "
+        "criteria ungraded)"
+    )
 
 
 def protocol_label(summary: RunSummary | None) -> str:

@@ -220,6 +220,8 @@ class Faults:
             "rate_limited": 0,  # answered 429 by the rate limiter (not counted in `requests`)
             "quota_refused": 0,
             "silent_held": 0,  # requests accepted and never answered
+            "chat_requests": 0,  # chat requests received (`down_after`)
+            "outage_failed": 0,  # answered `fail_status` (an outage)
         }
 
     def prefix_cache_hit(self, key: object, messages: Sequence[Mapping[str, object]]) -> int:

@@ -8,11 +8,13 @@ OpenAI-compatible server does). Each reply echoes the `service_tier` it was sent
 none or `auto`); `flex_unavailable` answers that many `flex` requests 429 "Resource
 Unavailable", as OpenAI answers flex requests it has no capacity for. `GET /stats` returns
 request counters, `POST /stats/reset` zeroes them; `GET /stats/requests` returns the latest
-RECENT request bodies of either API as received (`{"path", "body"}`, oldest first);
-the files and batches routes are `batches.BatchStore`'s. `GET /v1/models` lists the models given
-a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any model (with its
-`shutdown_date` when one is given); a model past its date is answered, there and on chat
-completions, 404 `model_not_found`, as OpenAI's API answers a retired model.
+RECENT request bodies of either API as received (`{"path", "body"}`, oldest first); the files
+and batches routes are `batches.BatchStore`'s. Outages: `fail_status` answers every request of
+the limited role after the first `fail_after` with that status (no rate-limit headers);
+`down_after` answers that chat request 503 and closes the port (`serve`). `GET /v1/models` lists
+the models given a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any
+model (with its `shutdown_date` when one is given); a model past its date is answered, there and
+on chat completions, 404 `model_not_found`, as OpenAI's API answers a retired model.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ _FLEX_UNAVAILABLE = {
 }
 
 
+# an outage's answer (`fail_status`, `down_after`): no rate-limit headers
+_OUTAGE = {"error": {"message": "the server is having an outage", "type": "server_error"}}
+
+
 def _not_found(path: str) -> web.Response:
     return _json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
@@ -97,6 +103,10 @@ class OfflineServer:
         self.responses_api = not settings.no_responses_api
         self.flex_unavailable = settings.flex_unavailable  # flex requests still to refuse
         self.received: deque[dict[str, object]] = deque(maxlen=RECENT)  # the latest bodies
+        self.fail_status, self.fail_after = settings.fail_status, settings.fail_after
+        self.limited_answered = 0  # requests of the limited role let through (`fail_after`)
+        self.down_after = settings.down_after
+        self.down = asyncio.Event()  # set at the `down_after`-th chat request: `serve` closes
 
     def retired(self, model: str) -> bool:
         """Whether `model` is past its shutdown date (today, on this machine's clock)."""
@@ -176,6 +186,10 @@ class OfflineServer:
             return _json(
                 400, {"error": {"message": "invalid request body", "type": "invalid_request"}}
             )
+        self.faults.count("chat_requests")
+        if self.down_after and self.faults.counts["chat_requests"] >= self.down_after:
+            self.down.set()  # `serve` closes the port once this answer is sent
+            return _json(503, _OUTAGE)
         tier = body.get("service_tier")
         if tier == "flex" and self.flex_unavailable > 0:
             self.flex_unavailable -= 1
@@ -204,6 +218,10 @@ class OfflineServer:
             if refusal is not None:
                 faults.count("rate_limited")
                 return _json(*refusal)
+            if self.fail_status and self.limited_answered >= self.fail_after:
+                faults.count("outage_failed")
+                return _json(self.fail_status, _OUTAGE)
+            self.limited_answered += 1
         faults.count("requests")
         faults.count("in_flight")
         received = time.perf_counter()
@@ -237,6 +255,8 @@ async def serve(server: OfflineServer, port: int) -> None:
     bound = runner.addresses[0][1]
     print(f"listening on http://127.0.0.1:{bound}/v1", flush=True)
     try:
+        await server.down.wait()  # `down_after`: the port closes, connections are refused
+        await runner.cleanup()
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()

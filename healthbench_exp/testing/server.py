@@ -3,23 +3,26 @@
 Its scores are meaningless. It exists so the whole pipeline (HTTP, retries, parsing, scoring,
 outputs) runs without a network or a key. Replies are deterministic and faults are injected at
 seeded rates (see `replies`); account faults (rate limits, an exhausted quota, silence) are in
-`limits`; the Batch API's files and batches in `batches`; the routes in `routes`. Its settings are
-`config.schema.OfflineServerConfig`, one flag per field (`latency_ms` is `--latency-ms`): a new
-field is a new flag, in `server_args`, `main` and the server's `Faults` / `AccountLimits` alike.
+`limits`; the Batch API's files and batches in `batches`; the routes in `routes`. Its settings
+are `config.schema.OfflineServerConfig`, one flag per field (`latency_ms` is `--latency-ms`): a
+new field is a new flag, in `server_args`, `main` and the server's `Faults` / `AccountLimits`
+alike.
 
 It is one asyncio process (aiohttp's server, on uvloop where installed), so hundreds of requests
 held for their injected latency cost it almost nothing and each is answered within about a
 millisecond of its latency: a thread per connection, as `http.server` has, added 40 ms to every
-request at 256 in flight. Run on its own:
-`python -m healthbench_exp.offline_server --port 8000 --latency-ms 200`.
-`GET /stats` returns request counters; `POST /stats/reset` zeroes them; `--require-key K` answers
-401 to requests without `Authorization: Bearer K`. It also speaks enough of the files and batches
-API for OpenAI's Batch API (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/{id}`,
-`GET /v1/files/{id}/content`); `--batch-delay-s` keeps a batch `in_progress` that long.
-Account faults (see `limits`): `--rate-limit-requests N` / `--rate-limit-tokens N` per
-`--rate-limit-window-s` answer 429 as OpenAI's rate limiter does, `--quota-exhausted` answers
-429 `insufficient_quota`, `--silent` accepts requests and never answers; `--limited-role`
-(all, model, judge) says whose requests they apply to.
+request at 256 in flight. Run on its own: `python -m healthbench_exp.offline_server --port 8000
+--latency-ms 200`. `GET /stats` returns request counters; `POST /stats/reset` zeroes them;
+`--require-key K` answers 401 to requests without `Authorization: Bearer K`. It also speaks
+enough of the files and batches API for OpenAI's Batch API (`POST /v1/files`, `POST
+/v1/batches`, `GET /v1/batches/{id}`, `GET /v1/files/{id}/content`); `--batch-delay-s` keeps a
+batch `in_progress` that long. Account faults (see `limits`): `--rate-limit-requests N` /
+`--rate-limit-tokens N` per `--rate-limit-window-s` answer 429 as OpenAI's rate limiter does,
+`--quota-exhausted` answers 429 `insufficient_quota`, `--silent` accepts requests and never
+answers, `--fail-status S --fail-after N` answers every request after the first N with HTTP S
+(an outage: 500, or 429 without rate-limit headers); `--limited-role` (all, model, judge) says
+whose requests they apply to. `--down-after N`: the Nth chat request is answered 503 and the
+server closes its port (connections are refused).
 
 This module is what the harness imports to start it (`server_args`, `ServerProcess`; aiohttp is
 imported only in the server's own process) and its command line (`main`).
@@ -57,6 +60,7 @@ GIVEN_WITH = {
         "rate_limited_first",
         "quota_exhausted",
         "silent",
+        "fail_status",
     ),
 }
 HELP = {
@@ -75,6 +79,9 @@ HELP = {
     "rate_limited_first": "answer the first N requests 429 without any rate-limit header",
     "quota_exhausted": "429 insufficient_quota",
     "silent": "accept requests, never answer",
+    "fail_status": "answer with this HTTP status once fail_after requests were answered",
+    "fail_after": "requests answered before fail_status",
+    "down_after": "at this chat request answer 503 and close the port (refused after)",
     "limited_role": "whose requests the rate limits, quota and silence apply to",
 }
 CHOICES = {"limited_role": ROLES}

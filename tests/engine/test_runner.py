@@ -28,7 +28,10 @@ from healthbench_exp.config.schema import (
     WandbMode,
 )
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.outcome import Tally, run_outcome
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.loop import steady_collector
+from healthbench_exp.output.console import format_report
 from tests.grading.test_scoring import reference_aggregate
 
 
@@ -249,12 +252,41 @@ def test_a_request_past_its_timeout_fails_the_example_promptly(
     server = loopback_server(latency_ms=3000)
     config = make_config(server.base_url, sampling=SamplingConfig(num_examples=2))
     runner = replace(config.runner, http_client=http_client, max_retries=0, request_timeout_s=0.3)
-    started = time.monotonic()
     summary = run_eval(replace(config, runner=runner), tmp_path, {})
-    assert time.monotonic() - started < 2.9  # neither transport waited for the 3 s reply
+    ended = time.time()
+    # the mechanism, not the run's wall time (start-up is slow on a loaded machine): a request
+    # that waited for its 3 s reply would have got it and succeeded; each was given up at its
+    # 0.3 s timeout, and the rows ended well before the server's first reply was due
+    first_request_at = server.stats()["first_request_at"]
+    assert ended - first_request_at < 2.9  # neither transport waited for the 3 s reply
     assert summary["counts"]["rows_failed"] == 2
     assert summary["counts"]["request_errors"]["model"] == {"APITimeoutError": 2}
     assert all("APITimeoutError" in f["error"] for f in summary["failures"])
+
+
+def test_a_run_with_criteria_ungraded_beyond_the_fraction_is_marked_partial(
+    loopback_server, tmp_path
+) -> None:
+    """The judge fails a fifth of its calls (never all: it is not dead) and nothing retries
+    them: more criteria go ungraded than runner.max_failure_fraction; the scores cover part of
+    the run, and summary.json, the console's table and report.html say so."""
+    server = loopback_server(judge_error_rate=0.2, seed=3)
+    config = make_config(server.base_url, sampling=SamplingConfig(num_examples=4))
+    runner = replace(config.runner, max_retries=0, max_failure_fraction=0.01)
+    summary = run_eval(replace(config, runner=runner), tmp_path, {})
+    counts = summary["counts"]
+    assert counts["ungraded_criteria"] > 0.01 * counts["criteria"] and not counts["rows_not_run"]
+    assert summary["partial"] is True
+    table = format_report(RunSummary.from_dict(summary))
+    assert f"PARTIAL: {counts['rows_scored']} of 4 examples scored (0 not run" in table
+    report = (tmp_path / "report.html").read_text()
+    assert "PARTIAL" in report and "of 4 examples scored" in report
+    # the line it ends with names the endpoint, what it answered, and ends with the resume
+    message = run_outcome(Tally.of(RunSummary.from_dict(summary)), 0.01, tmp_path).message
+    assert message is not None and "more than runner.max_failure_fraction" in message
+    # (its URL too where summary.json holds the run's config, as the CLI's run does)
+    assert "(the judge endpoint answered: InternalServerError " in message
+    assert message.endswith(f"finish with: python -m healthbench_exp resume={tmp_path}")
 
 
 class Cycle:

@@ -106,7 +106,7 @@ def test_a_budget_stop_over_two_invocations_says_so() -> None:
     summary = RunSummary.from_dict(data)
     table = format_report(summary)
     assert "DEMO: the built-in offline endpoint answered" in table
-    assert "PARTIAL: 1 of 3 rows not run" in table
+    assert "examples scored (1 not run, 0 failed" in table and "PARTIAL: " in table
     assert "requests this invocation: model 3" in table
     assert "over 2 invocations of this run: #1 $0.2000, #2 unknown" in table
     assert "PARTIAL RUN: budget.max_usd=0.5 reached after spending $0.2500" in table

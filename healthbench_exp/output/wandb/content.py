@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from healthbench_exp.core.summary import USAGE_FIELDS, RunSummary
 from healthbench_exp.grading.scoring import tag_metric_names
+from healthbench_exp.output.run_context import scored_of
 from healthbench_exp.output.wandb.bridged import bridged_metrics
 from healthbench_exp.output.wandb.jury import (
     jury_metrics,
@@ -118,6 +119,8 @@ def update_summary(run: wandb.Run, summary: RunSummary) -> None:
     run.summary.update({f"counts/{k}": v for k, v in counts.items()})
     run.summary.update(usage_metrics(summary))
     run.summary.update({"partial": bool(summary.partial), "demo": bool(summary.demo)})
+    if summary.partial and summary.counts is not None and not summary.is_meta_eval:
+        run.summary["partial_scored"] = scored_of(summary)  # `N of M examples scored (...)`
     run.summary.update(calibrated_metrics(summary))
     run.summary.update(jury_metrics(summary))
     run.summary.update(bridged_metrics(summary.bridged))
