@@ -1,4 +1,4 @@
-"""The bridge's simulation study (SPEC 7.5; `healthbench_exp.grading.bridge_study`): bias, RMSE,
+"""The bridge's simulation study (SPEC 7.5; `bench.bridge_simulation`): bias, RMSE,
 mean interval width and coverage of the reference grader's own score, per world and method, as
 the markdown table of docs/bridge.md.
 
@@ -20,7 +20,7 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from healthbench_exp.grading.bridge_study import SCENARIOS, study
+from bench.bridge_simulation import SCENARIOS, study
 
 
 def main() -> None:

@@ -17,10 +17,15 @@ from healthbench_exp.core.bridged import (
     SpreadCell,
     Transport,
 )
-from healthbench_exp.grading.bridge import BridgeRefused, RunRow, bridge_run
-from healthbench_exp.grading.bridge_checks import holdout_error, spread
-from healthbench_exp.grading.bridge_methods import ESTIMATORS
-from healthbench_exp.grading.bridge_transport import transport
+from healthbench_exp.grading.bridge import (
+    ESTIMATORS,
+    BridgeRefused,
+    RunRow,
+    bridge_run,
+    holdout_error,
+    leave_one_out,
+    spread,
+)
 from healthbench_exp.tasks.bridge_source import KEY, BridgeSource, all_pairs
 
 
@@ -105,7 +110,7 @@ def bridged(
 
 
 def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> list[Transport]:
-    """Each source left out, through each method (`grading.bridge_transport`); [] for one."""
+    """Each source left out, through each method (`grading.bridge.leave_one_out`); [] for one."""
     paths = [s.path for s in sources]
     return [
         Transport(
@@ -118,7 +123,7 @@ def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> li
             t.ci,
             t.refused,
         )
-        for t in transport(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)
+        for t in leave_one_out(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)
     ]
 
 

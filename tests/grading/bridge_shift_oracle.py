@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from healthbench_exp.grading.bridge import Pair, RunRow
+from healthbench_exp.grading.bridge.estimate import Pair, RunRow
 from tests.grading.bridge_oracle import QFn, stratum
 
 

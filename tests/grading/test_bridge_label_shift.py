@@ -1,4 +1,4 @@
-"""The `label_shift` bridge in process (`grading.bridge_label_shift`), against numbers worked out
+"""The `label_shift` bridge in process (`grading.bridge.label_shift`), against numbers worked out
 by hand from SPEC 7.5 (revised) and an independent loop (tests/grading/bridge_shift_oracle.py).
 
 The bridge, per stratum and sign (O's verdict: n pairs, of them N agreeing):
@@ -20,7 +20,9 @@ import pytest
 
 from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import (
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.checks import holdout_error
+from healthbench_exp.grading.bridge.estimate import (
     BridgeData,
     BridgeRefused,
     Counts,
@@ -29,10 +31,8 @@ from healthbench_exp.grading.bridge import (
     RunRow,
     bridge_run,
 )
-from healthbench_exp.grading.bridge_calibration import Calibration
-from healthbench_exp.grading.bridge_checks import holdout_error
-from healthbench_exp.grading.bridge_label_shift import LabelShift
-from healthbench_exp.grading.bridge_methods import ESTIMATORS, bridge_refusal
+from healthbench_exp.grading.bridge.label_shift import LabelShift
+from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
 from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of
 from tests.grading.bridge_shift_oracle import shift_q, shift_table, table_of
 

@@ -25,8 +25,15 @@ import pytest
 
 from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import Bridging, Pair, RunRow, bridge_run, jeffreys, stratum_of
-from healthbench_exp.grading.bridge_calibration import Calibration
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.estimate import (
+    Bridging,
+    Pair,
+    RunRow,
+    bridge_run,
+    jeffreys,
+    stratum_of,
+)
 from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of, q_of
 
 CAL = Calibration()

@@ -1,4 +1,4 @@
-"""The bridge's simulation study (`grading.bridge_study`), reduced (runs of 500 examples, 300
+"""The bridge's simulation study (`bench.bridge_simulation`), reduced (runs of 500 examples, 300
 replicates of 100 resamples, the docs' bridges), on a fixed seed: `label_shift` meets SPEC
 7.5's bar in every world where the judge's error rates are the same for both models, and the
 study can tell an estimator that does not (calibration on a shifted model; label shift where
@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from healthbench_exp.grading.bridge_study import SCENARIOS, World, study
+from bench.bridge_simulation import SCENARIOS, World, study
 
 UNCHANGED = [replace(w, run_examples=500) for w in SCENARIOS if not w.rates_change]
 UNCHANGED = [w for w in UNCHANGED if not w.points_spread]

@@ -1,5 +1,5 @@
 """The bridge's simulation study (SPEC 7.5): worlds with known truth, where the bridge's estimators
-(the package's own, `grading.bridge_methods.ESTIMATORS`) are scored against the reference grader
+(the package's own, `grading.bridge.methods.ESTIMATORS`) are scored against the reference grader
 O's own score on the run's replies. Pure numpy; `bench/bridge_study.py` prints the table.
 
 A world (`World`): examples of one fixed layout (POSITIVE_SLOTS positive criteria over five axis
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from healthbench_exp.grading.bridge import Cells, Counts, Estimator
-from healthbench_exp.grading.bridge_methods import ESTIMATORS
+from healthbench_exp.grading.bridge.estimate import Cells, Counts, Estimator
+from healthbench_exp.grading.bridge.methods import ESTIMATORS
 
 POSITIVE_SLOTS = 8  # positive criteria per example, over AXES strata
 AXES = 5

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from healthbench_exp.core.bridged import CALIBRATION, LABEL_SHIFT
-from healthbench_exp.grading.bridge import BridgeData, Counts, Estimator, Pair, cells_of
-from healthbench_exp.grading.bridge_calibration import Calibration
-from healthbench_exp.grading.bridge_label_shift import LabelShift
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.estimate import BridgeData, Counts, Estimator, Pair, cells_of
+from healthbench_exp.grading.bridge.label_shift import LabelShift
 
 ESTIMATORS: dict[str, Estimator] = {LABEL_SHIFT: LabelShift(), CALIBRATION: Calibration()}
 

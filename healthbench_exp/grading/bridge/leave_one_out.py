@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import (
+from healthbench_exp.grading.bridge.estimate import (
     OVERALL,
     BridgeRefused,
     Estimator,
@@ -73,7 +73,7 @@ def own_score(pairs: Sequence[Pair]) -> float | None:
     return max(0.0, sum(scores) / len(scores)) if scores else None
 
 
-def transport(
+def leave_one_out(
     pairs: Sequence[Pair],
     sources: int,
     estimators: Mapping[str, Estimator],

@@ -9,8 +9,8 @@ What every estimator shares (here):
   sign has two cells (`Cells`), one per N verdict: cell `2 * stratum + verdict`.
 - An estimator (`Estimator`) is a function from counts per cell (the bridge's pairs n, and k
   of them with O met; the run's graded criteria) to a weight per cell: the probability that O
-  said met on a criterion of that cell. `calibration` (`grading.bridge_calibration`): q_s(v) =
-  P(O met | N = v) from the bridge; `label_shift` (`grading.bridge_label_shift`): N's error
+  said met on a criterion of that cell. `calibration` (`grading.bridge.calibration`): q_s(v) =
+  P(O met | N = v) from the bridge; `label_shift` (`grading.bridge.label_shift`): N's error
   rates from the bridge and the run's own met share, by Bayes.
 - Bridged example score: section 3 with each graded criterion counted as met with its cell's
   weight w: sum(points * w) / sum(positive points), over the graded criteria (ungraded ones
@@ -264,7 +264,7 @@ class Estimator(Protocol):
     """A bridge method: from the counts, a weight per cell (the probability that O said met on
     a criterion of that cell), the strata table, and a refusal where the bridge cannot be used
     (None: it can). `rates`: per cell, the quantity the method assumes the same for every
-    model, as `by_old` groups the pairs (`grading.bridge_checks.spread` compares it between
+    model, as `by_old` groups the pairs (`grading.bridge.checks.spread` compares it between
     sources): by N's verdict (False), each cell's share of O met; by O's verdict (True), each
     cell's share where N agrees."""
 

@@ -7,7 +7,7 @@
 - Each criterion's weight: q_s(v) of its stratum and N's verdict.
 
 Right only where the run's model meets criteria as often as the bridge's replies did (q moves
-with that base rate); `grading.bridge_label_shift` holds for any model.
+with that base rate); `grading.bridge.label_shift` holds for any model.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from healthbench_exp.core.bridged import (
     POSITIVE,
     BridgeStratum,
 )
-from healthbench_exp.grading.bridge import POOLED, Cells, Counts, jeffreys
+from healthbench_exp.grading.bridge.estimate import POOLED, Cells, Counts, jeffreys
 
 
 def strata_rows(cells: Cells, n: np.ndarray, k: np.ndarray) -> list[BridgeStratum]:

@@ -34,7 +34,7 @@ from healthbench_exp.core.bridged import (
     POSITIVE,
     BridgeStratum,
 )
-from healthbench_exp.grading.bridge import MIN_PAIRS, POOLED, Cells, Counts
+from healthbench_exp.grading.bridge.estimate import MIN_PAIRS, POOLED, Cells, Counts
 
 MIN_RUN = 30  # a stratum with fewer graded criteria in the run takes its sign's pooled m
 MIN_J = 0.2  # a stratum's J below this takes its sign's pooled rates; a sign's: refused

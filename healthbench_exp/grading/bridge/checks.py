@@ -36,7 +36,14 @@ from healthbench_exp.core.bridged import (
     SourceCell,
     SpreadCell,
 )
-from healthbench_exp.grading.bridge import BridgeData, Cells, Counts, Estimator, Pair, jeffreys
+from healthbench_exp.grading.bridge.estimate import (
+    BridgeData,
+    Cells,
+    Counts,
+    Estimator,
+    Pair,
+    jeffreys,
+)
 
 FOLDS = 5
 ALPHA = 0.05
