@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from healthbench_exp.core.intervals import percentile_interval
 from healthbench_exp.grading.bridge.estimate import Cells, Counts, Estimator
 from healthbench_exp.grading.bridge.methods import ESTIMATORS
 
@@ -248,8 +249,8 @@ def replicate(
         score = float(_scores(point, points_by_cell.sum(axis=0), float(world.run_examples)))
         weights = estimator.weights(cells, Counts(n_b, k_b, run_b))
         draws = _scores(weights, points_b, float(world.run_examples))
-        low, high = np.percentile(draws, [2.5, 97.5])
-        out.append((score, float(low), float(high)))
+        interval = percentile_interval(draws)
+        out.append((score, interval.low, interval.high))
     return own, out
 
 

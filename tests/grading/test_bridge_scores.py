@@ -31,9 +31,9 @@ from healthbench_exp.grading.bridge.estimate import (
     Pair,
     RunRow,
     bridge_run,
-    jeffreys,
     stratum_of,
 )
+from healthbench_exp.grading.bridge.rates import jeffreys
 from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of, q_of
 
 CAL = Calibration()

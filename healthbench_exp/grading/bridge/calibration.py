@@ -21,8 +21,10 @@ from healthbench_exp.core.bridged import (
     NOT_MET,
     POSITIVE,
     BridgeStratum,
+    SpreadCell,
 )
-from healthbench_exp.grading.bridge.estimate import POOLED, Cells, Counts, jeffreys
+from healthbench_exp.grading.bridge.estimate import MIN_PAIRS, POOLED, Cells, Counts
+from healthbench_exp.grading.bridge.rates import jeffreys
 
 
 def strata_rows(cells: Cells, n: np.ndarray, k: np.ndarray) -> list[BridgeStratum]:
@@ -68,6 +70,21 @@ class Calibration:
 
     name = CALIBRATION
     by_old = False  # q: O's met share among the pairs where N gave a verdict
+    revision = 1  # the first bridge, kept as it was
+
+    def pooling_note(self, strata: int) -> str:
+        return (
+            f"{strata} strata take their sign's pooled q for one verdict or both "
+            f"(fewer than {MIN_PAIRS} bridge pairs there)"
+        )
+
+    def varies_note(self, first: SpreadCell, cells: int) -> str:
+        return (
+            f"q varies between the bridge sources beyond its interval in {cells} cells "
+            f"(e.g. {first.stratum} {first.sign}, new judge {first.verdict}): the "
+            "judges' disagreement depends on the replies' model there, and the interval does "
+            "not cover that"
+        )
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
         return cells.q(counts.n, counts.k)[0]

@@ -36,14 +36,15 @@ from healthbench_exp.core.bridged import (
     SourceCell,
     SpreadCell,
 )
+from healthbench_exp.core.intervals import percentile_interval
 from healthbench_exp.grading.bridge.estimate import (
     BridgeData,
     Cells,
     Counts,
     Estimator,
     Pair,
-    jeffreys,
 )
+from healthbench_exp.grading.bridge.rates import jeffreys
 
 FOLDS = 5
 ALPHA = 0.05
@@ -88,8 +89,8 @@ def holdout_error(
     values = np.asarray(errors)
     rng = np.random.default_rng(seed)
     means = [values[rng.integers(0, len(values), len(values))].mean() for _ in range(samples)]
-    low, high = np.percentile(means, [2.5, 97.5])
-    return HoldoutError(float(values.mean()), [float(low), float(high)], folds, len(values))
+    interval = percentile_interval(means)
+    return HoldoutError(float(values.mean()), interval.as_list(), folds, len(values))
 
 
 def chi2_sf(statistic: float, df: int) -> float:
@@ -166,10 +167,10 @@ def spread(
             if len(present) < 2:
                 continue
             qs = {s: jeffreys(k, n) for s, (n, k) in present.items()}
-            low, high = (float(v) for v in np.percentile(q_draws[:, cell], [2.5, 97.5]))
+            interval = percentile_interval(q_draws[:, cell])
             statistic, df = chi2_equal_rates([(n, k) for n, k in present.values()])
             p_value = chi2_sf(statistic, df)
-            outside = any(q < low or q > high for q in qs.values())
+            outside = not all(interval.covers(q) for q in qs.values())
             n_all = sum(n for n, _ in present.values())
             k_all = sum(k for _, k in present.values())
             out.append(
@@ -178,7 +179,7 @@ def spread(
                     POSITIVE if positive else NEGATIVE,
                     MET if verdict else NOT_MET,
                     jeffreys(k_all, n_all),
-                    [low, high],
+                    interval.as_list(),
                     {
                         sources[s]: SourceCell(n, k, jeffreys(k, n) if n else None)
                         for s, (n, k) in per.items()

@@ -33,8 +33,10 @@ from typing import Protocol
 
 import numpy as np
 
-from healthbench_exp.core.bridged import BridgeStratum
+from healthbench_exp.core.bridged import BridgeStratum, SpreadCell
+from healthbench_exp.core.intervals import percentile_interval
 from healthbench_exp.core.types import Criterion
+from healthbench_exp.grading.bridge.rates import jeffreys
 
 MIN_PAIRS = 30  # a cell with fewer pairs takes its sign's pooled q
 POOLED = "pooled"
@@ -50,11 +52,6 @@ def stratum_of(tags: Sequence[str]) -> str:
             if tag.startswith(kind):
                 return tag
     return NONE
-
-
-def jeffreys(k: float, n: float) -> float:
-    """(k + 0.5) / (n + 1): the share of n with k met, Jeffreys' estimate (0.5 when n is 0)."""
-    return (k + 0.5) / (n + 1)
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ class Cells:
                 pooled_n = (n * mask).sum(axis=-1, keepdims=True)
                 pooled_q += mask * jeffreys((k * mask).sum(axis=-1, keepdims=True), pooled_n)
         pooled = n < MIN_PAIRS
-        return np.where(pooled, pooled_q, (k + 0.5) / (n + 1)), pooled
+        return np.where(pooled, pooled_q, jeffreys(k, n)), pooled
 
 
 @dataclass
@@ -270,6 +267,17 @@ class Estimator(Protocol):
 
     name: str
     by_old: bool
+    revision: int  # SPEC 7.5's revision of the method it follows (summary.json's `revision`)
+
+    def pooling_note(self, strata: int) -> str:
+        """The one-line warning where `strata` strata take pooled values (its thresholds
+        formatted from its constants)."""
+        ...
+
+    def varies_note(self, first: SpreadCell, cells: int) -> str:
+        """The one-line warning where what it holds fixed varies between the bridge sources
+        beyond the bridge's interval in `cells` cells, `first` the first of them."""
+        ...
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray: ...
 
@@ -341,7 +349,7 @@ def bridge_run(
         defined = draws[:, j][~np.isnan(draws[:, j])]
         metrics[name] = None if np.isnan(point[j]) else float(point[j])
         ci[name] = (
-            [float(v) for v in np.percentile(defined, [2.5, 97.5])]
+            percentile_interval(defined).as_list()
             if len(defined) and not np.isnan(point[j])
             else None
         )
