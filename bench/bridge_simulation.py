@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from healthbench_exp.core.intervals import percentile_interval
-from healthbench_exp.grading.bridge.estimate import Cells, Counts, Estimator
+from healthbench_exp.grading.bridge.cells import Cells
+from healthbench_exp.grading.bridge.estimate import Counts, Estimator
 from healthbench_exp.grading.bridge.methods import ESTIMATORS
 
 POSITIVE_SLOTS = 8  # positive criteria per example, over AXES strata

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 LEVEL = 0.95  # the reports' intervals: 95%
+Z95 = 1.96  # the normal quantile of a 95% interval, as every report writes it
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,13 @@ class Interval:
     def covers(self, value: float) -> bool:
         """Whether `value` lies within the interval, ends included."""
         return self.low <= value <= self.high
+
+
+def normal_interval(center: float, std: float, z: float = Z95) -> Interval:
+    """center +- z * std (a bootstrap's standard deviation), clipped to [0, 1]: the interval of
+    every score the reports show (the headline's, and the bridged score's since SPEC 7.5
+    revision 2)."""
+    return Interval(max(0.0, center - z * std), min(1.0, center + z * std))
 
 
 def percentile(ordered: Sequence[float], share: float) -> float:

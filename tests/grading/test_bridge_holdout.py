@@ -12,13 +12,14 @@ import pytest
 
 from healthbench_exp.core.bridged import HoldoutError, SourceCell
 from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.cells import Cells, Pair, RunRow
 from healthbench_exp.grading.bridge.checks import (
     chi2_equal_rates,
     chi2_sf,
     holdout_error,
     spread,
 )
-from healthbench_exp.grading.bridge.estimate import Bridging, Cells, Pair, RunRow, bridge_run
+from healthbench_exp.grading.bridge.estimate import Bridging, bridge_run
 from tests.grading.bridge_oracle import make_pairs, q_of
 
 CAL = Calibration()

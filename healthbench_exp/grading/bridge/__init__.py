@@ -3,8 +3,12 @@ reference grader O's scale through bridge data (criteria both judges graded on t
 
 Where each part lives:
 
-- `estimate`: what every estimator shares: the pairs (`Pair`) and the run's rows (`RunRow`),
-  strata and cells, the layout of the bridged metrics, the bootstrap, `bridge_run`.
+- `cells`: the data: the pairs (`Pair`), the run's rows (`RunRow`), strata and their cells, the
+  pairs as arrays and their resampling (by pair, or by example).
+- `estimate`: what every estimator shares: what it sees (`Counts`), what it is (`Estimator`),
+  the layout of the bridged metrics, the bootstrap and `bridge_run`.
+- `rates`: the formulas written once: Jeffreys' share, se and sp, Rogan-Gladen (shared with
+  the calibrated consensus rates, `grading.calibration`).
 - `label_shift` (the default, `LabelShift`) and `calibration` (`Calibration`): the estimators;
   `methods`: them by `bridge.method` name (`ESTIMATORS`) and the refusal a bridge meets from its
   pairs alone (`bridge_refusal`).
@@ -19,16 +23,9 @@ study (`bench/bridge_simulation.py`, printed by `bench/bridge_study.py`). This p
 only `core`, numpy and the standard library (tests/test_architecture.py).
 """
 
+from healthbench_exp.grading.bridge.cells import Pair, RunRow, stratum_of
 from healthbench_exp.grading.bridge.checks import holdout_error, spread
-from healthbench_exp.grading.bridge.estimate import (
-    BridgeRefused,
-    Bridging,
-    Estimator,
-    Pair,
-    RunRow,
-    bridge_run,
-    stratum_of,
-)
+from healthbench_exp.grading.bridge.estimate import BridgeRefused, Bridging, Estimator, bridge_run
 from healthbench_exp.grading.bridge.leave_one_out import leave_one_out
 from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
 

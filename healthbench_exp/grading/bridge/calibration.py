@@ -23,7 +23,9 @@ from healthbench_exp.core.bridged import (
     BridgeStratum,
     SpreadCell,
 )
-from healthbench_exp.grading.bridge.estimate import MIN_PAIRS, POOLED, Cells, Counts
+from healthbench_exp.core.intervals import Interval, percentile_interval
+from healthbench_exp.grading.bridge.cells import MIN_PAIRS, POOLED, Cells
+from healthbench_exp.grading.bridge.estimate import Counts
 from healthbench_exp.grading.bridge.rates import jeffreys
 
 
@@ -71,6 +73,11 @@ class Calibration:
     name = CALIBRATION
     by_old = False  # q: O's met share among the pairs where N gave a verdict
     revision = 1  # the first bridge, kept as it was
+    by_example = False  # its pairs resampled one by one within stratum and sign, as it was
+
+    def interval(self, point: float, draws: np.ndarray) -> Interval:
+        """The 2.5th and 97.5th percentiles of the draws, as it was."""
+        return percentile_interval(draws)
 
     def pooling_note(self, strata: int) -> str:
         return (

@@ -1,4 +1,5 @@
-"""The `label_shift` estimator of the bridge (SPEC 7.5; `grading.bridge` holds what it shares).
+"""The `label_shift` estimator of the bridge (SPEC 7.5 revision 2; `grading.bridge.estimate`
+holds what it shares).
 
 What it assumes: models differ in how many criteria they meet, and the new judge N's error
 rates against the reference grader O, per stratum and sign, do not depend on which model wrote
@@ -6,17 +7,22 @@ the reply. Per stratum s (with its sign):
 
 - From the bridge's pairs: se_s = (a + 0.5) / (n1 + 1), a pairs with O met and N met of n1 with
   O met; sp_s = (b + 0.5) / (n0 + 1), b with O and N not met of n0 with O not met. A stratum
-  with n1 < 30 or n0 < 30 (`bridge`), or whose own J_s = se_s + sp_s - 1 is below 0.2
-  (`near_chance`), takes its sign's pooled se and sp (the pairs of every stratum of that sign).
-- From the run: m_s, the share of its graded criteria in s that N said met; a stratum with
-  fewer than 30 of them (`run`) takes its sign's pooled m, se and sp. O's met share there:
-  pi_s = clip((m_s - (1 - sp_s)) / J_s, 0, 1) (Rogan-Gladen).
+  with n1 < 30 or n0 < 30 (`bridge`), or whose own J_s = se_s + sp_s - 1 is below 0.1
+  (`near_chance`; 0.2 in revision 1), takes its sign's pooled se and sp (the pairs of every
+  stratum of that sign).
+- From the run: m_s, the share of its graded criteria in s that N said met, weighted as the
+  score weights criteria: sum(c [N met]) / sum(c), c = |points| / the graded positive points of
+  the criterion's example (`Counts.run_weight`); a stratum with fewer than 30 graded criteria
+  (a count, `run`) takes its sign's pooled m (weighted the same way), se and sp. O's met share
+  there: pi_s = clip((m_s - (1 - sp_s)) / J_s, 0, 1) (Rogan-Gladen).
 - Each criterion's weight, by Bayes with the run's own pi_s: w_s(met) = se pi / (se pi +
   (1 - sp)(1 - pi)); w_s(not met) = (1 - se) pi / ((1 - se) pi + sp (1 - pi)).
 - Refused (`refusal`) where a sign's pooled J is below 0.2 (N barely tells O's verdicts apart).
 
 In a bootstrap resample every step is recomputed, pooling included; a resample whose pooled J
-falls to 0 or below (possible only near the refusal's bound) divides by a tiny positive J.
+falls to 0 or below (possible only near the refusal's bound) divides by a tiny positive J. The
+bootstrap draws the bridge's examples within each source (`by_example`), and the interval is
+the estimate +- 1.96 bootstrap standard deviations (`interval`).
 """
 
 from __future__ import annotations
@@ -36,12 +42,14 @@ from healthbench_exp.core.bridged import (
     BridgeStratum,
     SpreadCell,
 )
-from healthbench_exp.grading.bridge.estimate import MIN_PAIRS, POOLED, Cells, Counts
+from healthbench_exp.core.intervals import Interval, normal_interval
+from healthbench_exp.grading.bridge.cells import MIN_PAIRS, POOLED, Cells
+from healthbench_exp.grading.bridge.estimate import Counts
 from healthbench_exp.grading.bridge.rates import error_rates, rogan_gladen
 
-REVISION = 1  # of SPEC 7.5's label_shift (summary.json's `bridged.revision`)
-MIN_RUN = 30  # a stratum with fewer graded criteria in the run takes its sign's pooled m
-MIN_STRATUM_J = 0.2  # a stratum's own J below this: its sign's pooled rates
+REVISION = 2  # of SPEC 7.5's label_shift (summary.json's `bridged.revision`)
+MIN_RUN = 30  # a stratum with fewer graded criteria (a count) in the run: its sign's pooled m
+MIN_STRATUM_J = 0.1  # a stratum's own J below this: its sign's pooled rates (revision 1: 0.2)
 MIN_J = 0.2  # a sign's pooled J below this: the bridge is refused
 
 
@@ -111,9 +119,13 @@ class Shift:
         n0, b = n_met - k_met + n_not - k_not, n_not - k_not
         run_n = counts.run[..., 0::2] + counts.run[..., 1::2]
         run_met = counts.run[..., 1::2]
+        # m weighted as the score weights criteria (revision 2): sum(c [N met]) / sum(c)
+        weight_all = counts.run_weight[..., 0::2] + counts.run_weight[..., 1::2]
+        weight_met = counts.run_weight[..., 1::2]
         positive = cells.positive
         pn1, pa, pn0, pb = (_by_sign(positive, x) for x in (n1, a, n0, b))
         prun_n, prun_met = _by_sign(positive, run_n), _by_sign(positive, run_met)
+        pweight_all, pweight_met = _by_sign(positive, weight_all), _by_sign(positive, weight_met)
         se_own, sp_own = error_rates(n1, a, n0, b)
         se_pool, sp_pool = error_rates(pn1, pa, pn0, pb)
         few_pairs = (n1 < MIN_PAIRS) | (n0 < MIN_PAIRS)
@@ -123,9 +135,11 @@ class Shift:
         pool = few_pairs | near_chance | few_run
         se = np.where(pool, se_pool, se_own)
         sp = np.where(pool, sp_pool, sp_own)
-        m_pool = prun_met / np.maximum(prun_n, 1)
-        # mutmut: the floor only keeps 0 / 0 away where few_run takes the pooled m anyway
-        m = np.where(few_run, m_pool, run_met / np.maximum(run_n, 1))  # pragma: no mutate
+        # mutmut: the floors keep 0 / 0 away only where no criterion is weighed (m unused, or
+        # the pooled m where few_run takes it anyway)
+        m_pool = pweight_met / np.maximum(pweight_all, 1e-300)  # pragma: no mutate
+        m_own = weight_met / np.maximum(weight_all, 1e-300)  # pragma: no mutate
+        m = np.where(few_run, m_pool, m_own)
         pi, w_met, w_not = _pi_and_weights(se, sp, m)
         pi_pool, w_met_pool, w_not_pool = _pi_and_weights(se_pool, sp_pool, m_pool)
         pooled = {
@@ -171,6 +185,13 @@ class LabelShift:
     name = LABEL_SHIFT
     by_old = True  # se and sp: N's agreement among the pairs where O gave a verdict
     revision = REVISION
+    by_example = True  # revision 2: a reply's verdicts travel together
+
+    def interval(self, point: float, draws: np.ndarray) -> Interval:
+        """point +- 1.96 bootstrap standard deviations, clipped to [0, 1] (revision 2, as the
+        headline's): near the ceiling pi is clipped at 1 in many resamples, which makes the
+        percentile interval lopsided while the error is symmetric."""
+        return normal_interval(point, float(np.std(draws)))
 
     def pooling_note(self, strata: int) -> str:
         return (

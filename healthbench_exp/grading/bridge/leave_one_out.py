@@ -20,14 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge.estimate import (
-    OVERALL,
-    BridgeRefused,
-    Estimator,
-    Pair,
-    RunRow,
-    bridge_run,
-)
+from healthbench_exp.grading.bridge.cells import OVERALL, Pair, RunRow
+from healthbench_exp.grading.bridge.estimate import BridgeRefused, Estimator, bridge_run
 
 
 @dataclass(frozen=True)
