@@ -16,11 +16,12 @@ Pooled positive: n1 120, a 85; n0 110, b 75.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from healthbench_exp.core.bridged import Bridged, BridgeStratum
+from healthbench_exp.core.bridged import Bridged, BridgeStratum, SpreadCell
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.bridge.calibration import Calibration
 from healthbench_exp.grading.bridge.cells import BridgeData, Pair, RunRow
@@ -366,3 +367,30 @@ def test_a_bridged_record_says_its_revision_and_an_old_one_reads_as_revision_1()
     record = Bridged.from_dict(old)
     assert record.revision == 1 and "revision" not in old
     assert Bridged.from_dict(record.to_dict() | {"revision": 2}).revision == 2
+
+
+def test_the_warnings_carry_the_thresholds_the_estimators_use() -> None:
+    """The one-line notes of summary.json's `bridged.warnings`, per estimator, with its own
+    thresholds (30 pairs, J 0.1, 30 graded criteria), never literals that could drift."""
+    assert SHIFT.pooling_note(3) == (
+        "3 strata take their sign's pooled error rates (fewer than 30 bridge pairs with either "
+        "verdict of the reference grader, or J below 0.1) or the run's pooled met share (fewer "
+        "than 30 graded criteria)"
+    )
+    assert Calibration().pooling_note(2) == (
+        "2 strata take their sign's pooled q for one verdict or both (fewer than 30 bridge "
+        "pairs there)"
+    )
+    cell = SpreadCell("axis:a", "positive", "met", 0.8, [0.7, 0.9], {}, 0.2, 9.0, 2, 0.01, True)
+    assert SHIFT.varies_note(cell, 4) == (
+        "the new judge's error rates vary between the bridge sources beyond the bridge's "
+        "interval in 4 cells (e.g. axis:a positive, se): they depend on the replies' model "
+        "there, which label_shift assumes they do not, and the interval does not cover that"
+    )
+    assert "(e.g. axis:a positive, sp)" in SHIFT.varies_note(replace(cell, verdict="not"), 1)
+    assert Calibration().varies_note(cell, 1) == (
+        "q varies between the bridge sources beyond its interval in 1 cells (e.g. axis:a "
+        "positive, new judge met): the judges' disagreement depends on the replies' model "
+        "there, and the interval does not cover that"
+    )
+    assert (SHIFT.by_example, Calibration().by_example) == (True, False)
