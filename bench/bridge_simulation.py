@@ -306,11 +306,14 @@ def replicate(
     own_points = (np.where(old & present, layout.slot_points, 0.0)).sum(axis=1) / positive_den
     own = float(np.clip(own_points.mean(), 0.0, 1.0))
     n, k = _cell_counts(kinds)
-    n_pairs, k_pairs = _cell_counts(_resample_kinds(rng, kinds, resamples))
-    examples = len(by_example)
-    times = rng.multinomial(examples, np.full(examples, 1 / examples), size=resamples)
-    drawn_by_example = (times @ by_example.reshape(examples, -1)).reshape(resamples, -1, 4)
-    n_examples, k_examples = _cell_counts(drawn_by_example)
+    n_pairs = k_pairs = n_examples = k_examples = np.zeros(0)
+    if not all(e.by_example for e in estimators):
+        n_pairs, k_pairs = _cell_counts(_resample_kinds(rng, kinds, resamples))
+    if any(e.by_example for e in estimators):
+        examples = len(by_example)
+        times = rng.multinomial(examples, np.full(examples, 1 / examples), size=resamples)
+        drawn_by_example = (times @ by_example.reshape(examples, -1)).reshape(resamples, -1, 4)
+        n_examples, k_examples = _cell_counts(drawn_by_example)
     drawn = rng.integers(0, world.run_examples, (resamples, world.run_examples))
     offsets = (np.arange(resamples) * world.run_examples)[:, None]
     row_weight = np.bincount((drawn + offsets).ravel(), minlength=resamples * world.run_examples)
