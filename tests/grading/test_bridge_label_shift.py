@@ -394,3 +394,58 @@ def test_the_warnings_carry_the_thresholds_the_estimators_use() -> None:
         "there, and the interval does not cover that"
     )
     assert (SHIFT.by_example, Calibration().by_example) == (True, False)
+
+
+def test_a_run_stratum_the_bridge_never_saw_is_pooled_through_the_bootstrap() -> None:
+    """The last cells (a negative stratum only the run has) still counted in every resample."""
+    rows = [RunRow([], [ACC, NEG, crit(-1, "axis:zzz")], [True, False, True])] * 40
+    result = bridge_run(rows, PAIRS, 20, 2, SHIFT)
+    zzz = next(s for s in result.strata if s.stratum == "axis:zzz")
+    assert zzz.pooled == ["bridge", "near_chance"] and (zzz.n_o_met, zzz.n_o_not) == (0, 0)
+    assert result.ci["bridged_score"] is not None and result.q_draws.shape == (20, 10)
+
+
+def test_the_held_out_met_share_weighs_each_pair_by_its_examples_positive_points() -> None:
+    """A held-out example of one 1-point criterion (its share 1) and one of negative criteria
+    only (share 0: it is not scored) move m as the score would."""
+    base = [Pair(0, f"e{i % 20}", p.stratum, p.points, p.new, p.old) for i, p in enumerate(PAIRS)]
+    one = [Pair(0, f"one{i}", "axis:accuracy", 1.0, i % 3 == 0, i % 2 == 0) for i in range(40)]
+    negative = [Pair(0, f"neg{i}", "axis:accuracy", -2.0, True, False) for i in range(40)]
+    pairs = [*base, *one, *negative]
+    cells = bridge_run([], pairs, 0, 1, SHIFT).cells
+    result = holdout_error(pairs, cells, SHIFT, 10, 3, folds=4)
+    examples = sorted({(0, p.example) for p in pairs})
+    order = np.random.default_rng(3).permutation(len(examples))
+    fold = {examples[j][1]: i % 4 for i, j in enumerate(order)}
+    errors = []
+    for f in range(4):
+        train = [p for p in pairs if fold[p.example] != f]
+        held = [p for p in pairs if fold[p.example] == f]
+        den: dict[str, float] = defaultdict(float)
+        for p in held:
+            den[p.example] += max(p.points, 0.0)
+        observed = [
+            (
+                p.stratum,
+                p.points > 0,
+                p.new,
+                1,
+                abs(p.points) / den[p.example] if den[p.example] else 0.0,
+            )
+            for p in held
+        ]
+        table = table_of(train, observed, set())
+        for example in sorted({p.example for p in held if den[p.example] > 0}):
+            mine = [p for p in held if p.example == example]
+            bridged = sum(
+                p.points
+                * (
+                    table[(p.stratum, p.points > 0)].w_met
+                    if p.new
+                    else table[(p.stratum, p.points > 0)].w_not
+                )
+                for p in mine
+            )
+            errors.append((bridged - sum(p.points for p in mine if p.old)) / den[example])
+    assert result.examples == len(errors)
+    assert result.mean == pytest.approx(sum(errors) / len(errors), abs=1e-12)

@@ -164,13 +164,16 @@ class BridgeData:
         """How often each example is drawn when the examples are resampled with replacement
         within each source."""
         drawn = draw_within(rng, self.example_start, self.example_size)
-        times: np.ndarray = np.bincount(drawn, minlength=len(self.example_start)).astype(float)
+        # mutmut: `astype(None)` is float64 too
+        times: np.ndarray = np.bincount(drawn, minlength=len(self.example_start)).astype(
+            float  # pragma: no mutate
+        )
         return times
 
     def example_counts(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, k) per cell with each example's pairs counted `times[example]` times."""
         size = 2 * len(self.cells.strata)
-        weight = times[self.example] if len(self.example) else np.zeros(0)
+        weight = times[self.example]
         n = np.bincount(self.cell, weights=weight, minlength=size)
         k = np.bincount(self.cell, weights=weight * self.old, minlength=size)
         return n, k
