@@ -16,7 +16,8 @@ from bench.bridge_simulation import SCENARIOS, Result, World, study
 # worlds where label_shift falls short of the bar today (docs/bridge.md says so): each checked
 # by a strict xfail below, so the day it meets the bar the test says to move it back
 SHORT_OF_THE_BAR = {
-    "true score near 0.05": "pi clipped at 0 in many resamples near the floor: coverage 0.91",
+    "true score near 0.05": "pi clipped at 0 near the floor: coverage 0.91 (runs of 300)",
+    "true score near 0.95": "pi clipped at 1 near the ceiling: bias -0.011, coverage 0.90",
 }
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
