@@ -131,9 +131,12 @@ class BridgeData:
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
         keys = sorted({(p.source, p.example) for p in ordered})
         index = {key: i for i, key in enumerate(keys)}
-        source = np.array([s for s, _ in keys], dtype=int)
-        per_source = np.bincount(source) if len(keys) else np.zeros(0, dtype=int)
+        source = np.array([s for s, _ in keys], dtype=int)  # int even without pairs
+        per_source = np.bincount(source)
         source_start = np.concatenate([[0], np.cumsum(per_source)[:-1]]).astype(int)
+        # mutmut: numpy infers int from ints; without pairs no example is ever drawn
+        at = [index[(p.source, p.example)] for p in ordered]
+        example = np.array(at, dtype=int)  # pragma: no mutate
         return cls(
             cells,
             cell,
@@ -142,9 +145,9 @@ class BridgeData:
             np.array([p.old for p in ordered], dtype=bool),  # pragma: no mutate
             starts[group] if len(group) else np.zeros(0, dtype=int),  # pragma: no mutate
             counts[group].astype(int) if len(group) else np.zeros(0, dtype=int),
-            np.array([index[(p.source, p.example)] for p in ordered], dtype=int),
-            source_start[source] if len(keys) else np.zeros(0, dtype=int),
-            per_source[source] if len(keys) else np.zeros(0, dtype=int),
+            example,
+            source_start[source],
+            per_source[source],
         )
 
     def counts(self, drawn: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
