@@ -27,5 +27,5 @@ def test_an_interval_by_hand() -> None:
     assert found.covers(0.25) and found.covers(9.75) and not found.covers(9.76)
     assert not found.covers(0.2)
     assert percentile_interval([3.0]) == Interval(3.0, 3.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^percentile_interval of no values$"):
         percentile_interval([])

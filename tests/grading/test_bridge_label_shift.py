@@ -29,6 +29,7 @@ from healthbench_exp.grading.bridge.checks import holdout_error
 from healthbench_exp.grading.bridge.estimate import BridgeRefused, Counts, Layout, bridge_run
 from healthbench_exp.grading.bridge.label_shift import LabelShift
 from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
+from healthbench_exp.grading.bridge.rates import rogan_gladen
 from tests.grading.bridge_oracle import make_pairs, metrics_of
 from tests.grading.bridge_shift_oracle import shift_bootstrap, shift_q, shift_table, table_of
 
@@ -449,3 +450,13 @@ def test_the_held_out_met_share_weighs_each_pair_by_its_examples_positive_points
             errors.append((bridged - sum(p.points for p in mine if p.old)) / den[example])
     assert result.examples == len(errors)
     assert result.mean == pytest.approx(sum(errors) / len(errors), abs=1e-12)
+
+
+def test_rogan_gladen_is_written_once_for_scalars_and_arrays() -> None:
+    """The bridge's and the calibrated consensus rates' correction (`grading.bridge.rates`):
+    a float for floats, an array for arrays, clipped at both ends."""
+    one = rogan_gladen(0.5, 0.8, 0.9)
+    assert type(one) is float and one == pytest.approx((0.5 - 0.1) / 0.7, abs=1e-15)
+    many = rogan_gladen(np.array([0.05, 0.5, 0.95]), np.full(3, 0.8), np.full(3, 0.9))
+    assert isinstance(many, np.ndarray)
+    assert many.tolist() == pytest.approx([0.0, 0.4 / 0.7, 1.0], abs=1e-15)
