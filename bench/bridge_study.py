@@ -1,6 +1,6 @@
-"""The bridge's simulation study (SPEC 7.5; `healthbench_exp.grading.bridge_study`): bias, RMSE,
-mean interval width and coverage of the reference grader's own score, per world and method, as
-the markdown table of docs/bridge.md.
+"""The bridge's simulation study (SPEC 7.5; `bench/bridge_simulation.py`): bias, RMSE,
+mean interval width, coverage of the reference grader's own score and of the model's expected
+score, per world and method, as the markdown table of docs/bridge.md.
 
     python bench/bridge_study.py                   # the docs' table (1000 replicates)
     python bench/bridge_study.py --replicates 200  # quicker, noisier
@@ -20,7 +20,7 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from healthbench_exp.grading.bridge_study import SCENARIOS, study
+from bench.bridge_simulation import SCENARIOS, study
 
 
 def main() -> None:
@@ -31,12 +31,15 @@ def main() -> None:
     args = parser.parse_args()
     started = time.monotonic()
     results = study(SCENARIOS, args.replicates, args.resamples, args.seed)
-    print("| world | method | O's own score | bias | RMSE | interval width | coverage |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| world | method | O's own score | bias | RMSE | interval width | coverage | "
+        "coverage of the expected score |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r.world} | {r.method} | {r.truth:.3f} | {r.bias:+.4f} | {r.rmse:.4f} | "
-            f"{r.width:.4f} | {r.coverage:.3f} |"
+            f"{r.width:.4f} | {r.coverage:.3f} | {r.coverage_expected:.3f} |"
         )
     print(
         f"\n{args.replicates} replicates, {args.resamples} resamples each, seed {args.seed}; "

@@ -12,6 +12,8 @@ test, so a failure names the rule and each offending import with its module and 
 - production code never imports `healthbench_exp.testing`, except where the built-in endpoint is
   started (`engine/builtin.py`), the CLI and the `offline_server` entry module;
 - `core` imports the standard library only;
+- the bridge (`grading.bridge`, a package) imports only `core`, itself, numpy and the standard
+  library: one wing, readable on its own;
 - no module over `MAX_LINES` lines.
 
 A module's layer is the first sub-package under `healthbench_exp/` (`healthbench_exp.model.cache`
@@ -69,6 +71,8 @@ TESTING_LAYERS = frozenset({TESTING, "cli"})
 TESTING_MODULES = frozenset({f"{PACKAGE}.engine.builtin", f"{PACKAGE}.offline_server"})
 CORE = "core"
 MAX_LINES = 400
+BRIDGE = f"{PACKAGE}.grading.bridge"
+BRIDGE_THIRD_PARTY = frozenset({"numpy"})
 
 
 @dataclass(frozen=True)
@@ -313,6 +317,30 @@ def core_stdlib_rule(package: Package) -> list[str]:
     return sorted(found)
 
 
+def bridge_rule(package: Package) -> list[str]:
+    """Imports of the bridge's package beyond `core`, itself, numpy and the standard library."""
+
+    def inside(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    found = set()
+    for name, module in package.items():
+        if not inside(name, BRIDGE):
+            continue
+        for imp in module.imports:
+            if imp.internal:
+                allowed = inside(imp.target, BRIDGE) or inside(imp.target, f"{PACKAGE}.{CORE}")
+            else:
+                top = imp.target.split(".")[0]
+                allowed = top in sys.stdlib_module_names or top in BRIDGE_THIRD_PARTY
+            if not allowed:
+                found.add(
+                    f"{name}: imports {imp.target} (the bridge imports only core, numpy and "
+                    f"the standard library) [line {imp.line}]"
+                )
+    return sorted(found)
+
+
 def length_rule(package: Package) -> list[str]:
     """Modules over MAX_LINES lines."""
     return [
@@ -329,6 +357,7 @@ RULES: dict[str, Callable[[Package], list[str]]] = {
     "Hydra/OmegaConf only in cli (and the sweep callback)": hydra_rule,
     "production code never imports healthbench_exp.testing": production_testing_rule,
     "core imports only the standard library": core_stdlib_rule,
+    "the bridge imports only core, numpy and the standard library": bridge_rule,
     f"no module over {MAX_LINES} lines": length_rule,
 }
 
@@ -371,6 +400,11 @@ FAKE_PACKAGE = {
     "core/types.py": "import json\nimport numpy\nfrom healthbench_exp.grading import rules\n",
     "core/version.py": "from __future__ import annotations\nimport importlib.metadata\n",
     "grading/__init__.py": "",
+    "grading/bridge/__init__.py": (
+        "import numpy\nimport scipy.stats\nfrom healthbench_exp.grading import rules\n"
+        "from healthbench_exp.core import version\nfrom . import estimate\n"
+    ),
+    "grading/bridge/estimate.py": "import math\n",
     "grading/rules.py": (
         "from ..model import endpoint\n\n\ndef grade():\n"
         "    from healthbench_exp.core import types\n    return types\n"
@@ -444,6 +478,12 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
         "core_stdlib_rule": [
             f"{p}.core.types: imports numpy (core imports the standard library only) [line 2]"
         ],
+        "bridge_rule": [
+            f"{p}.grading.bridge: imports {p}.grading.rules (the bridge imports only core, "
+            "numpy and the standard library) [line 3]",
+            f"{p}.grading.bridge: imports scipy.stats (the bridge imports only core, numpy and "
+            "the standard library) [line 2]",
+        ],
         "length_rule": [f"{p}.output.files: 401 lines (> {MAX_LINES})"],
     }
 
@@ -457,6 +497,8 @@ def test_the_checker_passes_a_package_that_keeps_the_rules(tmp_path: Path) -> No
         "core/types.py": "from __future__ import annotations\nimport dataclasses, json, typing\n",
         "grading/__init__.py": "",
         "grading/rules.py": "from ..core import types\n\ndef grade():\n    import numpy\n",
+        "grading/bridge/__init__.py": "import numpy\nfrom . import estimate\n",
+        "grading/bridge/estimate.py": "import math\nfrom healthbench_exp.core import types\n",
         "engine/__init__.py": "",
         "engine/loop.py": "from healthbench_exp.grading.rules import grade\n\ndef run(): ...\n",
         "engine/builtin.py": "from healthbench_exp.testing.server import serve\n",

@@ -18,9 +18,24 @@ LABEL_SHIFT = "label_shift"  # `bridge.method`: the judge's error rates carried 
 CALIBRATION = "calibration"  # `bridge.method`: q = P(O met | N's verdict) carried over
 METHODS = (LABEL_SHIFT, CALIBRATION)
 # why a label-shift stratum takes its sign's pooled values (`BridgeStratum.pooled`)
-FEW_PAIRS = "bridge"  # fewer than 30 bridge pairs with O met, or with O not met
-NEAR_CHANCE = "near_chance"  # its own J = se + sp - 1 below 0.2
-FEW_RUN = "run"  # fewer than 30 graded criteria in the run: its sign's pooled m, se and sp
+FEW_PAIRS = "bridge"  # too few bridge pairs with O met, or with O not met
+NEAR_CHANCE = "near_chance"  # its own J = se + sp - 1 below the method's bound
+FEW_RUN = "run"  # too few graded criteria in the run: its sign's pooled m, se and sp
+# what each method's weights mean, for a reader ({old}: the reference grader, {new}: the judge)
+DESCRIBES = {
+    CALIBRATION: "each counted as met with the probability that {old} said met on criteria of "
+    "its stratum where {new} gave that verdict (q, carried over from the bridge: right only for "
+    "replies like the bridge's)",
+    LABEL_SHIFT: "each counted as met with the probability that {old} said met, by Bayes "
+    "from {new}'s error rates against {old} in its stratum (from the bridge) and the share "
+    "{old} would have said met in this run (from {new}'s own met share weighted as the score "
+    "weights criteria, Rogan-Gladen)",
+}
+# what the bridged score's interval covers (SPEC 7.5 revision 2)
+INTERVAL_COVERS = (
+    "the reference grader's score for this run's model on this set, example sampling included "
+    "(as the headline's interval is for the run's judge)"
+)
 
 
 @dataclass
@@ -105,7 +120,7 @@ class SpreadCell(Record):
 
 
 @dataclass
-class Transport(Record):
+class LeaveOneOut(Record):
     """Leave one model out: the bridge from the other sources, through `method`, applied to
     this source's new-judge verdicts, against the reference grader's own score on them."""
 
@@ -135,8 +150,23 @@ class Bridged(Record):
     # several sources: how much q varies between them (cells where two or more have pairs)
     spread: list[SpreadCell] | None = field(default=None, metadata=OMIT_NONE)
     # several sources: each left out, through each method (leave one model out)
-    transport: list[Transport] | None = field(default=None, metadata=OMIT_NONE)
+    transport: list[LeaveOneOut] | None = field(default=None, metadata=OMIT_NONE)
     warnings: list[str] = field(default_factory=list)  # what a reader must know (one line each)
+    # the method's revision that produced the score (SPEC 7.5): `label_shift` 2 since
+    # 2026-11-29 (weighted m, J_s down to 0.1, the bridge resampled by example); a record
+    # written before it has none and reads as 1
+    revision: int = 1
+
+    @property
+    def reports_error_rates(self) -> bool:
+        """Whether its strata give the judge's error rates (se, sp: `label_shift`) rather than
+        q carried over (`calibration`)."""
+        return any(s.se is not None for s in self.strata)
+
+    @property
+    def describes(self) -> str:
+        """What its weights mean, `{old}` and `{new}` to fill ("" for a method not known)."""
+        return DESCRIBES.get(self.method, "")
 
 
 @dataclass
@@ -150,6 +180,6 @@ class BridgeCheck(Record):
     old_judge: str
     new_judge: str
     pairs: int
-    transport: list[Transport]
+    transport: list[LeaveOneOut]
     spread: dict[str, list[SpreadCell]]  # method -> cells
     refused: dict[str, str] = field(default_factory=dict)  # method -> its one-line refusal

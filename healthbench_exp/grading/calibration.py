@@ -25,6 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from healthbench_exp.core.intervals import percentile_interval
+from healthbench_exp.grading.bridge.rates import rogan_gladen as corrected_share
+
 MIN_YOUDEN = 0.1  # Se + Sp - 1 at most this: the judge barely tells met from not met
 MIN_ROWS = 20  # majority-positive and majority-negative meta-eval rows needed, each
 EPSILON = 1e-9  # float slack at the threshold: 12/20 + 10/20 - 1 is 0.1 exactly
@@ -74,7 +77,7 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
     youden = sensitivity + specificity - 1
     if youden <= 0:
         raise ValueError(f"Se + Sp - 1 = {youden:g} <= 0: no correction")
-    return min(1.0, max(0.0, (observed + specificity - 1) / youden))
+    return corrected_share(observed, sensitivity, specificity)
 
 
 def not_corrected_reason(rates: ErrorRates) -> str | None:
@@ -174,5 +177,5 @@ def _interval(
         values.append(rogan_gladen(drawn[0] / drawn[1], float(se), float(sp)))
     if not values:
         return None, None
-    low, high = np.percentile(values, [2.5, 97.5])
-    return float(low), float(high)
+    interval = percentile_interval(values)
+    return interval.low, interval.high

@@ -12,6 +12,7 @@ from math import comb
 
 import numpy as np
 
+from healthbench_exp.core.intervals import percentile_interval
 from healthbench_exp.grading.scoring import bootstrap_std, clipped_mean
 
 LENGTH_ADJUSTED = "length_adjusted_score"
@@ -115,6 +116,6 @@ def paired_bootstrap(
     point = clipped_mean(x) - clipped_mean(y)
     index = np.random.RandomState(seed).randint(0, len(shared), size=(samples, len(shared)))
     diffs = np.clip(x[index].mean(axis=1), 0, 1) - np.clip(y[index].mean(axis=1), 0, 1)
-    low, high = np.percentile(diffs, [2.5, 97.5])
+    interval = percentile_interval(diffs)
     flips = float(np.mean(diffs * point <= 0)) if point != 0 else 1.0
-    return PairedDifference(len(shared), point, float(low), float(high), flips)
+    return PairedDifference(len(shared), point, interval.low, interval.high, flips)

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from healthbench_exp.core.intervals import percentile_interval
+
 MODEL_POOLED = "pairwise_model_f1_balanced"
 MODEL_CRITERION_MEAN = "criterion_mean:pairwise_model_f1_balanced"
 PHYSICIAN_POOLED = "physicians_mean:pairwise_physician_f1_balanced"
@@ -160,7 +162,7 @@ def paper_figures(
     for k, name in enumerate(FIGURES):
         out[name] = None if np.isnan(point[k]) else float(point[k])
         column = draws[:, k][~np.isnan(draws[:, k])]
-        low, high = (None, None) if not len(column) else np.percentile(column, [2.5, 97.5])
-        out[f"{name}:ci_low"] = None if low is None else float(low)
-        out[f"{name}:ci_high"] = None if high is None else float(high)
+        interval = percentile_interval(column) if len(column) else None
+        out[f"{name}:ci_low"] = None if interval is None else interval.low
+        out[f"{name}:ci_high"] = None if interval is None else interval.high
     return out

@@ -19,6 +19,7 @@ from importlib import resources
 
 import numpy as np
 
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.types import Criterion
 
 
@@ -98,7 +99,8 @@ def bootstrap_std(values: Sequence[float], samples: int, seed: int, clip: bool =
 
 def ci95(mean: float, std: float) -> tuple[float, float]:
     """The 95% interval every report shows: mean +- 1.96 bootstrap std, clipped to [0, 1]."""
-    return max(0.0, mean - 1.96 * std), min(1.0, mean + 1.96 * std)
+    interval = normal_interval(mean, std)
+    return interval.low, interval.high
 
 
 def tag_metric_names(metrics: Mapping[str, object], prefix: str) -> list[str]:

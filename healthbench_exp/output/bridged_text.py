@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from healthbench_exp.core.bridged import Bridged, Transport
+from healthbench_exp.core.bridged import Bridged, LeaveOneOut
 
 OVERALL = "bridged_score"
 
@@ -21,7 +21,7 @@ def bridged_cell(bridged: Bridged | None) -> str:
     return shown if interval is None else f"{shown} [{interval[0]:.4f}, {interval[1]:.4f}]"
 
 
-def transport_text(t: Transport) -> str | None:
+def transport_text(t: LeaveOneOut) -> str | None:
     """A source left out: `bridged from the others 0.8065 [0.7604, 0.8441], own 0.7910, error
     +0.0155 (inside the interval)`; None where it was not scored (refused, or no interval)."""
     if t.bridged is None or t.ci is None or t.own is None or t.error is None:

@@ -11,16 +11,20 @@ from collections.abc import Sequence
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core.bridged import (
-    CALIBRATION,
     BridgeCheck,
     Bridged,
+    LeaveOneOut,
     SpreadCell,
-    Transport,
 )
-from healthbench_exp.grading.bridge import BridgeRefused, RunRow, bridge_run
-from healthbench_exp.grading.bridge_checks import holdout_error, spread
-from healthbench_exp.grading.bridge_methods import ESTIMATORS
-from healthbench_exp.grading.bridge_transport import transport
+from healthbench_exp.grading.bridge import (
+    ESTIMATORS,
+    BridgeRefused,
+    RunRow,
+    bridge_run,
+    holdout_error,
+    leave_one_out,
+    spread,
+)
 from healthbench_exp.tasks.bridge_source import KEY, BridgeSource, all_pairs
 
 
@@ -47,34 +51,12 @@ def bridged(
         else None
     )
     warnings = []
-    pooled = [f"{s.stratum} ({s.sign})" for s in result.strata if s.pooled]
-    if pooled and method == CALIBRATION:
-        warnings.append(
-            f"{len(pooled)} strata take their sign's pooled q for one verdict or both "
-            "(fewer than 30 bridge pairs there)"
-        )
-    elif pooled:
-        warnings.append(
-            f"{len(pooled)} strata take their sign's pooled error rates (fewer than 30 bridge "
-            "pairs with either verdict of the reference grader, or J below 0.2) or the run's "
-            "pooled met share (fewer than 30 graded criteria)"
-        )
+    pooled = [s for s in result.strata if s.pooled]
+    if pooled:
+        warnings.append(estimator.pooling_note(len(pooled)))
     beyond = [c for c in cells or [] if c.beyond_interval]
-    if beyond and method != CALIBRATION:
-        first = beyond[0]
-        warnings.append(
-            f"the new judge's error rates vary between the bridge sources beyond the bridge's "
-            f"interval in {len(beyond)} cells (e.g. {first.stratum} {first.sign}, "
-            f"{'se' if first.verdict == 'met' else 'sp'}): they depend on the replies' model "
-            "there, which label_shift assumes they do not, and the interval does not cover that"
-        )
-    elif beyond:
-        warnings.append(
-            f"q varies between the bridge sources beyond its interval in {len(beyond)} cells "
-            f"(e.g. {beyond[0].stratum} {beyond[0].sign}, new judge {beyond[0].verdict}): the "
-            "judges' disagreement depends on the replies' model there, and the interval does "
-            "not cover that"
-        )
+    if beyond:
+        warnings.append(estimator.varies_note(beyond[0], len(beyond)))
     moved = transport_of(sources, samples, seed)
     missed = [
         t
@@ -101,14 +83,15 @@ def bridged(
         spread=cells,
         transport=moved or None,
         warnings=warnings,
+        revision=estimator.revision,
     )
 
 
-def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> list[Transport]:
-    """Each source left out, through each method (`grading.bridge_transport`); [] for one."""
+def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> list[LeaveOneOut]:
+    """Each source left out, through each method (`grading.bridge.leave_one_out`); [] for one."""
     paths = [s.path for s in sources]
     return [
-        Transport(
+        LeaveOneOut(
             paths[t.source],
             sources[t.source].model,
             t.method,
@@ -118,7 +101,7 @@ def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> li
             t.ci,
             t.refused,
         )
-        for t in transport(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)
+        for t in leave_one_out(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)
     ]
 
 

@@ -37,8 +37,7 @@ from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError, JudgeConfig
 from healthbench_exp.core.bridged import METHODS
 from healthbench_exp.core.summary import EVAL, read_summary
-from healthbench_exp.grading.bridge import Pair, stratum_of
-from healthbench_exp.grading.bridge_methods import bridge_refusal
+from healthbench_exp.grading.bridge import Pair, bridge_refusal, stratum_of
 from healthbench_exp.tasks.calibration_source import judge_differences, run_status
 from healthbench_exp.tasks.records import CRITERIA_FILE, EXAMPLES_FILE
 

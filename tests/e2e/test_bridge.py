@@ -76,6 +76,7 @@ def test_bridged_score_is_the_hand_computation_and_lands_on_the_reference_scale(
     assert bridged["pairs"] == len(pairs) > 500
     assert bridged["old_judge"] == OLD and bridged["new_judge"] == NEW
     assert bridged["bridge"] == [str(runs.source)]
+    assert (bridged["method"], bridged["revision"]) == ("calibration", 1)  # the first bridge
     by_hand = bridged_by_hand(runs.new_b, pairs)
     assert bridged["metrics"]["bridged_score"] == pytest.approx(by_hand, abs=1e-9)
     for tag in ("theme:hedging", "axis:accuracy", "axis:communication_quality"):

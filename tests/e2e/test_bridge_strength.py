@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.bridge_runs import NEW, OLD, bridge_pairs, bridged_by_hand, write_data
+from tests.e2e.bridge_runs import (
+    NEW,
+    OLD,
+    bridge_pairs,
+    bridged_by_hand,
+    lines,
+    stratum,
+    write_data,
+)
 from tests.e2e.test_e2e import run_cli
 
 FLIP, LENIENT = 0.1, 0.3
@@ -73,7 +81,7 @@ def test_label_shift_holds_the_reference_score_of_a_stronger_and_a_weaker_model(
     summary = runs.summary(bridged_dir)
     raw = summary["metrics"]["overall_score"]
     bridged = summary["bridged"]
-    assert bridged["method"] == "label_shift"
+    assert (bridged["method"], bridged["revision"]) == ("label_shift", 2)  # SPEC 7.5 rev. 2
     score = bridged["metrics"]["bridged_score"]
     low, high = bridged["ci"]["bridged_score"]
     calibrated_dir = runs.run(
@@ -98,11 +106,30 @@ def test_label_shift_holds_the_reference_score_of_a_stronger_and_a_weaker_model(
     assert accuracy["se"] == pytest.approx(0.9 + FLIP * LENIENT, abs=0.06)
     assert accuracy["sp"] == pytest.approx((1 - FLIP) * (1 - LENIENT), abs=0.08)
     assert accuracy["pooled"] == [] and accuracy["run_n"] > 100
-    expected_pi = 0.8 if model == "strong" else 0.15
-    assert accuracy["pi"] == pytest.approx(expected_pi, abs=0.1)
+    # pi: the reference grader's share there weighted as the score weighs criteria (SPEC 7.5
+    # revision 2), close to its own on these replies
+    old_rows = lines(runs.root / f"old_{model}" / "per_criterion.jsonl")
+    assert accuracy["pi"] == pytest.approx(weighted_share(old_rows, "axis:accuracy"), abs=0.1)
     # the method beside the number, and the label-shift strata table, in the console and page
     cell = f"{score:.4f} [{low:.4f}, {high:.4f}]"
     assert f"bridged_score (label_shift, on {OLD}'s scale" in runs.stdout[f"new_{model}"]
     assert cell in runs.stdout[f"new_{model}"]
     html = (bridged_dir / "report.html").read_text()
     assert "<b class='bridged-method'>label_shift</b>" in html and "<th>w met</th>" in html
+
+
+def weighted_share(rows: list[dict], name: str) -> float:
+    """The judge's met share of the positive criteria of stratum `name`, each weighted by its
+    points over its example's graded positive points (SPEC 7.5 revision 2's m)."""
+    den: dict[tuple[str, int], float] = {}
+    for r in rows:
+        if isinstance(r["criteria_met"], bool) and r["points"] > 0:
+            key = (r["prompt_id"], r["rollout"])
+            den[key] = den.get(key, 0.0) + r["points"]
+    met = total = 0.0
+    for r in rows:
+        key = (r["prompt_id"], r["rollout"])
+        if isinstance(r["criteria_met"], bool) and r["points"] > 0 and stratum(r["tags"]) == name:
+            total += r["points"] / den[key]
+            met += r["points"] / den[key] * r["criteria_met"]
+    return met / total

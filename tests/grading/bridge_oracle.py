@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import Pair, RunRow
+from healthbench_exp.grading.bridge.cells import Pair, RunRow
 
 Key = tuple[str, bool, bool]  # (stratum, positive, N's verdict)
 

@@ -1,12 +1,19 @@
-"""An independent re-statement of the `label_shift` bridge (SPEC 7.5 revised, docs/bridge.md)
+"""An independent re-statement of the `label_shift` bridge (SPEC 7.5 revision 2, docs/bridge.md)
 for the tests: plain loops over dicts, written from the spec's formulas, never calling the
 package's bridge code.
 
 Per stratum and sign: se = (a + 0.5) / (n1 + 1), sp = (b + 0.5) / (n0 + 1) from the bridge;
-the sign's pooled se and sp where n1 < 30, n0 < 30 or se + sp - 1 < 0.2; from the run's scored
-rows, m = met / graded (the sign's pooled m, se and sp under 30 graded); pi = clip((m - (1 -
-sp)) / (se + sp - 1), 0, 1); w(met) = se pi / (se pi + (1 - sp)(1 - pi)), w(not) = (1 - se) pi
-/ ((1 - se) pi + sp (1 - pi)).
+the sign's pooled se and sp where n1 < 30, n0 < 30 or se + sp - 1 < 0.1; from the run's scored
+rows, m = sum(c [N met]) / sum(c), c = |points| / the graded positive points of the
+criterion's example (the sign's pooled m, weighted the same way, se and sp under 30 graded
+criteria, a count); pi = clip((m - (1 - sp)) / (se + sp - 1), 0, 1); w(met) = se pi / (se pi +
+(1 - sp)(1 - pi)), w(not) = (1 - se) pi / ((1 - se) pi + sp (1 - pi)).
+
+`shift_bootstrap`: the interval, revision 2: per resample the scored rows drawn with
+replacement (`integers`), then the bridge's examples (sorted by source and example) drawn with
+replacement within their source (one uniform each, in that order), each drawn example bringing
+all its pairs; the estimate +- 1.96 standard deviations of the resampled metric, clipped to
+[0, 1].
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from healthbench_exp.grading.bridge import Pair, RunRow
-from tests.grading.bridge_oracle import QFn, stratum
+import numpy as np
+
+from healthbench_exp.grading.bridge.cells import Pair, RunRow
+from tests.grading.bridge_oracle import QFn, metrics_of, stratum
 
 
 @dataclass
@@ -54,27 +63,29 @@ def shift_table(
     counts over its scored rows (each counted `weight` times)."""
     chosen = scored(rows)
     weights = [1] * len(chosen) if weight is None else list(weight)
-    observed = [
-        (stratum(c), c.points > 0, v, w)
-        for row, w in zip(chosen, weights, strict=True)
-        for c, v in zip(row.criteria, row.verdicts, strict=True)
-        if v is not None
-    ]
+    observed = []
+    for row, w in zip(chosen, weights, strict=True):
+        graded = [(c, v) for c, v in zip(row.criteria, row.verdicts, strict=True) if v is not None]
+        den = sum(c.points for c, _ in graded if c.points > 0)
+        observed += [(stratum(c), c.points > 0, v, w, abs(c.points) / den) for c, v in graded]
     keys = {(stratum(c), c.points > 0) for row in rows for c in row.criteria}
     return table_of(pairs, observed, keys)
 
 
 def table_of(
-    pairs: Sequence[Pair], observed: Sequence[tuple[str, bool, bool, float]], keys: set
+    pairs: Sequence[Pair], observed: Sequence[tuple[str, bool, bool, float, float]], keys: set
 ) -> dict[tuple[str, bool], Stratum]:
-    """The table from the pairs and the run's (stratum, positive, N's verdict, count)."""
+    """The table from the pairs and the run's (stratum, positive, N's verdict, count, c: the
+    criterion's |points| over its example's positive points)."""
     o_met: dict = defaultdict(int)
     both_met: dict = defaultdict(int)
     o_not: dict = defaultdict(int)
     both_not: dict = defaultdict(int)
     run_n: dict = defaultdict(float)
     run_met: dict = defaultdict(float)
-    keys = set(keys) | {(s, positive) for s, positive, _, _ in observed}
+    run_c: dict = defaultdict(float)
+    run_c_met: dict = defaultdict(float)
+    keys = set(keys) | {(s, positive) for s, positive, _, _, _ in observed}
     for p in pairs:
         key = (p.stratum, p.points > 0)
         keys.add(key)
@@ -85,10 +96,12 @@ def table_of(
             else:
                 o_not[k] += 1
                 both_not[k] += not p.new
-    for s, positive, v, w in observed:
+    for s, positive, v, w, c in observed:
         for k in ((s, positive), ("pooled", positive)):
             run_n[k] += w
             run_met[k] += w * v
+            run_c[k] += w * c
+            run_c_met[k] += w * c * v
 
     def weights_for(se: float, sp: float, m: float) -> tuple[float, float, float]:
         j = se + sp - 1
@@ -102,7 +115,7 @@ def table_of(
         k = ("pooled", sign)
         se = (both_met[k] + 0.5) / (o_met[k] + 1)
         sp = (both_not[k] + 0.5) / (o_not[k] + 1)
-        m = run_met[k] / run_n[k] if run_n[k] else 0.0
+        m = run_c_met[k] / run_c[k] if run_c[k] else 0.0
         table[k] = Stratum(
             o_met[k], o_not[k], se, sp, run_n[k], run_met[k], *weights_for(se, sp, m), []
         )
@@ -113,16 +126,17 @@ def table_of(
         reasons = []
         if o_met[key] < 30 or o_not[key] < 30:
             reasons.append("bridge")
-        if se + sp - 1 < 0.2:
+        if se + sp - 1 < 0.1:
             reasons.append("near_chance")
         if run_n[key] < 30:
             reasons.append("run")
         if reasons:
             se, sp = pool.se, pool.sp
+        k = ("pooled", key[1])
         if run_n[key] < 30:
-            m = pool.run_met / pool.run_n if pool.run_n else 0.0
+            m = run_c_met[k] / run_c[k] if run_c[k] else 0.0
         else:
-            m = run_met[key] / run_n[key]
+            m = run_c_met[key] / run_c[key]
         table[key] = Stratum(
             o_met[key],
             o_not[key],
@@ -147,3 +161,35 @@ def shift_q(
         return row.w_met if verdict else row.w_not
 
     return q
+
+
+def shift_bootstrap(
+    rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int
+) -> dict[str, list[float]]:
+    """Each metric's interval, revision 2 (see the module docstring)."""
+    scored_rows = scored(rows)
+    point = metrics_of(scored_rows, shift_q(pairs, scored_rows), None)
+    examples = sorted({(p.source, p.example) for p in pairs})
+    by_example: dict = defaultdict(list)
+    for p in pairs:
+        by_example[(p.source, p.example)].append(p)
+    of_source: dict = defaultdict(list)
+    for key in examples:
+        of_source[key[0]].append(key)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(samples):
+        drawn_rows = rng.integers(0, max(1, len(scored_rows)), len(scored_rows))
+        weight = [int((drawn_rows == r).sum()) for r in range(len(scored_rows))]
+        u = rng.random(len(examples))
+        drawn: list[Pair] = []
+        for i, key in enumerate(examples):
+            group = of_source[key[0]]
+            drawn += by_example[group[int(u[i] * len(group))]]
+        draws.append(metrics_of(scored_rows, shift_q(drawn, scored_rows, weight), weight))
+    out = {}
+    for name, value in point.items():
+        defined = [d[name] for d in draws if not np.isnan(d.get(name, np.nan))]
+        std = float(np.std(defined))
+        out[name] = [max(0.0, value - 1.96 * std), min(1.0, value + 1.96 * std)]
+    return out

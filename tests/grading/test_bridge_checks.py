@@ -1,4 +1,4 @@
-"""The chi-square test of equal rates between bridge sources (`grading.bridge_checks`): the
+"""The chi-square test of equal rates between bridge sources (`grading.bridge.checks`): the
 statistic by hand and the p-value against closed forms (df 1: erfc; even df: a finite sum)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from healthbench_exp.grading.bridge_checks import chi2_equal_rates, chi2_sf
+from healthbench_exp.grading.bridge.checks import chi2_equal_rates, chi2_sf
 
 
 def closed_form(x: float, df: int) -> float:

@@ -1,4 +1,4 @@
-"""The bridge's checks in process (`grading.bridge_checks`): the k-fold held-out error on a
+"""The bridge's checks in process (`grading.bridge.checks`): the k-fold held-out error on a
 bridge small enough to work out by hand and against an independent loop with the same seed
 scheme, and the spread between sources with its chi-square test in closed form."""
 
@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 
 from healthbench_exp.core.bridged import HoldoutError, SourceCell
-from healthbench_exp.grading.bridge import Bridging, Cells, Pair, RunRow, bridge_run
-from healthbench_exp.grading.bridge_calibration import Calibration
-from healthbench_exp.grading.bridge_checks import (
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.cells import Cells, Pair, RunRow
+from healthbench_exp.grading.bridge.checks import (
     chi2_equal_rates,
     chi2_sf,
     holdout_error,
     spread,
 )
+from healthbench_exp.grading.bridge.estimate import Bridging, bridge_run
 from tests.grading.bridge_oracle import make_pairs, q_of
 
 CAL = Calibration()

@@ -1,4 +1,4 @@
-"""The `label_shift` bridge in process (`grading.bridge_label_shift`), against numbers worked out
+"""The `label_shift` bridge in process (`grading.bridge.label_shift`), against numbers worked out
 by hand from SPEC 7.5 (revised) and an independent loop (tests/grading/bridge_shift_oracle.py).
 
 The bridge, per stratum and sign (O's verdict: n pairs, of them N agreeing):
@@ -15,26 +15,23 @@ Pooled positive: n1 120, a 85; n0 110, b 75.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from healthbench_exp.core.bridged import BridgeStratum
+from healthbench_exp.core.bridged import Bridged, BridgeStratum, SpreadCell
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import (
-    BridgeData,
-    BridgeRefused,
-    Counts,
-    Layout,
-    Pair,
-    RunRow,
-    bridge_run,
-)
-from healthbench_exp.grading.bridge_calibration import Calibration
-from healthbench_exp.grading.bridge_checks import holdout_error
-from healthbench_exp.grading.bridge_label_shift import LabelShift
-from healthbench_exp.grading.bridge_methods import ESTIMATORS, bridge_refusal
-from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of
-from tests.grading.bridge_shift_oracle import shift_q, shift_table, table_of
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.cells import BridgeData, Pair, RunRow
+from healthbench_exp.grading.bridge.checks import holdout_error
+from healthbench_exp.grading.bridge.estimate import BridgeRefused, Counts, Layout, bridge_run
+from healthbench_exp.grading.bridge.label_shift import LabelShift
+from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
+from healthbench_exp.grading.bridge.rates import rogan_gladen
+from tests.grading.bridge_oracle import make_pairs, metrics_of
+from tests.grading.bridge_shift_oracle import shift_bootstrap, shift_q, shift_table, table_of
 
 SHIFT = LabelShift()
 
@@ -93,9 +90,12 @@ def pi_w(se: float, sp: float, m: float) -> tuple[float, float, float]:
 def test_the_strata_table_is_the_hand_computation() -> None:
     result = bridge_run(ROWS, PAIRS, 0, 1, SHIFT)
     rows = {(s.stratum, s.sign): s for s in result.strata}
-    # accuracy +: its own rates; the run: 40 graded, met where i % 5 != 0 (32)
+    # accuracy +: its own rates; the run: 40 graded, met where i % 5 != 0 (32); m weighted as
+    # the score weighs them (revision 2): 4 points over 12 in the 10 rows with C1 (8 met), over
+    # 7 in the other 30 (24 met)
     se, sp = 50.5 / 61, 40.5 / 51
-    pi, w_met, w_not = pi_w(se, sp, 32 / 40)
+    m_acc = (8 * 4 / 12 + 24 * 4 / 7) / (10 * 4 / 12 + 30 * 4 / 7)
+    pi, w_met, w_not = pi_w(se, sp, m_acc)
     assert rows[("axis:accuracy", "positive")] == BridgeStratum(
         "axis:accuracy",
         "positive",
@@ -110,22 +110,29 @@ def test_the_strata_table_is_the_hand_computation() -> None:
         w_met=pytest.approx(w_met, abs=1e-12),
         w_not=pytest.approx(w_not, abs=1e-12),
     )
-    # complete +: too few pairs: the pooled rates with its own m (20 of 40)
+    # complete +: too few pairs: the pooled rates with its own m (met in even rows: all 10 with
+    # C1, 3 of 12 points; 10 of the other 30, 3 of 7)
     complete = rows[("axis:complete", "positive")]
     assert complete.pooled == ["bridge"] and (complete.n_o_met, complete.n_o_not) == (20, 20)
     assert (complete.se, complete.sp) == pytest.approx((SE_POOL, SP_POOL), abs=1e-12)
-    assert complete.pi == pytest.approx(pi_w(SE_POOL, SP_POOL, 20 / 40)[0], abs=1e-12)
-    # c1: near chance, and 10 graded in the run: the pooled m (of every positive criterion)
+    m_comp = (10 * 3 / 12 + 10 * 3 / 7) / (10 * 3 / 12 + 30 * 3 / 7)
+    assert complete.pi == pytest.approx(pi_w(SE_POOL, SP_POOL, m_comp)[0], abs=1e-12)
+    assert (complete.run_n, complete.run_met) == (40, 20)  # the table's counts stay counts
+    # c1: near chance (J 0 < 0.1), and 10 graded in the run: the pooled m of every positive
+    # criterion, weighted (a row's positive weights sum to 1: the denominator is 40 rows);
+    # C1 met in rows 0, 8, 16, 24, 32, 5 of 12 points
     c1 = rows[("cluster:c1", "positive")]
     assert c1.pooled == ["near_chance", "run"] and c1.run_n == 10 and c1.run_met == 5
-    pooled_m = (32 + 20 + 5) / 90
+    pooled_m = (8 * 4 / 12 + 24 * 4 / 7 + 10 * 3 / 12 + 10 * 3 / 7 + 5 * 5 / 12) / 40
     assert (c1.pi, c1.w_met, c1.w_not) == pytest.approx(pi_w(SE_POOL, SP_POOL, pooled_m), abs=1e-12)
     assert rows[("pooled", "positive")].run_n == 90 and rows[("pooled", "positive")].n_o_met == 120
     assert rows[("pooled", "positive")].pi == pytest.approx(c1.pi, abs=1e-12)
-    # negative accuracy: its own rates; met where i % 7 == 0 (6 of 40)
+    # negative accuracy: its own rates; met where i % 7 == 0 (6 of 40: rows 0 and 28 with C1,
+    # 3 points of 12; rows 7, 14, 21, 35, 3 of 7)
     neg = rows[("axis:accuracy", "negative")]
     assert (neg.se, neg.sp) == pytest.approx((30.5 / 33, 58.5 / 64), abs=1e-12)
-    assert neg.pi == pytest.approx(pi_w(30.5 / 33, 58.5 / 64, 6 / 40)[0], abs=1e-12)
+    m_neg = (2 * 3 / 12 + 4 * 3 / 7) / (10 * 3 / 12 + 30 * 3 / 7)
+    assert neg.pi == pytest.approx(pi_w(30.5 / 33, 58.5 / 64, m_neg)[0], abs=1e-12)
     # every field as the independent loop has it
     oracle = shift_table(PAIRS, ROWS)
     for (stratum, sign), row in rows.items():
@@ -149,9 +156,10 @@ def test_bridged_score_is_the_hand_computation_to_1e_9() -> None:
     expected = metrics_of(ROWS, shift_q(PAIRS, ROWS), None)
     assert result.metrics == pytest.approx(expected, abs=1e-9)
     # row 0 alone (ACC not met; COMP, NEG, C1 met): every run stratum has under 30 graded, so
-    # each takes its sign's pooled m (positive 2 of 3 met, negative 1 of 1), se and sp
+    # each takes its sign's pooled m (positive: 3 + 5 of 12 points met, negative 1 of 1), se
+    # and sp
     one = bridge_run(ROWS[:1], PAIRS, 0, 1, SHIFT)
-    pos = pi_w(SE_POOL, SP_POOL, 2 / 3)
+    pos = pi_w(SE_POOL, SP_POOL, (3 + 5) / 12)
     neg = pi_w(30.5 / 33, 58.5 / 64, 1.0)  # the only negative stratum: pooled = own
     alone = (4 * pos[2] + 3 * pos[1] + 5 * pos[1] - 3 * neg[1]) / 12
     assert one.metrics["bridged_score"] == pytest.approx(alone, abs=1e-12)
@@ -164,11 +172,16 @@ def test_bridged_score_is_the_hand_computation_to_1e_9() -> None:
 
 
 def test_the_interval_matches_an_independent_loop_with_the_same_seeds() -> None:
+    """Revision 2: the bridge's examples resampled (their pairs together), the estimate +- 1.96
+    bootstrap standard deviations."""
     result = bridge_run(ROWS, PAIRS, 40, 9, SHIFT)
-    ci, _ = bootstrap(ROWS, PAIRS, 40, 9, shift_q)
+    ci = shift_bootstrap(ROWS, PAIRS, 40, 9)
     assert set(result.ci) == set(ci)
     for name, interval in ci.items():
         assert result.ci[name] == pytest.approx(interval, rel=1e-9), name
+    # symmetric about the estimate where no end is clipped
+    middle = (result.ci["bridged_score"][0] + result.ci["bridged_score"][1]) / 2  # type: ignore[index]
+    assert middle == pytest.approx(result.metrics["bridged_score"], abs=1e-12)
     low, high = result.ci["bridged_score"]
     assert low < result.metrics["bridged_score"] < high  # type: ignore[operator]
 
@@ -219,11 +232,14 @@ def test_exactly_30_is_own_and_29_pooled_on_either_side() -> None:
         assert (b.stratum, b.pooled, b.run_n) == ("axis:b", pooled, n)
 
 
-def test_near_chance_is_j_below_0_2() -> None:
+def test_near_chance_is_j_below_0_1() -> None:
+    """Revision 2: a stratum keeps its own rates down to J_s 0.1 (was 0.2)."""
     base = cell("axis:b", [1], (60, 50), (60, 50))
     rows = [RunRow([], [crit(1, "axis:x")] * 40, [True] * 20 + [False] * 20)]
-    # J = (a + b + 1) / 61 - 1: 0.2131 with a + b = 73, 0.1967 with 72 (no count gives 0.2)
-    for a, b, near in ((40, 33, False), (40, 32, True), (33, 40, False), (32, 40, True)):
+    # J = (a + b + 1) / 61 - 1: 0.1148 with a + b = 67, 0.0984 with 66 (no count gives 0.1);
+    # 0.1967 with 72: its own rates now (pooled in revision 1)
+    cases = ((40, 27, False), (40, 26, True), (27, 40, False), (26, 40, True), (40, 32, False))
+    for a, b, near in cases:
         pairs = [*base, *cell("axis:x", [1], (60, a), (60, b))]
         x = next(s for s in bridge_run(rows, pairs, 0, 1, SHIFT).strata if s.stratum == "axis:x")
         assert x.pooled == (["near_chance"] if near else [])
@@ -267,8 +283,22 @@ def test_holdout_uses_the_held_out_folds_own_met_share() -> None:
     for f in range(4):
         train = [p for p in pairs if fold[p.example] != f]
         held = [p for p in pairs if fold[p.example] == f]
-        # the held-out pairs as the run: each pair's N verdict counted once
-        observed = [(p.stratum, p.points > 0, p.new, 1) for p in held]
+
+        # the held-out pairs as the run: each pair's N verdict counted once, weighted by its
+        # points over its example's positive points
+        den = defaultdict(float)
+        for p in held:
+            den[p.example] += max(p.points, 0.0)
+        observed = [
+            (
+                p.stratum,
+                p.points > 0,
+                p.new,
+                1,
+                abs(p.points) / den[p.example] if den[p.example] else 0.0,
+            )
+            for p in held
+        ]
         table = table_of(train, observed, set())
 
         for example in sorted({p.example for p in held}):
@@ -294,7 +324,7 @@ def test_rates_are_each_strata_own_se_and_sp() -> None:
     result = bridge_run([], PAIRS, 0, 1, SHIFT)
     cells = result.cells
     n, k = BridgeData.of(PAIRS, cells).counts()
-    rates = SHIFT.rates(cells, Counts(n, k, np.zeros(len(n))))
+    rates = SHIFT.rates(cells, Counts(n, k, np.zeros(len(n)), np.zeros(len(n))))
     expected = {
         ("axis:accuracy", True): (50.5 / 61, 40.5 / 51),
         ("axis:complete", True): (15.5 / 21, 15.5 / 21),
@@ -312,15 +342,121 @@ def test_the_estimators_take_a_stack_of_resamples_row_by_row() -> None:
     cells = result.cells
     n, k = BridgeData.of(PAIRS, cells).counts()
     rng = np.random.default_rng(0)
-    run = Layout.of(ROWS, cells).run_counts()
+    layout = Layout.of(ROWS, cells)
+    run, run_weight = layout.run_counts(), layout.run_weights()
     stack = [
-        Counts(n * f, np.round(k * f), np.round(run * g))
+        Counts(n * f, np.round(k * f), np.round(run * g), run_weight * g)
         for f, g in zip(rng.uniform(0.5, 1.5, 4), rng.uniform(0.2, 1.5, 4), strict=True)
     ]
-    both = Counts(*(np.stack([getattr(c, x) for c in stack]) for x in ("n", "k", "run")))
+    fields = ("n", "k", "run", "run_weight")
+    both = Counts(*(np.stack([getattr(c, x) for c in stack]) for x in fields))
     for estimator in (SHIFT, Calibration()):
         weights = estimator.weights(cells, both)
         rates = estimator.rates(cells, both)
         for i, one in enumerate(stack):
             assert weights[i] == pytest.approx(estimator.weights(cells, one), abs=1e-12)
             assert rates[i] == pytest.approx(estimator.rates(cells, one), abs=1e-12)
+
+
+def test_a_bridged_record_says_its_revision_and_an_old_one_reads_as_revision_1() -> None:
+    """summary.json's `bridged.revision`: label_shift follows SPEC 7.5 revision 2, calibration
+    the first bridge; a record written before the field existed reads as revision 1."""
+    assert (ESTIMATORS["label_shift"].revision, ESTIMATORS["calibration"].revision) == (2, 1)
+    holdout = {"mean": None, "ci": None, "folds": 5}
+    old = {"method": "label_shift", "bridge": ["r"], "old_judge": "o", "new_judge": "n"}
+    old |= {"pairs": 0, "strata": [], "metrics": {}, "ci": {}, "holdout_error": holdout}
+    record = Bridged.from_dict(old)
+    assert record.revision == 1 and "revision" not in old
+    assert Bridged.from_dict(record.to_dict() | {"revision": 2}).revision == 2
+
+
+def test_the_warnings_carry_the_thresholds_the_estimators_use() -> None:
+    """The one-line notes of summary.json's `bridged.warnings`, per estimator, with its own
+    thresholds (30 pairs, J 0.1, 30 graded criteria), never literals that could drift."""
+    assert SHIFT.pooling_note(3) == (
+        "3 strata take their sign's pooled error rates (fewer than 30 bridge pairs with either "
+        "verdict of the reference grader, or J below 0.1) or the run's pooled met share (fewer "
+        "than 30 graded criteria)"
+    )
+    assert Calibration().pooling_note(2) == (
+        "2 strata take their sign's pooled q for one verdict or both (fewer than 30 bridge "
+        "pairs there)"
+    )
+    cell = SpreadCell("axis:a", "positive", "met", 0.8, [0.7, 0.9], {}, 0.2, 9.0, 2, 0.01, True)
+    assert SHIFT.varies_note(cell, 4) == (
+        "the new judge's error rates vary between the bridge sources beyond the bridge's "
+        "interval in 4 cells (e.g. axis:a positive, se): they depend on the replies' model "
+        "there, which label_shift assumes they do not, and the interval does not cover that"
+    )
+    assert "(e.g. axis:a positive, sp)" in SHIFT.varies_note(replace(cell, verdict="not"), 1)
+    assert Calibration().varies_note(cell, 1) == (
+        "q varies between the bridge sources beyond its interval in 1 cells (e.g. axis:a "
+        "positive, new judge met): the judges' disagreement depends on the replies' model "
+        "there, and the interval does not cover that"
+    )
+    assert (SHIFT.by_example, Calibration().by_example) == (True, False)
+
+
+def test_a_run_stratum_the_bridge_never_saw_is_pooled_through_the_bootstrap() -> None:
+    """The last cells (a negative stratum only the run has) still counted in every resample."""
+    rows = [RunRow([], [ACC, NEG, crit(-1, "axis:zzz")], [True, False, True])] * 40
+    result = bridge_run(rows, PAIRS, 20, 2, SHIFT)
+    zzz = next(s for s in result.strata if s.stratum == "axis:zzz")
+    assert zzz.pooled == ["bridge", "near_chance"] and (zzz.n_o_met, zzz.n_o_not) == (0, 0)
+    assert result.ci["bridged_score"] is not None and result.q_draws.shape == (20, 10)
+
+
+def test_the_held_out_met_share_weighs_each_pair_by_its_examples_positive_points() -> None:
+    """A held-out example of one 1-point criterion (its share 1) and one of negative criteria
+    only (share 0: it is not scored) move m as the score would."""
+    base = [Pair(0, f"e{i % 20}", p.stratum, p.points, p.new, p.old) for i, p in enumerate(PAIRS)]
+    one = [Pair(0, f"one{i}", "axis:accuracy", 1.0, i % 3 == 0, i % 2 == 0) for i in range(40)]
+    negative = [Pair(0, f"neg{i}", "axis:accuracy", -2.0, True, False) for i in range(40)]
+    pairs = [*base, *one, *negative]
+    cells = bridge_run([], pairs, 0, 1, SHIFT).cells
+    result = holdout_error(pairs, cells, SHIFT, 10, 3, folds=4)
+    examples = sorted({(0, p.example) for p in pairs})
+    order = np.random.default_rng(3).permutation(len(examples))
+    fold = {examples[j][1]: i % 4 for i, j in enumerate(order)}
+    errors = []
+    for f in range(4):
+        train = [p for p in pairs if fold[p.example] != f]
+        held = [p for p in pairs if fold[p.example] == f]
+        den: dict[str, float] = defaultdict(float)
+        for p in held:
+            den[p.example] += max(p.points, 0.0)
+        observed = [
+            (
+                p.stratum,
+                p.points > 0,
+                p.new,
+                1,
+                abs(p.points) / den[p.example] if den[p.example] else 0.0,
+            )
+            for p in held
+        ]
+        table = table_of(train, observed, set())
+        for example in sorted({p.example for p in held if den[p.example] > 0}):
+            mine = [p for p in held if p.example == example]
+            bridged = sum(
+                p.points
+                * (
+                    table[(p.stratum, p.points > 0)].w_met
+                    if p.new
+                    else table[(p.stratum, p.points > 0)].w_not
+                )
+                for p in mine
+            )
+            errors.append((bridged - sum(p.points for p in mine if p.old)) / den[example])
+    assert result.examples == len(errors)
+    assert result.mean == pytest.approx(sum(errors) / len(errors), abs=1e-12)
+
+
+def test_rogan_gladen_is_written_once_for_scalars_and_arrays() -> None:
+    """The bridge's and the calibrated consensus rates' correction (`grading.bridge.rates`):
+    a float for floats, an array for arrays, clipped at both ends."""
+    one = rogan_gladen(0.5, 0.8, 0.9)
+    assert type(one) is float and one == pytest.approx((0.5 - 0.1) / 0.7, abs=1e-15)
+    many = rogan_gladen(np.array([0.05, 0.5, 0.95]), np.full(3, 0.8), np.full(3, 0.9))
+    assert isinstance(many, np.ndarray)
+    assert many.tolist() == pytest.approx([0.0, 0.4 / 0.7, 1.0], abs=1e-15)

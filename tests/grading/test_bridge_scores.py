@@ -25,8 +25,10 @@ import pytest
 
 from healthbench_exp.core.bridged import BridgeStratum
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import Bridging, Pair, RunRow, bridge_run, jeffreys, stratum_of
-from healthbench_exp.grading.bridge_calibration import Calibration
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.cells import Pair, RunRow, stratum_of
+from healthbench_exp.grading.bridge.estimate import Bridging, bridge_run
+from healthbench_exp.grading.bridge.rates import jeffreys
 from tests.grading.bridge_oracle import bootstrap, make_pairs, metrics_of, q_of
 
 CAL = Calibration()

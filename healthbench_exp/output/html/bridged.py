@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from healthbench_exp.core.bridged import CALIBRATION, Bridged, BridgeStratum
+from healthbench_exp.core.bridged import INTERVAL_COVERS, Bridged, BridgeStratum
 from healthbench_exp.output.html.charts import cells, fmt, table
 
 STRATA = ["stratum", "sign", "n met", "n not", "q met", "q not", "pooled"]
@@ -16,14 +16,6 @@ STRATA = ["stratum", "sign", "n met", "n not", "q met", "q not", "pooled"]
 SHIFT = ["stratum", "sign", "n O met", "n O not", "se", "sp", "run n", "run met", "pi"]
 SHIFT += ["w met", "w not", "pooled"]
 TRANSPORT = ["model", "source", "method", "own", "bridged", "error [bridged's 95% CI]", "refused"]
-HOW = {
-    CALIBRATION: "each counted as met with the probability that {old} said met on criteria of "
-    "its stratum where {new} gave that verdict (q, carried over from the bridge: right only for "
-    "replies like the bridge's)",
-    "label_shift": "each counted as met with the probability that {old} said met, by Bayes "
-    "from {new}'s error rates against {old} in its stratum (from the bridge) and the share "
-    "{old} would have said met in this run (from {new}'s own met share, Rogan-Gladen)",
-}
 SPREAD = [
     "stratum",
     "sign",
@@ -50,12 +42,10 @@ def bridged_section(bridged: Bridged | None) -> str:
         f"{_interval(bridged.ci.get(name))}</td></tr>"
         for name, value in bridged.metrics.items()
     ]
-    calibration = bridged.method == CALIBRATION
-    strata = [_stratum_row(s, calibration) for s in bridged.strata]
+    rates = bridged.reports_error_rates
+    strata = [_stratum_row(s, rates) for s in bridged.strata]
     holdout = bridged.holdout_error
-    how = HOW.get(bridged.method, "").format(
-        old=escape(bridged.old_judge), new=escape(bridged.new_judge)
-    )
+    how = bridged.describes.format(old=escape(bridged.old_judge), new=escape(bridged.new_judge))
     parts = [
         "<h2 id='bridged'>Bridged score (on the reference grader's scale; not a reference "
         "metric)</h2>",
@@ -63,11 +53,12 @@ def bridged_section(bridged: Bridged | None) -> str:
         f"run's judge {escape(bridged.new_judge)}'s verdicts, {how}, from "
         f"{bridged.pairs} criteria both graded in {', '.join(escape(b) for b in bridged.bridge)}. "
         f"Held-out check ({holdout.folds}-fold, {holdout.examples} bridge examples): mean error "
-        f"{fmt(holdout.mean)}{_interval(holdout.ci)}.</p>",
+        f"{fmt(holdout.mean)}{_interval(holdout.ci)}. Each 95% interval covers "
+        f"{escape(INTERVAL_COVERS)}.</p>",
         *[f"<p class='bad'>{escape(w)}</p>" for w in bridged.warnings],
         table(["metric", "value [95% CI]"], metrics),
         "<h3>Strata</h3>",
-        table(STRATA if calibration else SHIFT, strata),
+        table(SHIFT if rates else STRATA, strata),
     ]
     if bridged.spread:
         rows = [
@@ -80,7 +71,7 @@ def bridged_section(bridged: Bridged | None) -> str:
             + "</tr>"
             for c in bridged.spread
         ]
-        rate = "q" if calibration else "se (O met) and sp (O not met)"
+        rate = "se (O met) and sp (O not met)" if rates else "q"
         parts += [f"<h3>{rate} between the bridge sources</h3>", table(SPREAD, rows)]
     if bridged.transport:
         moved = [
@@ -101,11 +92,11 @@ def bridged_section(bridged: Bridged | None) -> str:
     return "".join(parts)
 
 
-def _stratum_row(s: BridgeStratum, calibration: bool) -> str:
+def _stratum_row(s: BridgeStratum, rates: bool) -> str:
     numbers = (
-        cells(s.n_met, s.n_not, s.q_met, s.q_not)
-        if calibration
-        else cells(s.n_o_met, s.n_o_not, s.se, s.sp, s.run_n, s.run_met, s.pi, s.w_met, s.w_not)
+        cells(s.n_o_met, s.n_o_not, s.se, s.sp, s.run_n, s.run_met, s.pi, s.w_met, s.w_not)
+        if rates
+        else cells(s.n_met, s.n_not, s.q_met, s.q_not)
     )
     return (
         "<tr>"

@@ -1,4 +1,5 @@
-"""The `label_shift` estimator of the bridge (SPEC 7.5; `grading.bridge` holds what it shares).
+"""The `label_shift` estimator of the bridge (SPEC 7.5 revision 2; `grading.bridge.estimate`
+holds what it shares).
 
 What it assumes: models differ in how many criteria they meet, and the new judge N's error
 rates against the reference grader O, per stratum and sign, do not depend on which model wrote
@@ -6,17 +7,22 @@ the reply. Per stratum s (with its sign):
 
 - From the bridge's pairs: se_s = (a + 0.5) / (n1 + 1), a pairs with O met and N met of n1 with
   O met; sp_s = (b + 0.5) / (n0 + 1), b with O and N not met of n0 with O not met. A stratum
-  with n1 < 30 or n0 < 30 (`bridge`), or whose own J_s = se_s + sp_s - 1 is below 0.2
-  (`near_chance`), takes its sign's pooled se and sp (the pairs of every stratum of that sign).
-- From the run: m_s, the share of its graded criteria in s that N said met; a stratum with
-  fewer than 30 of them (`run`) takes its sign's pooled m, se and sp. O's met share there:
-  pi_s = clip((m_s - (1 - sp_s)) / J_s, 0, 1) (Rogan-Gladen).
+  with n1 < 30 or n0 < 30 (`bridge`), or whose own J_s = se_s + sp_s - 1 is below 0.1
+  (`near_chance`; 0.2 in revision 1), takes its sign's pooled se and sp (the pairs of every
+  stratum of that sign).
+- From the run: m_s, the share of its graded criteria in s that N said met, weighted as the
+  score weights criteria: sum(c [N met]) / sum(c), c = |points| / the graded positive points of
+  the criterion's example (`Counts.run_weight`); a stratum with fewer than 30 graded criteria
+  (a count, `run`) takes its sign's pooled m (weighted the same way), se and sp. O's met share
+  there: pi_s = clip((m_s - (1 - sp_s)) / J_s, 0, 1) (Rogan-Gladen).
 - Each criterion's weight, by Bayes with the run's own pi_s: w_s(met) = se pi / (se pi +
   (1 - sp)(1 - pi)); w_s(not met) = (1 - se) pi / ((1 - se) pi + sp (1 - pi)).
 - Refused (`refusal`) where a sign's pooled J is below 0.2 (N barely tells O's verdicts apart).
 
 In a bootstrap resample every step is recomputed, pooling included; a resample whose pooled J
-falls to 0 or below (possible only near the refusal's bound) divides by a tiny positive J.
+falls to 0 or below (possible only near the refusal's bound) divides by a tiny positive J. The
+bootstrap draws the bridge's examples within each source (`by_example`), and the interval is
+the estimate +- 1.96 bootstrap standard deviations (`interval`).
 """
 
 from __future__ import annotations
@@ -29,15 +35,22 @@ from healthbench_exp.core.bridged import (
     FEW_PAIRS,
     FEW_RUN,
     LABEL_SHIFT,
+    MET,
     NEAR_CHANCE,
     NEGATIVE,
     POSITIVE,
     BridgeStratum,
+    SpreadCell,
 )
-from healthbench_exp.grading.bridge import MIN_PAIRS, POOLED, Cells, Counts
+from healthbench_exp.core.intervals import Interval, normal_interval
+from healthbench_exp.grading.bridge.cells import MIN_PAIRS, POOLED, Cells
+from healthbench_exp.grading.bridge.estimate import Counts
+from healthbench_exp.grading.bridge.rates import error_rates, rogan_gladen
 
-MIN_RUN = 30  # a stratum with fewer graded criteria in the run takes its sign's pooled m
-MIN_J = 0.2  # a stratum's J below this takes its sign's pooled rates; a sign's: refused
+REVISION = 2  # of SPEC 7.5's label_shift (summary.json's `bridged.revision`)
+MIN_RUN = 30  # a stratum with fewer graded criteria (a count) in the run: its sign's pooled m
+MIN_STRATUM_J = 0.1  # a stratum's own J below this: its sign's pooled rates (revision 1: 0.2)
+MIN_J = 0.2  # a sign's pooled J below this: the bridge is refused
 
 
 def _by_sign(positive: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -53,13 +66,30 @@ def _pi_and_weights(
     se: np.ndarray, sp: np.ndarray, m: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pi, w_met, w_not) from the error rates and N's met share (see the module docstring)."""
-    j = se + sp - 1
-    # mutmut: J <= 0 only in a resample of a bridge at the refusal's bound; the floor keeps the
-    # division finite there and never moves a value where J is above it
-    pi = np.clip((m - (1 - sp)) / np.maximum(j, 1e-9), 0.0, 1.0)  # pragma: no mutate
+    pi = rogan_gladen(m, se, sp)
     w_met = se * pi / (se * pi + (1 - sp) * (1 - pi))
     w_not = (1 - se) * pi / ((1 - se) * pi + sp * (1 - pi))
     return pi, w_met, w_not
+
+
+@dataclass
+class SignPooled:
+    """One sign's pooled values (every stratum of that sign together), as `Shift` names them."""
+
+    n1: float
+    n0: float
+    se: float
+    sp: float
+    run_n: float
+    run_met: float
+    pi: float
+    w_met: float
+    w_not: float
+
+    @property
+    def j(self) -> float:
+        """se + sp - 1."""
+        return self.se + self.sp - 1
 
 
 @dataclass
@@ -79,7 +109,7 @@ class Shift:
     few_pairs: np.ndarray  # why pooled
     near_chance: np.ndarray
     few_run: np.ndarray
-    pooled: tuple[np.ndarray, ...]  # the sign's (n1, n0, se, sp, run_n, run_met, pi, w_met, w_not)
+    pooled: dict[str, np.ndarray]  # the sign's values, by `SignPooled`'s field names
 
     @classmethod
     def of(cls, cells: Cells, counts: Counts) -> Shift:
@@ -89,24 +119,40 @@ class Shift:
         n0, b = n_met - k_met + n_not - k_not, n_not - k_not
         run_n = counts.run[..., 0::2] + counts.run[..., 1::2]
         run_met = counts.run[..., 1::2]
+        # m weighted as the score weights criteria (revision 2): sum(c [N met]) / sum(c)
+        weight_all = counts.run_weight[..., 0::2] + counts.run_weight[..., 1::2]
+        weight_met = counts.run_weight[..., 1::2]
         positive = cells.positive
         pn1, pa, pn0, pb = (_by_sign(positive, x) for x in (n1, a, n0, b))
         prun_n, prun_met = _by_sign(positive, run_n), _by_sign(positive, run_met)
-        se_own, sp_own = (a + 0.5) / (n1 + 1), (b + 0.5) / (n0 + 1)
-        se_pool, sp_pool = (pa + 0.5) / (pn1 + 1), (pb + 0.5) / (pn0 + 1)
+        pweight_all, pweight_met = _by_sign(positive, weight_all), _by_sign(positive, weight_met)
+        se_own, sp_own = error_rates(n1, a, n0, b)
+        se_pool, sp_pool = error_rates(pn1, pa, pn0, pb)
         few_pairs = (n1 < MIN_PAIRS) | (n0 < MIN_PAIRS)
         # mutmut: no counts give J exactly 0.2 (`<=` for `<` changes nothing; tested both sides)
-        near_chance = se_own + sp_own - 1 < MIN_J  # pragma: no mutate
+        near_chance = se_own + sp_own - 1 < MIN_STRATUM_J  # pragma: no mutate
         few_run = run_n < MIN_RUN
         pool = few_pairs | near_chance | few_run
         se = np.where(pool, se_pool, se_own)
         sp = np.where(pool, sp_pool, sp_own)
-        m_pool = prun_met / np.maximum(prun_n, 1)
-        # mutmut: the floor only keeps 0 / 0 away where few_run takes the pooled m anyway
-        m = np.where(few_run, m_pool, run_met / np.maximum(run_n, 1))  # pragma: no mutate
+        # mutmut: the floors keep 0 / 0 away only where no criterion is weighed (m unused, or
+        # the pooled m where few_run takes it anyway)
+        m_pool = pweight_met / np.maximum(pweight_all, 1e-300)  # pragma: no mutate
+        m_own = weight_met / np.maximum(weight_all, 1e-300)  # pragma: no mutate
+        m = np.where(few_run, m_pool, m_own)
         pi, w_met, w_not = _pi_and_weights(se, sp, m)
-        pooled: tuple[np.ndarray, ...] = (pn1, pn0, se_pool, sp_pool, prun_n, prun_met)
-        pooled += _pi_and_weights(se_pool, sp_pool, m_pool)
+        pi_pool, w_met_pool, w_not_pool = _pi_and_weights(se_pool, sp_pool, m_pool)
+        pooled = {
+            "n1": pn1,
+            "n0": pn0,
+            "se": se_pool,
+            "sp": sp_pool,
+            "run_n": prun_n,
+            "run_met": prun_met,
+            "pi": pi_pool,
+            "w_met": w_met_pool,
+            "w_not": w_not_pool,
+        }
         return cls(
             n1,
             n0,
@@ -123,13 +169,13 @@ class Shift:
             pooled,
         )
 
-    def signs(self, cells: Cells) -> dict[bool, tuple[float, ...]]:
+    def signs(self, cells: Cells) -> dict[bool, SignPooled]:
         """Each sign present: its pooled values (one set of counts, not resamples)."""
         out = {}
         for sign in (True, False):
             at = np.flatnonzero(cells.positive == sign)
             if len(at):
-                out[sign] = tuple(float(v[at[0]]) for v in self.pooled)
+                out[sign] = SignPooled(**{k: float(v[at[0]]) for k, v in self.pooled.items()})
         return out
 
 
@@ -138,14 +184,39 @@ class LabelShift:
 
     name = LABEL_SHIFT
     by_old = True  # se and sp: N's agreement among the pairs where O gave a verdict
+    revision = REVISION
+    by_example = True  # revision 2: a reply's verdicts travel together
+
+    def interval(self, point: float, draws: np.ndarray) -> Interval:
+        """point +- 1.96 bootstrap standard deviations, clipped to [0, 1] (revision 2, as the
+        headline's): near the ceiling pi is clipped at 1 in many resamples, which makes the
+        percentile interval lopsided while the error is symmetric."""
+        return normal_interval(point, float(np.std(draws)))
+
+    def pooling_note(self, strata: int) -> str:
+        return (
+            f"{strata} strata take their sign's pooled error rates (fewer than {MIN_PAIRS} "
+            f"bridge pairs with either verdict of the reference grader, or J below "
+            f"{MIN_STRATUM_J}) or the run's pooled met share (fewer than {MIN_RUN} graded "
+            "criteria)"
+        )
+
+    def varies_note(self, first: SpreadCell, cells: int) -> str:
+        rate = "se" if first.verdict == MET else "sp"
+        return (
+            f"the new judge's error rates vary between the bridge sources beyond the bridge's "
+            f"interval in {cells} cells (e.g. {first.stratum} {first.sign}, {rate}): they "
+            f"depend on the replies' model there, which {self.name} assumes they do not, and "
+            "the interval does not cover that"
+        )
 
     def rates(self, cells: Cells, counts: Counts) -> np.ndarray:
         """Each stratum's own (unpooled) sp (cell `2 * s`) and se (cell `2 * s + 1`)."""
         k_not, k_met = counts.k[..., 0::2], counts.k[..., 1::2]
         n_not, n_met = counts.n[..., 0::2], counts.n[..., 1::2]
         out = np.empty(np.shape(counts.n))
-        out[..., 1::2] = (k_met + 0.5) / (k_met + k_not + 1)
-        out[..., 0::2] = (n_not - k_not + 0.5) / (n_met - k_met + n_not - k_not + 1)
+        se, sp = error_rates(k_met + k_not, k_met, n_met - k_met + n_not - k_not, n_not - k_not)
+        out[..., 1::2], out[..., 0::2] = se, sp
         return out
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
@@ -169,21 +240,29 @@ class LabelShift:
                     (s.pi[i], s.w_met[i], s.w_not[i]),
                 )
             )
-        for positive, values in s.signs(cells).items():
-            out.append(_row(POOLED, positive, [], values[:6], values[6:]))
+        for positive, p in s.signs(cells).items():
+            out.append(
+                _row(
+                    POOLED,
+                    positive,
+                    [],
+                    (p.n1, p.n0, p.se, p.sp, p.run_n, p.run_met),
+                    (p.pi, p.w_met, p.w_not),
+                )
+            )
         return out
 
     def refusal(self, cells: Cells, counts: Counts) -> str | None:
         """One line where a sign's pooled J is below MIN_J; else None."""
         s = Shift.of(cells, counts)
-        for positive, (n1, n0, se, sp, *_) in s.signs(cells).items():
+        for positive, p in s.signs(cells).items():
             # mutmut: no counts give J exactly 0.2 (tested on both sides)
-            if se + sp - 1 < MIN_J:  # pragma: no mutate
+            if p.j < MIN_J:  # pragma: no mutate
                 sign = POSITIVE if positive else NEGATIVE
                 return (
                     f"the new judge barely tells the reference grader's verdicts apart on "
-                    f"{sign} criteria (pooled J = se + sp - 1 = {se + sp - 1:.3f} < {MIN_J}, "
-                    f"se {se:.3f}, sp {sp:.3f}, {int(n1)} + {int(n0)} bridge pairs): "
+                    f"{sign} criteria (pooled J = se + sp - 1 = {p.j:.3f} < {MIN_J}, "
+                    f"se {p.se:.3f}, sp {p.sp:.3f}, {int(p.n1)} + {int(p.n0)} bridge pairs): "
                     "bridge.method=label_shift refuses this bridge"
                 )
         return None

@@ -3,7 +3,8 @@
 - `holdout_error`: k-fold by example (k = FOLDS; the bridge's examples shuffled with the seed,
   the i-th in fold i mod k). For each fold, the estimator's weights from the other folds' pairs
   (pooling as the bridge pools), with the held-out fold's pairs as the run (their N verdicts
-  per cell: `label_shift`'s m; `calibration` ignores them); each held-out example's bridged
+  per cell, each weighted by its |points| over its example's positive points: `label_shift`'s
+  m; `calibration` ignores them); each held-out example's bridged
   score (its pairs, N's verdicts weighted) minus O's own score on the same pairs (section 3,
   not clipped); examples without positive points are left out. `mean`: the mean error over
   every example; `ci`: the 2.5th and 97.5th percentiles of that mean over `samples` seeded
@@ -36,7 +37,10 @@ from healthbench_exp.core.bridged import (
     SourceCell,
     SpreadCell,
 )
-from healthbench_exp.grading.bridge import BridgeData, Cells, Counts, Estimator, Pair, jeffreys
+from healthbench_exp.core.intervals import percentile_interval
+from healthbench_exp.grading.bridge.cells import BridgeData, Cells, Pair
+from healthbench_exp.grading.bridge.estimate import Counts, Estimator
+from healthbench_exp.grading.bridge.rates import jeffreys
 
 FOLDS = 5
 ALPHA = 0.05
@@ -61,11 +65,15 @@ def holdout_error(
     for fold in range(folds):
         train = [p for p in pairs if fold_of[(p.source, p.example)] != fold]
         held_out = [p for p in pairs if fold_of[(p.source, p.example)] == fold]
-        run = np.bincount(
-            [cells.cell(p.stratum, p.points > 0, p.new) for p in held_out],
+        held_cells = [cells.cell(p.stratum, p.points > 0, p.new) for p in held_out]
+        run = np.bincount(held_cells, minlength=2 * len(cells.strata)).astype(float)
+        run_weight = np.bincount(
+            held_cells,
+            weights=[_share(p, by_example[(p.source, p.example)]) for p in held_out],
             minlength=2 * len(cells.strata),
         ).astype(float)
-        q = estimator.weights(cells, Counts(*BridgeData.of(train, cells).counts(), run))
+        counts = Counts(*BridgeData.of(train, cells).counts(), run, run_weight)
+        q = estimator.weights(cells, counts)
         for key in examples:
             if fold_of[key] != fold:
                 continue
@@ -81,8 +89,15 @@ def holdout_error(
     values = np.asarray(errors)
     rng = np.random.default_rng(seed)
     means = [values[rng.integers(0, len(values), len(values))].mean() for _ in range(samples)]
-    low, high = np.percentile(means, [2.5, 97.5])
-    return HoldoutError(float(values.mean()), [float(low), float(high)], folds, len(values))
+    interval = percentile_interval(means)
+    return HoldoutError(float(values.mean()), interval.as_list(), folds, len(values))
+
+
+def _share(pair: Pair, example: Sequence[Pair]) -> float:
+    """The pair's |points| over its example's positive points (0: none), as the score weighs
+    its criterion."""
+    den = sum(p.points for p in example if p.points > 0)
+    return abs(pair.points) / den if den > 0 else 0.0
 
 
 def chi2_sf(statistic: float, df: int) -> float:
@@ -159,10 +174,10 @@ def spread(
             if len(present) < 2:
                 continue
             qs = {s: jeffreys(k, n) for s, (n, k) in present.items()}
-            low, high = (float(v) for v in np.percentile(q_draws[:, cell], [2.5, 97.5]))
+            interval = percentile_interval(q_draws[:, cell])
             statistic, df = chi2_equal_rates([(n, k) for n, k in present.values()])
             p_value = chi2_sf(statistic, df)
-            outside = any(q < low or q > high for q in qs.values())
+            outside = not all(interval.covers(q) for q in qs.values())
             n_all = sum(n for n, _ in present.values())
             k_all = sum(k for _, k in present.values())
             out.append(
@@ -171,7 +186,7 @@ def spread(
                     POSITIVE if positive else NEGATIVE,
                     MET if verdict else NOT_MET,
                     jeffreys(k_all, n_all),
-                    [low, high],
+                    interval.as_list(),
                     {
                         sources[s]: SourceCell(n, k, jeffreys(k, n) if n else None)
                         for s, (n, k) in per.items()

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from healthbench_exp.core.bridged import CALIBRATION, LABEL_SHIFT
-from healthbench_exp.grading.bridge import BridgeData, Counts, Estimator, Pair, cells_of
-from healthbench_exp.grading.bridge_calibration import Calibration
-from healthbench_exp.grading.bridge_label_shift import LabelShift
+from healthbench_exp.grading.bridge.calibration import Calibration
+from healthbench_exp.grading.bridge.cells import BridgeData, Pair
+from healthbench_exp.grading.bridge.estimate import Counts, Estimator, cells_of
+from healthbench_exp.grading.bridge.label_shift import LabelShift
 
 ESTIMATORS: dict[str, Estimator] = {LABEL_SHIFT: LabelShift(), CALIBRATION: Calibration()}
 
@@ -19,4 +20,4 @@ def bridge_refusal(pairs: Sequence[Pair], method: str) -> str | None:
     """The estimator's refusal of the bridge `pairs` (the run not yet known); None: usable."""
     cells = cells_of([], pairs)
     n, k = BridgeData.of(pairs, cells).counts()
-    return ESTIMATORS[method].refusal(cells, Counts(n, k, np.zeros(len(n))))
+    return ESTIMATORS[method].refusal(cells, Counts(n, k, np.zeros(len(n)), np.zeros(len(n))))

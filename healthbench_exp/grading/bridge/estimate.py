@@ -9,8 +9,8 @@ What every estimator shares (here):
   sign has two cells (`Cells`), one per N verdict: cell `2 * stratum + verdict`.
 - An estimator (`Estimator`) is a function from counts per cell (the bridge's pairs n, and k
   of them with O met; the run's graded criteria) to a weight per cell: the probability that O
-  said met on a criterion of that cell. `calibration` (`grading.bridge_calibration`): q_s(v) =
-  P(O met | N = v) from the bridge; `label_shift` (`grading.bridge_label_shift`): N's error
+  said met on a criterion of that cell. `calibration` (`grading.bridge.calibration`): q_s(v) =
+  P(O met | N = v) from the bridge; `label_shift` (`grading.bridge.label_shift`): N's error
   rates from the bridge and the run's own met share, by Bayes.
 - Bridged example score: section 3 with each graded criterion counted as met with its cell's
   weight w: sum(points * w) / sum(positive points), over the graded criteria (ungraded ones
@@ -18,9 +18,14 @@ What every estimator shares (here):
   their criteria (skipped without positive points); per name the mean over the rows where it
   is defined, clipped to [0, 1]: `bridged_score`, `bridged:<tag>` (`Layout`). The run's counts
   per cell are over the scored rows' graded criteria.
+  The run's criteria per cell are also summed weighted as the score weighs them (|points| over
+  the example's positive points: `Counts.run_weight`, `label_shift`'s m).
 - 95% interval: `samples` seeded resamples, each drawing the run's rows with replacement and,
-  independently, the bridge's pairs with replacement within each stratum and sign (the weights
-  recomputed from both, pooling included); the 2.5th and 97.5th percentiles of each metric.
+  independently, the bridge (the weights recomputed from both, pooling included): its examples
+  within each source (`Estimator.by_example`: `label_shift`) or its pairs within each stratum
+  and sign (`calibration`); the interval's form is the estimator's (`Estimator.interval`:
+  `label_shift` the estimate +- 1.96 bootstrap standard deviations, `calibration` the 2.5th and
+  97.5th percentiles).
 
 Pure: arrays in, `core.bridged` records out; no config, no files.
 """
@@ -33,135 +38,18 @@ from typing import Protocol
 
 import numpy as np
 
-from healthbench_exp.core.bridged import BridgeStratum
+from healthbench_exp.core.bridged import BridgeStratum, SpreadCell
+from healthbench_exp.core.intervals import Interval
 from healthbench_exp.core.types import Criterion
-
-MIN_PAIRS = 30  # a cell with fewer pairs takes its sign's pooled q
-POOLED = "pooled"
-NONE = "none"
-OVERALL = "bridged_score"
-PREFIX = "bridged:"
-
-
-def stratum_of(tags: Sequence[str]) -> str:
-    """The criterion's `cluster:` tag, else its `axis:` tag, else `none`."""
-    for kind in ("cluster:", "axis:"):
-        for tag in tags:
-            if tag.startswith(kind):
-                return tag
-    return NONE
-
-
-def jeffreys(k: float, n: float) -> float:
-    """(k + 0.5) / (n + 1): the share of n with k met, Jeffreys' estimate (0.5 when n is 0)."""
-    return (k + 0.5) / (n + 1)
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One criterion graded by both judges on one reply of a bridge source."""
-
-    source: int  # which bridge source (its index)
-    example: str  # the row it belongs to within its source (prompt_id and rollout)
-    stratum: str  # `stratum_of` its tags
-    points: float
-    new: bool  # N's verdict
-    old: bool  # O's verdict
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One scored row of the run graded by N: its example tags, criteria and N's verdicts
-    (index-aligned; None: ungraded)."""
-
-    example_tags: Sequence[str]
-    criteria: Sequence[Criterion]
-    verdicts: Sequence[bool | None]
-
-
-class Cells:
-    """Every stratum-and-sign of the bridge and the run, and their q cells (`2 * s + v`)."""
-
-    def __init__(self, strata: Sequence[tuple[str, bool]]) -> None:
-        self.strata = sorted(set(strata), key=lambda s: (not s[1], s[0] == NONE, s[0]))
-        self.index = {s: i for i, s in enumerate(self.strata)}
-        # mutmut: `dtype=bool` mutated away is the dtype numpy infers from bools anyway
-        self.positive = np.array([p for _, p in self.strata], dtype=bool)  # pragma: no mutate
-
-    def cell(self, stratum: str, positive: bool, verdict: bool) -> int:
-        return 2 * self.index[(stratum, positive)] + int(verdict)
-
-    def q(self, n: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(q of every cell, which cells are pooled) from the pairs' n and k per cell (the last
-        axis; any leading axes are resamples)."""
-        sign = np.repeat(self.positive, 2)
-        verdict = np.tile([False, True], len(self.strata))
-        pooled_q = np.zeros(np.shape(n))
-        for positive in (True, False):
-            for met in (False, True):
-                # mutmut: `!=` for either `==` visits the same four (sign, verdict) masks in
-                # another order, each still assigned its own pooled q
-                mask = (sign == positive) & (verdict == met)  # pragma: no mutate
-                pooled_n = (n * mask).sum(axis=-1, keepdims=True)
-                pooled_q += mask * jeffreys((k * mask).sum(axis=-1, keepdims=True), pooled_n)
-        pooled = n < MIN_PAIRS
-        return np.where(pooled, pooled_q, (k + 0.5) / (n + 1)), pooled
-
-
-@dataclass
-class BridgeData:
-    """The bridge's pairs as arrays over `cells`, grouped by stratum and sign for resampling."""
-
-    cells: Cells
-    cell: np.ndarray  # per pair
-    old: np.ndarray  # per pair: O said met
-    start: np.ndarray  # per pair: where its stratum-and-sign group starts (pairs sorted by it)
-    size: np.ndarray  # per pair: its group's size
-
-    @classmethod
-    def of(cls, pairs: Sequence[Pair], cells: Cells) -> BridgeData:
-        # a canonical order (not the records' finishing order): the resamples are reproducible
-        ordered = sorted(
-            pairs,
-            key=lambda p: (
-                cells.index[(p.stratum, p.points > 0)],
-                p.source,
-                p.example,
-                p.points,
-                p.new,
-                p.old,
-            ),
-        )
-        group = np.array([cells.index[(p.stratum, p.points > 0)] for p in ordered], dtype=int)
-        cell = np.array(
-            [cells.cell(p.stratum, p.points > 0, p.new) for p in ordered], dtype=int
-        ).reshape(-1)
-        counts = np.bincount(group, minlength=len(cells.strata)) if len(group) else np.zeros(0)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
-        return cls(
-            cells,
-            cell,
-            # mutmut: `dtype=bool` is what numpy infers from bools; without pairs, `starts`
-            # indexed by the empty `group` is the same empty int array as the `else` branch's
-            np.array([p.old for p in ordered], dtype=bool),  # pragma: no mutate
-            starts[group] if len(group) else np.zeros(0, dtype=int),  # pragma: no mutate
-            counts[group].astype(int) if len(group) else np.zeros(0, dtype=int),
-        )
-
-    def counts(self, drawn: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(n, k) per cell over the pairs (or the `drawn` pair indices)."""
-        cell = self.cell if drawn is None else self.cell[drawn]
-        old = self.old if drawn is None else self.old[drawn]
-        size = 2 * len(self.cells.strata)
-        n = np.bincount(cell, minlength=size).astype(float)
-        k = np.bincount(cell, weights=old.astype(float), minlength=size)
-        return n, k
-
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """Pair indices resampled with replacement within each stratum and sign."""
-        offsets: np.ndarray = (rng.random(len(self.start)) * self.size).astype(int)
-        drawn: np.ndarray = self.start + offsets
-        return drawn
+from healthbench_exp.grading.bridge.cells import (
+    OVERALL,
+    PREFIX,
+    BridgeData,
+    Cells,
+    Pair,
+    RunRow,
+    stratum_of,
+)
 
 
 @dataclass
@@ -178,6 +66,7 @@ class Layout:
     group_metric: np.ndarray
     rows: int
     cell_counts: np.ndarray  # (rows, cells): each scored row's graded criteria per cell
+    cell_weights: np.ndarray  # (rows, cells): their |points| over the row's positive points
 
     @classmethod
     def of(cls, rows: Sequence[RunRow], cells: Cells) -> Layout:
@@ -186,11 +75,13 @@ class Layout:
         groups: list[tuple[float, int, int]] = []  # (den, row, metric)
         scored = 0
         counted: list[np.ndarray] = []
+        weighted: list[np.ndarray] = []
         for row in rows:
             graded = [
                 (c, v) for c, v in zip(row.criteria, row.verdicts, strict=True) if v is not None
             ]
-            if sum(c.points for c, _ in graded if c.points > 0) <= 0:
+            row_den = sum(c.points for c, _ in graded if c.points > 0)
+            if row_den <= 0:
                 continue
             by_name: dict[str, list[tuple[Criterion, bool]]] = {OVERALL: graded}
             for tag in row.example_tags:
@@ -208,6 +99,8 @@ class Layout:
                     terms.append((group, cells.cell(stratum_of(c.tags), c.points > 0, v), c.points))
             per_cell = [cells.cell(stratum_of(c.tags), c.points > 0, v) for c, v in graded]
             counted.append(np.bincount(per_cell, minlength=2 * len(cells.strata)))
+            shares = [abs(c.points) / row_den for c, _ in graded]
+            weighted.append(np.bincount(per_cell, weights=shares, minlength=2 * len(cells.strata)))
             scored += 1
         # mutmut: without `dtype=float` the int columns stay int and the points' sums the same;
         # numpy reads any negative size in `reshape` as "the rest"
@@ -224,6 +117,7 @@ class Layout:
             g[:, 2].astype(int),
             scored,
             counted_cells.reshape(scored, 2 * len(cells.strata)),
+            np.array(weighted, dtype=float).reshape(scored, 2 * len(cells.strata)),
         )
 
     def run_counts(self, weight: np.ndarray | None = None) -> np.ndarray:
@@ -232,6 +126,14 @@ class Layout:
             self.cell_counts.sum(axis=0) if weight is None else weight @ self.cell_counts
         )
         return counts
+
+    def run_weights(self, weight: np.ndarray | None = None) -> np.ndarray:
+        """The run's criteria per cell weighted as the score weights them (`Counts.run_weight`;
+        rows weighted by a resample's counts)."""
+        weights: np.ndarray = (
+            self.cell_weights.sum(axis=0) if weight is None else weight @ self.cell_weights
+        )
+        return weights
 
     def means(self, q: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
         """Each metric's clipped mean over its rows with each criterion weighted by its cell's
@@ -258,18 +160,39 @@ class Counts:
     n: np.ndarray
     k: np.ndarray
     run: np.ndarray
+    # per cell, the run's criteria weighted as the score weights them: sum of |points| over the
+    # graded positive points of the criterion's example (`label_shift`'s m, SPEC 7.5 rev. 2)
+    run_weight: np.ndarray
 
 
 class Estimator(Protocol):
     """A bridge method: from the counts, a weight per cell (the probability that O said met on
     a criterion of that cell), the strata table, and a refusal where the bridge cannot be used
     (None: it can). `rates`: per cell, the quantity the method assumes the same for every
-    model, as `by_old` groups the pairs (`grading.bridge_checks.spread` compares it between
+    model, as `by_old` groups the pairs (`grading.bridge.checks.spread` compares it between
     sources): by N's verdict (False), each cell's share of O met; by O's verdict (True), each
     cell's share where N agrees."""
 
     name: str
     by_old: bool
+    revision: int  # SPEC 7.5's revision of the method it follows (summary.json's `revision`)
+    # the bootstrap draws the bridge's examples (all their pairs together, within each source)
+    # rather than its pairs one by one (within each stratum and sign)
+    by_example: bool
+
+    def interval(self, point: float, draws: np.ndarray) -> Interval:
+        """The 95% interval of a metric from its point estimate and bootstrap draws."""
+        ...
+
+    def pooling_note(self, strata: int) -> str:
+        """The one-line warning where `strata` strata take pooled values (its thresholds
+        formatted from its constants)."""
+        ...
+
+    def varies_note(self, first: SpreadCell, cells: int) -> str:
+        """The one-line warning where what it holds fixed varies between the bridge sources
+        beyond the bridge's interval in `cells` cells, `first` the first of them."""
+        ...
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray: ...
 
@@ -316,13 +239,14 @@ def bridge_run(
     cells = cells_of(rows, pairs)
     data = BridgeData.of(pairs, cells)
     layout = Layout.of(rows, cells)
-    counts = Counts(*data.counts(), layout.run_counts())
+    counts = Counts(*data.counts(), layout.run_counts(), layout.run_weights())
     refusal = estimator.refusal(cells, counts)
     if refusal is not None:
         raise BridgeRefused(refusal)
     q = estimator.weights(cells, counts)
     point = layout.means(q)
     rng = np.random.default_rng(seed)
+    by_example = estimator.by_example
     draws = np.empty((samples, len(point)))
     q_draws = np.empty((samples, len(q)))
     rate_draws = np.empty((samples, len(q)))
@@ -330,8 +254,12 @@ def bridge_run(
         drawn_rows = rng.integers(0, max(1, layout.rows), layout.rows)
         # mutmut: `astype(None)` is float64 too
         weight = np.bincount(drawn_rows, minlength=layout.rows).astype(float)  # pragma: no mutate
-        n, k = data.counts(data.draw(rng))
-        drawn = Counts(n, k, layout.run_counts(weight))
+        n, k = (
+            data.example_counts(data.draw_examples(rng))
+            if by_example
+            else data.counts(data.draw(rng))
+        )
+        drawn = Counts(n, k, layout.run_counts(weight), layout.run_weights(weight))
         q_draws[i] = estimator.weights(cells, drawn)
         rate_draws[i] = estimator.rates(cells, drawn)
         draws[i] = layout.means(q_draws[i], weight)
@@ -341,7 +269,7 @@ def bridge_run(
         defined = draws[:, j][~np.isnan(draws[:, j])]
         metrics[name] = None if np.isnan(point[j]) else float(point[j])
         ci[name] = (
-            [float(v) for v in np.percentile(defined, [2.5, 97.5])]
+            estimator.interval(float(point[j]), defined).as_list()
             if len(defined) and not np.isnan(point[j])
             else None
         )

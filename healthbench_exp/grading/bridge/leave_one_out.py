@@ -20,14 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from healthbench_exp.core.types import Criterion
-from healthbench_exp.grading.bridge import (
-    OVERALL,
-    BridgeRefused,
-    Estimator,
-    Pair,
-    RunRow,
-    bridge_run,
-)
+from healthbench_exp.grading.bridge.cells import OVERALL, Pair, RunRow
+from healthbench_exp.grading.bridge.estimate import BridgeRefused, Estimator, bridge_run
 
 
 @dataclass(frozen=True)
@@ -73,7 +67,7 @@ def own_score(pairs: Sequence[Pair]) -> float | None:
     return max(0.0, sum(scores) / len(scores)) if scores else None
 
 
-def transport(
+def leave_one_out(
     pairs: Sequence[Pair],
     sources: int,
     estimators: Mapping[str, Estimator],

@@ -7,7 +7,7 @@
 - Each criterion's weight: q_s(v) of its stratum and N's verdict.
 
 Right only where the run's model meets criteria as often as the bridge's replies did (q moves
-with that base rate); `grading.bridge_label_shift` holds for any model.
+with that base rate); `grading.bridge.label_shift` holds for any model.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ from healthbench_exp.core.bridged import (
     NOT_MET,
     POSITIVE,
     BridgeStratum,
+    SpreadCell,
 )
-from healthbench_exp.grading.bridge import POOLED, Cells, Counts, jeffreys
+from healthbench_exp.core.intervals import Interval, percentile_interval
+from healthbench_exp.grading.bridge.cells import MIN_PAIRS, POOLED, Cells
+from healthbench_exp.grading.bridge.estimate import Counts
+from healthbench_exp.grading.bridge.rates import jeffreys
 
 
 def strata_rows(cells: Cells, n: np.ndarray, k: np.ndarray) -> list[BridgeStratum]:
@@ -68,6 +72,26 @@ class Calibration:
 
     name = CALIBRATION
     by_old = False  # q: O's met share among the pairs where N gave a verdict
+    revision = 1  # the first bridge, kept as it was
+    by_example = False  # its pairs resampled one by one within stratum and sign, as it was
+
+    def interval(self, point: float, draws: np.ndarray) -> Interval:
+        """The 2.5th and 97.5th percentiles of the draws, as it was."""
+        return percentile_interval(draws)
+
+    def pooling_note(self, strata: int) -> str:
+        return (
+            f"{strata} strata take their sign's pooled q for one verdict or both "
+            f"(fewer than {MIN_PAIRS} bridge pairs there)"
+        )
+
+    def varies_note(self, first: SpreadCell, cells: int) -> str:
+        return (
+            f"q varies between the bridge sources beyond its interval in {cells} cells "
+            f"(e.g. {first.stratum} {first.sign}, new judge {first.verdict}): the "
+            "judges' disagreement depends on the replies' model there, and the interval does "
+            "not cover that"
+        )
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
         return cells.q(counts.n, counts.k)[0]
