@@ -24,17 +24,21 @@ import asyncio
 import contextlib
 import errno
 import signal
+import sys
 import threading
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import EndpointHealth
+
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
 
 T = TypeVar("T")
 
@@ -80,6 +84,19 @@ def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     raise RunInterrupted(signum)
 
 
+def _unraisable_hook(previous: Callable[[UnraisableHookArgs], object]) -> Callable[..., None]:
+    """`sys.unraisablehook` that says nothing of a RunInterrupted Python dropped (raised while
+    a finalizer or weakref callback ran: `_received` keeps it, and `interruptible` stops the
+    run): a user saw "Exception ignored in: <WeakSet ...> ... RunInterrupted" on Ctrl-C.
+    Every other unraisable exception goes on to `previous`."""
+
+    def hook(unraisable: UnraisableHookArgs) -> None:
+        if not isinstance(unraisable.exc_value, RunInterrupted):
+            previous(unraisable)
+
+    return hook
+
+
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
     """Within, the STOPPING_SIGNALS raise RunInterrupted in the main thread (elsewhere: nothing
@@ -88,6 +105,8 @@ def signals_interrupt() -> Iterator[None]:
         yield
         return
     previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable_hook(previous_hook)
     for s in STOPPING_SIGNALS:
         signal.signal(s, _raise_interrupted)
     try:
@@ -96,6 +115,7 @@ def signals_interrupt() -> Iterator[None]:
         _received.clear()  # delivered, or the scope ended without a run to stop
         for s, handler in previous.items():
             signal.signal(s, handler)
+        sys.unraisablehook = previous_hook
 
 
 @contextlib.contextmanager

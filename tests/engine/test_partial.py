@@ -124,8 +124,12 @@ def test_a_sweep_of_budget_stopped_jobs_says_partial_not_failed(tmp_path: Path) 
         env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
     )  # fmt: skip
     assert result.returncode == 1
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: 2 of 2 jobs ended partial (0, 1); see "), last
-    assert "failed" not in last
+    # the sweep's line, then the command that finishes each job, last
+    *_, told, job0, job1 = result.stderr.strip().splitlines()
+    assert told.startswith("error: 2 of 2 jobs ended partial (0, 1); see "), told
+    assert "failed" not in told
+    for job, line in (("0", job0), ("1", job1)):
+        finish = f"python -m healthbench_exp resume={sweep / job}"
+        assert line.endswith(f"partial; finish with: {finish}"), line
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     assert [j["status"] for j in jobs] == ["partial", "partial"]

@@ -119,15 +119,16 @@ def bootstrap_by_hand(
 def test_a_failing_job_is_reported_and_the_rest_summarised(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = run_cli(
-        "-m", "experiment=demo", "wandb=disabled", "runner.max_concurrent=4,0",
-        "sampling.num_examples=4", f"hydra.sweep.dir={sweep}",
+        # job 1's model answers every call HTTP 500 (a bad value would be refused before job 0)
+        "-m", "experiment=demo", "wandb=disabled", "offline_server.limited_role=model",
+        "offline_server.fail_status=0,500", "sampling.num_examples=4", f"hydra.sweep.dir={sweep}",
     )  # fmt: skip
     assert result.returncode == 1
     assert "1 of 2 jobs failed (1)" in result.stderr
     rows = {r["job"]: r for r in read_json(sweep / "sweep_summary.json")["jobs"]}
     assert rows["0"]["status"] == "completed" and rows["0"]["n"] == 4
     assert rows["1"]["status"] == "failed"
-    assert rows["1"]["error"] == "runner.max_concurrent must be >= 1, got 0"
+    assert rows["1"]["error"].startswith("no example could be scored: 4 of 4 rows failed")
     # the standalone command rebuilds the summary of a partial sweep
     for name in ("sweep_summary.json", "sweep_summary.csv", "sweep_summary.md", "report.html"):
         (sweep / name).unlink()
