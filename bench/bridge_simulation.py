@@ -21,16 +21,18 @@ shared uniform (a judge's errors correlated within a reply; the marginal rates u
 near 0 or 1).
 
 Per replicate: a bridge of `bridge_examples` examples (O and N), a run of `run_examples` (N's
-verdicts; O's kept as the truth); the point estimate and `resamples` bootstrap resamples of the
-run's examples and, independently, of the bridge as the estimator's bootstrap draws it
-(`by_example`: its examples, each with all its pairs; else its pairs within stratum and sign),
-as `bridge_run` does (vectorised: a resample is a multinomial draw of the examples, or of a
-group's four kinds of pair; the same distribution as `bridge_run`'s draws, not the same random
-stream), and the estimator's own interval (`Estimator.interval`). Per method: bias and RMSE of
-the bridged score against O's own score, the mean interval width, the share of replicates whose
-interval holds O's own score (coverage) and the share that holds the model's expected score
-(`expected_score`: each slot's prevalence times its points over the example's positive points,
-averaged over whether the consensus criterion is present).
+verdicts; O's kept as the truth); the bridged score and its interval computed by the package's
+own code, as `bridge_run` computes them (`bridged`): the draws as the package's arrays
+(`BridgeData.of_arrays`, `Layout.overall`), the estimator's weights, `Layout.means`, the
+bootstrap `grading.bridge.estimate.bootstrap` (`resamples` resamples of the run's examples and,
+independently, of the bridge as the estimator draws it, on the replicate's random stream) and
+the estimator's own interval (`Estimator.interval`). On the same pairs and seed it gives
+`bridge_run`'s numbers to the last digit (tests/grading/test_bridge_study.py).
+
+Per method: bias and RMSE of the bridged score against O's own score, the mean interval width,
+the share of replicates whose interval holds O's own score (coverage) and the share that holds
+the model's expected score (`expected_score`: each slot's prevalence times its points over the
+example's positive points, averaged over whether the consensus criterion is present).
 """
 
 from __future__ import annotations

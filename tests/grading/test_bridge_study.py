@@ -31,10 +31,10 @@ from healthbench_exp.grading.bridge import ESTIMATORS, Pair, RunRow, bridge_run
 from healthbench_exp.grading.bridge.cells import OVERALL
 
 # worlds where label_shift falls short of the bar today (docs/bridge.md says so): each checked
-# by a strict xfail below, so the day it meets the bar the test says to move it back
+# by a strict xfail below, so the day it meets the bar the test says to move it back (near 0.95:
+# coverage 0.935 here since the study runs the CLI's bootstrap, 0.90 on the study's own stream)
 SHORT_OF_THE_BAR = {
-    "true score near 0.05": "pi clipped at 0 near the floor: coverage 0.91 (runs of 300)",
-    "true score near 0.95": "pi clipped at 1 near the ceiling: bias -0.011, coverage 0.90",
+    "true score near 0.05": "near the floor: coverage 0.925 (runs of 300, seed 0)",
 }
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change

@@ -286,8 +286,8 @@ def bootstrap(
     n, k = data.resample_counts(drawn_units, estimator.by_example)
     # each resample's sums alone (a product of all at once may round apart, and takes BLAS's
     # threads)
-    run = np.array([layout.run_counts(w) for w in weight]).reshape(samples, len(n[0]))
-    run_weight = np.array([layout.run_weights(w) for w in weight]).reshape(samples, len(n[0]))
+    run = np.array([layout.run_counts(w) for w in weight]).reshape(n.shape)
+    run_weight = np.array([layout.run_weights(w) for w in weight]).reshape(n.shape)
     drawn = Counts(n, k, run, run_weight)
     q_draws = estimator.weights(cells, drawn)
     draws = np.array([layout.means(q, w) for q, w in zip(q_draws, weight, strict=True)])
