@@ -139,7 +139,8 @@ class Layout:
     def overall(
         cls, cells: Cells, row: np.ndarray, cell: np.ndarray, points: np.ndarray, rows: int
     ) -> Layout:
-        """The layout `of` gives for untagged rows (the overall score its only metric), from
+        """The overall score's part of the layout `of` gives (the overall score its only
+        metric; the same counts per cell and, for it, the same means to the last digit), from
         arrays: graded criterion i of row `row[i]` (of `rows`; criteria in row order, then in
         their order within the row) in cell `cell[i]` with `points[i]`. A row without positive
         points is left out, as `of` leaves it."""
