@@ -21,16 +21,18 @@ shared uniform (a judge's errors correlated within a reply; the marginal rates u
 near 0 or 1).
 
 Per replicate: a bridge of `bridge_examples` examples (O and N), a run of `run_examples` (N's
-verdicts; O's kept as the truth); the point estimate and `resamples` bootstrap resamples of the
-run's examples and, independently, of the bridge as the estimator's bootstrap draws it
-(`by_example`: its examples, each with all its pairs; else its pairs within stratum and sign),
-as `bridge_run` does (vectorised: a resample is a multinomial draw of the examples, or of a
-group's four kinds of pair; the same distribution as `bridge_run`'s draws, not the same random
-stream), and the estimator's own interval (`Estimator.interval`). Per method: bias and RMSE of
-the bridged score against O's own score, the mean interval width, the share of replicates whose
-interval holds O's own score (coverage) and the share that holds the model's expected score
-(`expected_score`: each slot's prevalence times its points over the example's positive points,
-averaged over whether the consensus criterion is present).
+verdicts; O's kept as the truth); the bridged score and its interval computed by the package's
+own code, as `bridge_run` computes them (`bridged`): the draws as the package's arrays
+(`BridgeData.of_arrays`, `Layout.overall`), the estimator's weights, `Layout.means`, the
+bootstrap `grading.bridge.estimate.bootstrap` (`resamples` resamples of the run's examples and,
+independently, of the bridge as the estimator draws it, on the replicate's random stream) and
+the estimator's own interval (`Estimator.interval`). On the same pairs and seed it gives
+`bridge_run`'s numbers to the last digit (tests/grading/test_bridge_study.py).
+
+Per method: bias and RMSE of the bridged score against O's own score, the mean interval width,
+the share of replicates whose interval holds O's own score (coverage) and the share that holds
+the model's expected score (`expected_score`: each slot's prevalence times its points over the
+example's positive points, averaged over whether the consensus criterion is present).
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from healthbench_exp.grading.bridge.cells import Cells
-from healthbench_exp.grading.bridge.estimate import Counts, Estimator
+from healthbench_exp.grading.bridge.cells import BridgeData, Cells
+from healthbench_exp.grading.bridge.estimate import Counts, Estimator, Layout, bootstrap
 from healthbench_exp.grading.bridge.methods import ESTIMATORS
 
 POSITIVE_SLOTS = 8  # positive criteria per example, over AXES strata
@@ -122,7 +124,7 @@ class Result:
 
 
 @dataclass
-class _Layout:
+class WorldLayout:
     """The criteria slots of every example of a world and their strata."""
 
     cells: Cells
@@ -135,7 +137,7 @@ class _Layout:
     clusters: np.ndarray  # stratum indices a consensus criterion may take
 
     @classmethod
-    def of(cls, world: World, rng: np.random.Generator) -> _Layout:
+    def of(cls, world: World, rng: np.random.Generator) -> WorldLayout:
         clusters = SPARSE_CLUSTERS if world.sparse else 1
         names = [(f"axis:{a}", True) for a in range(AXES)]
         names += [(f"cluster:{c}", True) for c in range(clusters)]
@@ -205,7 +207,7 @@ class _Layout:
         return stratum, old, new, present
 
 
-def expected_score(world: World, layout: _Layout) -> float:
+def expected_score(world: World, layout: WorldLayout) -> float:
     """The run's model's expected score: per example, each slot's prevalence times its points
     over the example's positive points, averaged over whether the consensus criterion (the last
     slot) is present."""
@@ -221,117 +223,72 @@ def expected_score(world: World, layout: _Layout) -> float:
     return float(np.clip((1 - share) * scores[0] + share * scores[1], 0.0, 1.0))
 
 
-def _bridge_kinds(
-    layout: _Layout, stratum: np.ndarray, old: np.ndarray, new: np.ndarray, present: np.ndarray
-) -> np.ndarray:
-    """(examples, strata, 4) pair counts per bridge example: O met and N met, O met and N not,
-    O not and N met, neither."""
-    kind = 2 * (1 - old.astype(int)) + (1 - new.astype(int))
-    size = 4 * len(layout.cells.strata)
-    rows = np.arange(len(stratum))[:, None]
-    flat = (rows * size + 4 * stratum + kind)[present]
-    counts = np.bincount(flat, minlength=len(stratum) * size).astype(float)
-    return counts.reshape(len(stratum), -1, 4)
+def bridge_data(
+    layout: WorldLayout, stratum: np.ndarray, old: np.ndarray, new: np.ndarray, present: np.ndarray
+) -> BridgeData:
+    """The bridge's pairs (one source; examples in order) as the package's `BridgeData`."""
+    examples, slots = stratum.shape
+    example = np.broadcast_to(np.arange(examples)[:, None], (examples, slots))[present]
+    points = np.broadcast_to(layout.slot_points, stratum.shape)[present]
+    return BridgeData.of_arrays(
+        layout.cells,
+        stratum[present],
+        example,
+        points,
+        new[present],
+        old[present],
+        np.zeros(examples, dtype=int),
+    )
 
 
-def _cell_counts(kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, k) per cell (`2 * stratum + N's verdict`) from pair kinds (..., strata, 4)."""
-    n = np.empty((*kinds.shape[:-2], 2 * kinds.shape[-2]))
-    k = np.empty_like(n)
-    n[..., 1::2] = kinds[..., 0] + kinds[..., 2]  # N met
-    k[..., 1::2] = kinds[..., 0]
-    n[..., 0::2] = kinds[..., 1] + kinds[..., 3]  # N not met
-    k[..., 0::2] = kinds[..., 1]
-    return n, k
-
-
-def _resample_kinds(rng: np.random.Generator, kinds: np.ndarray, resamples: int) -> np.ndarray:
-    """(resamples, strata, 4): each group's pairs drawn with replacement (multinomial)."""
-    out = np.zeros((resamples, *kinds.shape))
-    for s, counts in enumerate(kinds):
-        total = int(counts.sum())
-        if total:
-            out[:, s] = rng.multinomial(total, counts / total, size=resamples)
-    return out
-
-
-def _scores(weights: np.ndarray, drawn_points: np.ndarray, rows: float) -> np.ndarray:
-    """Clipped means of the examples' bridged scores: weights (..., cells); drawn_points (...,
-    cells): the drawn examples' points per cell over their positive points, summed; rows (...):
-    how many examples were drawn."""
-    clipped: np.ndarray = np.clip((weights * drawn_points).sum(axis=-1) / rows, 0.0, 1.0)
-    return clipped
+def run_layout(
+    layout: WorldLayout, stratum: np.ndarray, new: np.ndarray, present: np.ndarray
+) -> Layout:
+    """The run's rows (N's verdicts) as the package's `Layout` of the overall score."""
+    examples, slots = stratum.shape
+    row = np.broadcast_to(np.arange(examples)[:, None], (examples, slots))[present]
+    points = np.broadcast_to(layout.slot_points, stratum.shape)[present]
+    cell = (2 * stratum + new)[present]
+    return Layout.overall(layout.cells, row, cell, points, examples)
 
 
 def replicate(
     world: World,
-    layout: _Layout,
+    layout: WorldLayout,
     rng: np.random.Generator,
     estimators: Sequence[Estimator],
     resamples: int,
 ) -> tuple[float, list[tuple[float, float, float]]]:
-    """(O's own score on the run, per estimator (bridged, low, high)) of one replicate."""
-    cells = layout.cells
-    by_example = _bridge_kinds(
+    """(O's own score on the run, per estimator (bridged, low, high)) of one replicate: the
+    bridged score and its interval as `bridge_run` computes them (`Layout.means`,
+    `grading.bridge.estimate.bootstrap`, `Estimator.interval`), the bootstrap on `rng`."""
+    data = bridge_data(
         layout,
         *layout.draw(rng, world.bridge_examples, layout.base, layout.se, world.reply_correlation),
     )
-    kinds = by_example.sum(axis=0)
     run_se = np.clip(layout.se + world.rates_change, 0.01, 0.99)
     stratum, old, new, present = layout.draw(
         rng, world.run_examples, layout.prevalence(world), run_se, world.reply_correlation
     )
-    cell = 2 * stratum + new
-    size = 2 * len(cells.strata)
-    rows = np.arange(world.run_examples)[:, None]
-    flat = (rows * size + cell)[present]
-    points_by_cell = np.bincount(
-        flat,
-        weights=np.broadcast_to(layout.slot_points, old.shape)[present],
-        minlength=world.run_examples * size,
-    ).reshape(world.run_examples, size)
-    counts_by_cell = (
-        np.bincount(flat, minlength=world.run_examples * size)
-        .reshape(world.run_examples, size)
-        .astype(float)
-    )
-    # each example's denominator: its positive points (the consensus criterion where present)
+    run = run_layout(layout, stratum, new, present)
     positive_den = np.where(present & (layout.slot_points > 0), layout.slot_points, 0.0).sum(1)
-    points_by_cell = points_by_cell / positive_den[:, None]
-    # each criterion's |points| over its example's positive points, per cell (`run_weight`)
-    shares = np.abs(np.broadcast_to(layout.slot_points, old.shape)) / positive_den[:, None]
-    weight_by_cell = np.bincount(
-        flat, weights=shares[present], minlength=world.run_examples * size
-    ).reshape(world.run_examples, size)
-    own_points = (np.where(old & present, layout.slot_points, 0.0)).sum(axis=1) / positive_den
+    own_points = np.where(old & present, layout.slot_points, 0.0).sum(axis=1) / positive_den
     own = float(np.clip(own_points.mean(), 0.0, 1.0))
-    n, k = _cell_counts(kinds)
-    n_pairs = k_pairs = n_examples = k_examples = np.zeros(0)
-    if not all(e.by_example for e in estimators):
-        n_pairs, k_pairs = _cell_counts(_resample_kinds(rng, kinds, resamples))
-    if any(e.by_example for e in estimators):
-        examples = len(by_example)
-        times = rng.multinomial(examples, np.full(examples, 1 / examples), size=resamples)
-        drawn_by_example = (times @ by_example.reshape(examples, -1)).reshape(resamples, -1, 4)
-        n_examples, k_examples = _cell_counts(drawn_by_example)
-    drawn = rng.integers(0, world.run_examples, (resamples, world.run_examples))
-    offsets = (np.arange(resamples) * world.run_examples)[:, None]
-    row_weight = np.bincount((drawn + offsets).ravel(), minlength=resamples * world.run_examples)
-    row_weight = row_weight.reshape(resamples, world.run_examples).astype(float)
-    run_b = row_weight @ counts_by_cell
-    run_weight_b = row_weight @ weight_by_cell
-    points_b = row_weight @ points_by_cell
-    out = []
-    for estimator in estimators:
-        seen = Counts(n, k, counts_by_cell.sum(axis=0), weight_by_cell.sum(axis=0))
-        point = estimator.weights(cells, seen)
-        score = float(_scores(point, points_by_cell.sum(axis=0), float(world.run_examples)))
-        n_b, k_b = (n_examples, k_examples) if estimator.by_example else (n_pairs, k_pairs)
-        weights = estimator.weights(cells, Counts(n_b, k_b, run_b, run_weight_b))
-        draws = _scores(weights, points_b, float(world.run_examples))
-        interval = estimator.interval(score, draws)
-        out.append((score, interval.low, interval.high))
-    return own, out
+    return own, [bridged(data, run, estimator, resamples, rng) for estimator in estimators]
+
+
+def bridged(
+    data: BridgeData, run: Layout, estimator: Estimator, resamples: int, rng: np.random.Generator
+) -> tuple[float, float, float]:
+    """(bridged score, low, high) of the run through the bridge, as `bridge_run` computes them
+    (its estimator's weights, `Layout.means`, `grading.bridge.estimate.bootstrap` on `rng`,
+    `Estimator.interval`): `bridge_run` with seed s gives the same digits as this with
+    `np.random.default_rng(s)` (tests/grading/test_bridge_study.py)."""
+    counts = Counts(*data.counts(), run.run_counts(), run.run_weights())
+    score = float(run.means(estimator.weights(data.cells, counts))[0])
+    draws = bootstrap(data, run, estimator, resamples, rng)[0][:, 0]
+    interval = estimator.interval(score, draws)
+    return score, interval.low, interval.high
 
 
 def study(
@@ -341,11 +298,13 @@ def study(
     seed: int = 0,
     methods: Sequence[str] = tuple(ESTIMATORS),
 ) -> list[Result]:
-    """Every world's results per method (seeded: the same seed, the same table)."""
+    """Every world's results per method (seeded by `seed` and the world's name: the same seed,
+    the same numbers for a world, whichever worlds run beside it)."""
     results = []
-    for index, world in enumerate(worlds):
-        rng = np.random.default_rng([seed, index])
-        layout = _Layout.of(world, rng)
+    for world in worlds:
+        # seeded by the world's name: a world's numbers do not depend on which others run
+        rng = np.random.default_rng([seed, *world.name.encode()])
+        layout = WorldLayout.of(world, rng)
         expected = expected_score(world, layout)
         estimators = [ESTIMATORS[m] for m in methods]
         truth, found = [], []

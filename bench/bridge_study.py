@@ -2,10 +2,12 @@
 mean interval width, coverage of the reference grader's own score and of the model's expected
 score, per world and method, as the markdown table of docs/bridge.md.
 
-    python bench/bridge_study.py                   # the docs' table (1000 replicates)
+    python bench/bridge_study.py --replicates 500  # the docs' table (about 9 min of one core)
+    python bench/bridge_study.py                   # 1000 replicates (about 17 min)
     python bench/bridge_study.py --replicates 200  # quicker, noisier
 
-Seeded: the same options print the same table. The bootstrap uses `--resamples` resamples per
+Seeded: the same options print the same table (each world seeded by its name: its rows are
+the same whichever worlds run beside it). The bootstrap uses `--resamples` resamples per
 replicate (200 by default; a run's own interval uses runner.bootstrap_samples, 1000): fewer
 resamples make each interval's ends noisier, not its coverage lower on average.
 """

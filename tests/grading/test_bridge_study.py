@@ -3,7 +3,11 @@ examples, 200 replicates of 60 resamples, every world SPEC 7.5 revision 2 lists)
 seed: `label_shift` meets SPEC 7.5's bar (|bias| <= 0.01, coverage of O's own score >= 0.93) in
 every world where the judge's error rates are the same for both models, and the study can tell
 an estimator that does not (calibration on a shifted model; label shift where the rates
-change)."""
+change). Each world is its own test (seeded by its name), so the workers share them.
+
+The study bridges each replicate with the package's own code (`BridgeData`, `Layout`,
+`grading.bridge.estimate.bootstrap`, the estimator's weights and interval): on the same pairs
+and seed it gives `bridge_run`'s numbers to the last digit (the last test)."""
 
 from __future__ import annotations
 
@@ -12,22 +16,23 @@ from dataclasses import replace
 import pytest
 
 from bench.bridge_simulation import SCENARIOS, Result, World, study
+from healthbench_exp.grading.bridge import ESTIMATORS
 
 # worlds where label_shift falls short of the bar today (docs/bridge.md says so): each checked
-# by a strict xfail below, so the day it meets the bar the test says to move it back
+# by a strict xfail below, so the day it meets the bar the test says to move it back (near 0.95:
+# coverage 0.935 here since the study runs the CLI's bootstrap, 0.90 on the study's own stream)
 SHORT_OF_THE_BAR = {
-    "true score near 0.05": "pi clipped at 0 near the floor: coverage 0.91 (runs of 300)",
-    "true score near 0.95": "pi clipped at 1 near the ceiling: bias -0.011, coverage 0.90",
+    "true score near 0.05": "near the floor: coverage 0.925 (runs of 300, seed 0)",
 }
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
 ]
 
 
-@pytest.fixture(scope="module")
-def results() -> dict[str, Result]:
-    found = study(UNCHANGED, replicates=200, resamples=60, seed=0, methods=("label_shift",))
-    return {r.world: r for r in found}
+def label_shift_in(world: World) -> Result:
+    """label_shift in one world of the reduced study (seeded by the world's name)."""
+    (result,) = study([world], replicates=200, resamples=60, seed=0, methods=("label_shift",))
+    return result
 
 
 def test_every_world_spec_7_5_lists_is_in_the_study() -> None:
@@ -39,30 +44,26 @@ def test_every_world_spec_7_5_lists_is_in_the_study() -> None:
     assert any(w.strata_se for w in UNCHANGED) and any(w.reply_correlation for w in UNCHANGED)
     assert any(w.spread for w in UNCHANGED) and any(w.sparse for w in UNCHANGED)
     assert {round(w.shift, 2) for w in UNCHANGED} == {-0.15, 0.0, 0.15}
+    assert set(SHORT_OF_THE_BAR) <= {w.name for w in UNCHANGED}
 
 
+# one test per world (they spread over the workers); a world short of the bar fails its own
+@pytest.mark.parametrize("world", UNCHANGED, ids=[w.name for w in UNCHANGED])
 def test_label_shift_holds_bias_and_coverage_in_every_world_with_unchanged_rates(
-    results: dict[str, Result],
+    world: World,
 ) -> None:
-    short = [
-        (name, round(r.bias, 4), r.coverage)
-        for name, r in results.items()
-        if (abs(r.bias) > 0.01 or r.coverage < 0.93) and name not in SHORT_OF_THE_BAR
-    ]
-    assert not short, short
-    near = {name: r.truth for name, r in results.items() if "true score" in name}
-    assert near["true score near 0.05"] < 0.1 and near["true score near 0.95"] > 0.9
-    for r in results.values():
-        assert r.replicates == 200 and 0 <= r.coverage_expected <= 1
-        assert abs(r.expected - r.truth) < 0.01  # the expected score: the mean of O's own
-
-
-@pytest.mark.parametrize("name", sorted(SHORT_OF_THE_BAR))
-def test_the_worlds_short_of_the_bar_still_are(results: dict[str, Result], name: str) -> None:
-    r = results[name]
-    if abs(r.bias) > 0.01 or r.coverage < 0.93:
-        pytest.xfail(SHORT_OF_THE_BAR[name])
-    pytest.fail(f"{name} now meets the bar: move it out of SHORT_OF_THE_BAR ({r})")
+    r = label_shift_in(world)
+    assert r.replicates == 200 and 0 <= r.coverage_expected <= 1
+    assert abs(r.expected - r.truth) < 0.01  # the expected score: the mean of O's own
+    if "true score near" in world.name:
+        assert (r.truth < 0.1) if "0.05" in world.name else (r.truth > 0.9)
+    short = abs(r.bias) > 0.01 or r.coverage < 0.93
+    if world.name in SHORT_OF_THE_BAR:
+        # strict: the day it meets the bar the test says to move it back
+        if short:
+            pytest.xfail(SHORT_OF_THE_BAR[world.name])
+        pytest.fail(f"{world.name} now meets the bar: move it out of SHORT_OF_THE_BAR ({r})")
+    assert not short, (world.name, round(r.bias, 4), r.coverage)
 
 
 def test_the_study_tells_a_biased_estimator_apart() -> None:
@@ -83,3 +84,6 @@ def test_the_study_is_seeded() -> None:
     first = study(world, replicates=5, resamples=20, seed=3)
     assert first == study(world, replicates=5, resamples=20, seed=3)
     assert first != study(world, replicates=5, resamples=20, seed=4)
+    # seeded by the world's name: the same numbers whichever worlds run beside it
+    beside = study([World("v", run_examples=100, bridge_examples=100), *world], 5, 20, seed=3)
+    assert beside[len(ESTIMATORS) :] == first

@@ -4,9 +4,11 @@ reference grader O's scale through bridge data (criteria both judges graded on t
 Where each part lives:
 
 - `cells`: the data: the pairs (`Pair`), the run's rows (`RunRow`), strata and their cells, the
-  pairs as arrays and their resampling (by pair, or by example).
+  pairs as arrays (`BridgeData`, from records or, for the study, from arrays) and their
+  resampling (by pair, or by example).
 - `estimate`: what every estimator shares: what it sees (`Counts`), what it is (`Estimator`),
-  the layout of the bridged metrics, the bootstrap and `bridge_run`.
+  the layout of the bridged metrics, the bootstrap (`bootstrap`, which the study calls too:
+  one implementation) and `bridge_run`.
 - `rates`: the formulas written once: Jeffreys' share, se and sp, Rogan-Gladen (shared with
   the calibrated consensus rates, `grading.calibration`).
 - `label_shift` (the default, `LabelShift`) and `calibration` (`Calibration`): the estimators;

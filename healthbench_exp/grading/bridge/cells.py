@@ -6,7 +6,8 @@ their cells (`Cells`), and the pairs as arrays with their resampling (`BridgeDat
   per N verdict: cell `2 * stratum + verdict`.
 - Resampling (`draw_within`): units sorted by group, one uniform per unit, a unit of its own
   group drawn with it: the pairs within stratum and sign (`BridgeData.draw`), or the examples
-  within source (`BridgeData.draw_examples`: all the pairs of a drawn example travel together).
+  within source (`BridgeData.draw` `by_example`: all the pairs of a drawn example travel
+  together; `BridgeData.resample_counts`).
 """
 
 from __future__ import annotations
@@ -111,72 +112,83 @@ class BridgeData:
 
     @classmethod
     def of(cls, pairs: Sequence[Pair], cells: Cells) -> BridgeData:
-        # a canonical order (not the records' finishing order): the resamples are reproducible
-        ordered = sorted(
-            pairs,
-            key=lambda p: (
-                cells.index[(p.stratum, p.points > 0)],
-                p.source,
-                p.example,
-                p.points,
-                p.new,
-                p.old,
-            ),
-        )
-        group = np.array([cells.index[(p.stratum, p.points > 0)] for p in ordered], dtype=int)
-        cell = np.array(
-            [cells.cell(p.stratum, p.points > 0, p.new) for p in ordered], dtype=int
-        ).reshape(-1)
-        counts = np.bincount(group, minlength=len(cells.strata)) if len(group) else np.zeros(0)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
-        keys = sorted({(p.source, p.example) for p in ordered})
+        keys = sorted({(p.source, p.example) for p in pairs})
         index = {key: i for i, key in enumerate(keys)}
-        source = np.array([s for s, _ in keys], dtype=int)  # int even without pairs
-        per_source = np.bincount(source)
+        return cls.of_arrays(
+            cells,
+            np.array([cells.index[(p.stratum, p.points > 0)] for p in pairs], dtype=int),
+            np.array([index[(p.source, p.example)] for p in pairs], dtype=int),
+            np.array([p.points for p in pairs], dtype=float),
+            np.array([p.new for p in pairs], dtype=bool),
+            np.array([p.old for p in pairs], dtype=bool),
+            np.array([s for s, _ in keys], dtype=int),
+        )
+
+    @classmethod
+    def of_arrays(
+        cls,
+        cells: Cells,
+        group: np.ndarray,
+        example: np.ndarray,
+        points: np.ndarray,
+        new: np.ndarray,
+        old: np.ndarray,
+        example_source: np.ndarray,
+    ) -> BridgeData:
+        """The bridge from arrays, one entry per pair: its stratum and sign (`group`, an index
+        into `cells.strata`), its example's index (examples numbered in order of source, then
+        example), points, N's and O's verdicts; `example_source`: each example's source."""
+        # a canonical order (not the records' finishing order): the resamples are reproducible
+        order = np.lexsort((old, new, points, example, group))
+        group, example, new, old = group[order], example[order], new[order], old[order]
+        counts = np.bincount(group, minlength=len(cells.strata))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
+        per_source = np.bincount(example_source)
         source_start = np.concatenate([[0], np.cumsum(per_source)[:-1]]).astype(int)
-        # mutmut: numpy infers int from ints; without pairs no example is ever drawn
-        at = [index[(p.source, p.example)] for p in ordered]
-        example = np.array(at, dtype=int)  # pragma: no mutate
         return cls(
             cells,
-            cell,
-            # mutmut: `dtype=bool` is what numpy infers from bools; without pairs, `starts`
-            # indexed by the empty `group` is the same empty int array as the `else` branch's
-            np.array([p.old for p in ordered], dtype=bool),  # pragma: no mutate
-            starts[group] if len(group) else np.zeros(0, dtype=int),  # pragma: no mutate
-            counts[group].astype(int) if len(group) else np.zeros(0, dtype=int),
+            2 * group + new,
+            old,
+            starts[group],
+            counts[group],
             example,
-            source_start[source],
-            per_source[source],
+            source_start[example_source],
+            per_source[example_source],
         )
 
-    def counts(self, drawn: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(n, k) per cell over the pairs (or the `drawn` pair indices)."""
-        cell = self.cell if drawn is None else self.cell[drawn]
-        old = self.old if drawn is None else self.old[drawn]
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(n, k) per cell over the pairs."""
         size = 2 * len(self.cells.strata)
-        n = np.bincount(cell, minlength=size).astype(float)
-        k = np.bincount(cell, weights=old.astype(float), minlength=size)
+        n = np.bincount(self.cell, minlength=size).astype(float)
+        k = np.bincount(self.cell, weights=self.old.astype(float), minlength=size)
         return n, k
 
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        """Pair indices resampled with replacement within each stratum and sign."""
+    def draw(self, rng: np.random.Generator, by_example: bool) -> np.ndarray:
+        """One resample: example indices drawn with replacement within each source
+        (`by_example`), else pair indices within each stratum and sign."""
+        if by_example:
+            return draw_within(rng, self.example_start, self.example_size)
         return draw_within(rng, self.start, self.size)
 
-    def draw_examples(self, rng: np.random.Generator) -> np.ndarray:
-        """How often each example is drawn when the examples are resampled with replacement
-        within each source."""
-        drawn = draw_within(rng, self.example_start, self.example_size)
-        # mutmut: `astype(None)` is float64 too
-        times: np.ndarray = np.bincount(drawn, minlength=len(self.example_start)).astype(
-            float  # pragma: no mutate
-        )
-        return times
-
-    def example_counts(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(n, k) per cell with each example's pairs counted `times[example]` times."""
+    def resample_counts(self, drawn: np.ndarray, by_example: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(n, k) per cell of each resample (resamples, cells) from its drawn units
+        (resamples, units; `draw`): with `by_example`, each drawn example's pairs all counted.
+        The counts are whole numbers, so their sums are exact in any order."""
         size = 2 * len(self.cells.strata)
-        weight = times[self.example]
-        n = np.bincount(self.cell, weights=weight, minlength=size)
-        k = np.bincount(self.cell, weights=weight * self.old, minlength=size)
+        resamples = len(drawn)
+        if not by_example:
+            at = (self.cell[drawn] + size * np.arange(resamples)[:, None]).ravel()
+            n = np.bincount(at, minlength=resamples * size).astype(float)
+            k = np.bincount(at, weights=self.old[drawn].ravel(), minlength=resamples * size)
+            return n.reshape(resamples, size), k.reshape(resamples, size)
+        examples = len(self.example_start)
+        at = (drawn + examples * np.arange(resamples)[:, None]).ravel()
+        times = np.bincount(at, minlength=resamples * examples).reshape(resamples, examples)
+        # each example's pairs per cell (n) and of them with O met (k)
+        of_example = self.example * size + self.cell
+        n_example = np.bincount(of_example, minlength=examples * size).reshape(examples, size)
+        k_example = np.bincount(of_example, weights=self.old, minlength=examples * size)
+        # whole numbers summed without BLAS (whose threads only contend on matrices this small)
+        n = np.einsum("re,ec->rc", times, n_example).astype(float)
+        k = np.einsum("re,ec->rc", times.astype(float), k_example.reshape(examples, size))
         return n, k

@@ -135,6 +135,39 @@ class Layout:
         )
         return weights
 
+    @classmethod
+    def overall(
+        cls, cells: Cells, row: np.ndarray, cell: np.ndarray, points: np.ndarray, rows: int
+    ) -> Layout:
+        """The overall score's part of the layout `of` gives (the overall score its only
+        metric; the same counts per cell and, for it, the same means to the last digit), from
+        arrays: graded criterion i of row `row[i]` (of `rows`; criteria in row order, then in
+        their order within the row) in cell `cell[i]` with `points[i]`. A row without positive
+        points is left out, as `of` leaves it."""
+        size = 2 * len(cells.strata)
+        den = np.bincount(row, weights=np.where(points > 0, points, 0.0), minlength=rows)
+        scored = den > 0
+        kept = scored[row]
+        number = np.cumsum(scored) - 1  # each scored row's index among the scored
+        row, cell, points = number[row[kept]], cell[kept], points[kept]
+        count = int(scored.sum())
+        flat = row * size + cell
+        counted = np.bincount(flat, minlength=count * size).astype(float)
+        shares = np.abs(points) / den[scored][row]
+        weighted = np.bincount(flat, weights=shares, minlength=count * size)
+        return cls(
+            [OVERALL],
+            row,
+            cell,
+            points.astype(float),
+            den[scored],
+            np.arange(count),
+            np.zeros(count, dtype=int),
+            count,
+            counted.reshape(count, size),
+            weighted.reshape(count, size),
+        )
+
     def means(self, q: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
         """Each metric's clipped mean over its rows with each criterion weighted by its cell's
         `q` (row `weight`s: a resample's counts); NaN where no row of it is drawn."""
@@ -227,6 +260,41 @@ def cells_of(rows: Sequence[RunRow], pairs: Sequence[Pair]) -> Cells:
     return Cells(sorted(strata))
 
 
+def bootstrap(
+    data: BridgeData,
+    layout: Layout,
+    estimator: Estimator,
+    samples: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bootstrap of `bridge_run` (and of the study, `bench/bridge_simulation.py`): per
+    resample, the run's rows drawn with replacement (`rng.integers`) and then the bridge
+    (`draw_within`: its examples within source where `estimator.by_example`, else its pairs
+    within stratum and sign), in that order on `rng`; then, all resamples at once, each one's
+    weights recomputed from its counts (pooling included) and the metrics from them.
+    (metric draws (samples, metrics), weight draws and `Estimator.rates` draws (samples,
+    cells))."""
+    cells = data.cells
+    rows = layout.rows
+    units = len(data.example_start) if estimator.by_example else len(data.cell)
+    drawn_rows = np.empty((samples, rows), dtype=int)
+    drawn_units = np.empty((samples, units), dtype=int)
+    for i in range(samples):
+        drawn_rows[i] = rng.integers(0, max(1, rows), rows)
+        drawn_units[i] = data.draw(rng, estimator.by_example)
+    at = (drawn_rows + rows * np.arange(samples)[:, None]).ravel()
+    weight = np.bincount(at, minlength=samples * rows).reshape(samples, rows).astype(float)
+    n, k = data.resample_counts(drawn_units, estimator.by_example)
+    # each resample's sums alone (a product of all at once may round apart, and takes BLAS's
+    # threads)
+    run = np.array([layout.run_counts(w) for w in weight]).reshape(n.shape)
+    run_weight = np.array([layout.run_weights(w) for w in weight]).reshape(n.shape)
+    drawn = Counts(n, k, run, run_weight)
+    q_draws = estimator.weights(cells, drawn)
+    draws = np.array([layout.means(q, w) for q, w in zip(q_draws, weight, strict=True)])
+    return draws.reshape(samples, len(layout.names)), q_draws, estimator.rates(cells, drawn)
+
+
 def bridge_run(
     rows: Sequence[RunRow],
     pairs: Sequence[Pair],
@@ -245,24 +313,9 @@ def bridge_run(
         raise BridgeRefused(refusal)
     q = estimator.weights(cells, counts)
     point = layout.means(q)
-    rng = np.random.default_rng(seed)
-    by_example = estimator.by_example
-    draws = np.empty((samples, len(point)))
-    q_draws = np.empty((samples, len(q)))
-    rate_draws = np.empty((samples, len(q)))
-    for i in range(samples):
-        drawn_rows = rng.integers(0, max(1, layout.rows), layout.rows)
-        # mutmut: `astype(None)` is float64 too
-        weight = np.bincount(drawn_rows, minlength=layout.rows).astype(float)  # pragma: no mutate
-        n, k = (
-            data.example_counts(data.draw_examples(rng))
-            if by_example
-            else data.counts(data.draw(rng))
-        )
-        drawn = Counts(n, k, layout.run_counts(weight), layout.run_weights(weight))
-        q_draws[i] = estimator.weights(cells, drawn)
-        rate_draws[i] = estimator.rates(cells, drawn)
-        draws[i] = layout.means(q_draws[i], weight)
+    draws, q_draws, rate_draws = bootstrap(
+        data, layout, estimator, samples, np.random.default_rng(seed)
+    )
     metrics: dict[str, float | None] = {}
     ci: dict[str, list[float] | None] = {}
     for j, name in enumerate(layout.names):
