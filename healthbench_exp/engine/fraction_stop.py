@@ -66,10 +66,12 @@ class FractionStop:
 def raise_if_over_fraction(
     stop: FractionStop, output_dir: Path, summary: RunSummary, max_failure_fraction: float
 ) -> None:
-    """Raise `FailureShareExceeded` if `stop` halted the run: the status and exit code are
-    `run_outcome`'s, the line says why, what was spent and not run, and ends with the resume
-    command."""
-    if not stop.reason:
+    """Raise `FailureShareExceeded` if `stop` halted the run and rows were left `not run`: the
+    status and exit code are `run_outcome`'s, the line says why, what was spent and not run,
+    and ends with the resume command. (Certain only as the last rows finished, nothing was cut:
+    the run ends as any other, `run_outcome`'s line.)"""
+    not_run = summary.counts.rows_not_run if summary.counts is not None else 0
+    if not stop.reason or not not_run:  # nothing was left to stop: the run's own end says it
         return
     outcome = run_outcome(Tally.of(summary), max_failure_fraction, output_dir)
     if outcome.status == "completed":  # (cannot be: the stop is taken only when certain)
