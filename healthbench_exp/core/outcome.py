@@ -113,10 +113,10 @@ def certainly_over(tally: Tally, criteria: int, max_failure_fraction: float) -> 
     criteria judged at the end are at most `criteria`: so `over` against those bounds now is
     `over` at the end."""
     if over(tally.rows_failed, tally.rows, max_failure_fraction):
-        return f"{tally.rows_failed} of the run's {tally.rows} rows failed"
+        return f"{tally.rows_failed} of all {tally.rows} rows failed"
     if over(tally.criteria_ungraded, max(criteria, tally.criteria_judged), max_failure_fraction):
         return (
-            f"{tally.criteria_ungraded} of the run's {max(criteria, tally.criteria_judged)} "
+            f"{tally.criteria_ungraded} of all {max(criteria, tally.criteria_judged)} "
             "criteria got no valid verdict"
         )
     return ""

@@ -110,7 +110,7 @@ def test_failed_rows_past_the_fraction_stop_the_run_naming_the_model(
     assert model.stats()["chat_requests"] <= 4 + 3 + ROWS_IN_FLIGHT - 1
     assert counts["rows_failed"] >= 3 and counts["rows_not_run"] >= 24 - 4 - 3 - 1, counts
     line = next(x for x in result.stderr.splitlines() if x.startswith("error:"))
-    assert f"of the run's 24 rows failed, more than runner.max_failure_fraction={FRACTION}" in line
+    assert f"of all 24 rows failed, more than runner.max_failure_fraction={FRACTION}" in line
     assert f"the model endpoint {model.base_url} answered 4 successes" in line, line
     assert result.stderr.strip().splitlines()[-1].endswith(f"resume={run_dir}")
     assert json.loads((run_dir / "status.json").read_text())["status"] == "failed"
