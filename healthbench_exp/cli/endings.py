@@ -56,6 +56,11 @@ def _ungraded(exc: BaseException, job: JobDir) -> Ending:
     return Ending("ungraded", EXIT_UNGRADED, str(exc), logged=True)
 
 
+def _over_fraction(exc: BaseException, job: JobDir) -> Ending:
+    assert isinstance(exc, run_stops.FailureShareExceeded)
+    return Ending(exc.status, exc.exit_code, str(exc), logged=True)
+
+
 def _refused(exc: BaseException, job: JobDir) -> Ending:
     message = str(exc)
     if not job.started:
@@ -89,6 +94,7 @@ def _unexpected(exc: BaseException, job: JobDir) -> Ending:
 ENDINGS: tuple[
     tuple[type[BaseException] | tuple[type[BaseException], ...], Callable[..., Ending]], ...
 ] = (
+    (run_stops.FailureShareExceeded, _over_fraction),  # halted: failures beyond the fraction
     (UnparseableJudge, _ungraded),  # stopped early: the judge sent no readable verdict
     ((ConfigError, DataError, FatalEndpointError), _refused),  # exit 2: fix, then run or resume
     (RunInterrupted, _interrupted),  # Ctrl-C, SIGTERM, SIGHUP, SLURM's limit: 130/143/129

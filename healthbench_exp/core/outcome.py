@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.summary import RunSummary
 
 EXIT_FAILED = 3
@@ -58,6 +59,18 @@ class Tally:
             failed_calls=failed_calls_text(summary),
         )
 
+    @classmethod
+    def of_counts(cls, counts: RunCounts) -> Tally:
+        """From the running counts of the rows finished so far (either task: a meta-eval row
+        never fails, its ungraded criterion is its row's)."""
+        return cls(
+            rows=counts.rows,
+            rows_scored=counts.scored,
+            rows_failed=counts.failed,
+            criteria_judged=counts.criteria_graded + counts.ungraded_criteria,
+            criteria_ungraded=counts.ungraded_criteria,
+        )
+
 
 def failed_calls_text(summary: RunSummary) -> str:
     """`the judge endpoint <url> answered: InternalServerError 66; ...`: each role's calls that
@@ -85,6 +98,30 @@ def _share(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
+def over(part: int, whole: int, max_failure_fraction: float) -> bool:
+    """Whether `part` failures of `whole` are more than `max_failure_fraction` of them (the
+    rule `run_outcome` holds failed rows and ungraded criteria to; 1.0: never)."""
+    return part > 0 and _share(part, whole) > max_failure_fraction
+
+
+def certainly_over(tally: Tally, criteria: int, max_failure_fraction: float) -> str:
+    """While a run goes on: why its end is certain to be over `max_failure_fraction` by
+    `run_outcome`'s rule, whatever its rows not yet finished give ('' while it is not).
+
+    `tally`: the rows finished so far; `criteria`: every criterion the run's rows send to the
+    judge. Failed rows only grow and the rows are fixed; ungraded criteria only grow and the
+    criteria judged at the end are at most `criteria`: so `over` against those bounds now is
+    `over` at the end."""
+    if over(tally.rows_failed, tally.rows, max_failure_fraction):
+        return f"{tally.rows_failed} of all {tally.rows} rows failed"
+    if over(tally.criteria_ungraded, max(criteria, tally.criteria_judged), max_failure_fraction):
+        return (
+            f"{tally.criteria_ungraded} of all {max(criteria, tally.criteria_judged)} "
+            "criteria got no valid verdict"
+        )
+    return ""
+
+
 def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -> Outcome:
     """The status, exit code and reason of a run that finished (not stopped by its budget).
 
@@ -95,9 +132,11 @@ def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -
     failed_share = _share(tally.rows_failed, tally.rows)
     ungraded_share = _share(tally.criteria_ungraded, tally.criteria_judged)
     nothing_scored = not tally.rows_scored
-    rows_over = tally.rows_failed > 0 and (failed_share > max_failure_fraction or nothing_scored)
-    criteria_over = tally.criteria_ungraded > 0 and (
-        ungraded_share > max_failure_fraction or nothing_scored
+    rows_over = over(tally.rows_failed, tally.rows, max_failure_fraction) or (
+        tally.rows_failed > 0 and nothing_scored
+    )
+    criteria_over = over(tally.criteria_ungraded, tally.criteria_judged, max_failure_fraction) or (
+        tally.criteria_ungraded > 0 and nothing_scored
     )
     if not (rows_over or criteria_over or nothing_scored):
         return Outcome("completed", 0, None)

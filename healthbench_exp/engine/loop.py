@@ -24,6 +24,7 @@ from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.data.rows import DataError
+from healthbench_exp.engine.fraction_stop import FractionStop
 from healthbench_exp.engine.progress import Progress
 from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -56,6 +57,7 @@ async def evaluate(
     settings: LoopSettings,
     on_result: Callable[[int, Result], None],
     healths: dict[str, EndpointHealth],
+    fraction: list[FractionStop] | None = None,
 ) -> None:
     """Run every item; call `on_result(position, result)` as each finishes. `items` is emptied
     as the rows start (`drain`): a started row's item is held by its row alone.
@@ -68,8 +70,10 @@ async def evaluate(
     propagates. An endpoint given up on (`model.health`: it answered nothing usable) halts the
     run (so does the budget): its waiting calls end `not run`, no request is sent to any
     endpoint after that, and the rows not yet started are each recorded `not run` at once,
-    without a call; `healths` (filled here, by role) says why. A batched judge is not watched
-    (its replies come when the batch ends).
+    without a call; `healths` (filled here, by role) says why. So does a run whose failed rows
+    or ungraded criteria are certain to pass `runner.max_failure_fraction`
+    (`engine.fraction_stop`, checked as each row finishes; appended to `fraction`, it says
+    why). A batched judge is not watched (its replies come when the batch ends).
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
@@ -88,6 +92,10 @@ async def evaluate(
             )
             opened.endpoint.on_attempt_failed = health.attempt_failed  # each attempt counts
             healths[name] = health
+
+    stop = FractionStop(task.criteria(items), runner.max_failure_fraction, halt, healths)
+    if fraction is not None:
+        fraction.append(stop)
 
     def client(name: str) -> Completer | None:
         completer = roles.completer(name)
@@ -115,6 +123,7 @@ async def evaluate(
         start_next()  # the place this row frees is filled in this pass of the loop
         on_result(position, result)
         progress.update(result)
+        stop.after_row(progress.counts)  # the halt, before the next row sends a call
 
     rows = drain(items)
 
@@ -155,6 +164,7 @@ async def evaluate_with_roles(
     on_result: Callable[[int, Result], None],
     healths: dict[str, EndpointHealth],
     counters: dict[str, object] | None = None,
+    fraction: list[FractionStop] | None = None,
 ) -> dict[str, object]:
     """Open the roles inside the running loop, evaluate `items` (emptied, see `evaluate`),
     close the roles; return their counters (`model.roles.OpenRoles.stats`). `healths` gets
@@ -165,7 +175,7 @@ async def evaluate_with_roles(
     ) as opened:
         started = time.monotonic()
         try:
-            await evaluate(task, items, opened, settings, on_result, healths)
+            await evaluate(task, items, opened, settings, on_result, healths, fraction)
         finally:
             if counters is not None:
                 counters.update(opened.stats(started))

@@ -50,6 +50,9 @@ class FirstRows(Generic[Item, Result]):
         self.sent = len(items)
         return items
 
+    def criteria(self, items: list[Item]) -> int:
+        return self.task.criteria(items)
+
     def continue_from(self, output_dir: Path) -> None:
         self.task.continue_from(output_dir)
 

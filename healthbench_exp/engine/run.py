@@ -43,6 +43,7 @@ from healthbench_exp.engine.endpoints import (
     resolve_keys,
 )
 from healthbench_exp.engine.estimate import estimate_run
+from healthbench_exp.engine.fraction_stop import FractionStop, raise_if_over_fraction
 from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
@@ -117,9 +118,10 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
                 summarizer.add(position, result)
 
             healths: dict[str, EndpointHealth] = {}
+            fraction: list[FractionStop] = []  # the failure-fraction stop, once evaluation began
             stats = run_async(
                 evaluate_with_roles(
-                    task, items, roles, urls, keys, loop, on_result, healths, counters
+                    task, items, roles, urls, keys, loop, on_result, healths, counters, fraction
                 )
             )
         usage = roles.usage(stats)
@@ -142,6 +144,8 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             finished += 1
         # what finished is written: now say why it ended
         raise_if_given_up(healths, output_dir, summary)
+        for stop in fraction:
+            raise_if_over_fraction(stop, output_dir, summary, config.runner.max_failure_fraction)
     except BaseException as exc:
         if counters and not accounted:  # cut short: what it paid is still the run's
             record_cut_short(settings, roles, counters, began, time.monotonic() - started)

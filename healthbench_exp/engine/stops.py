@@ -210,6 +210,15 @@ class ModelGaveNothing(QuotaExhausted):
     quota, the CLI adds the resume command."""
 
 
+class FailureShareExceeded(Exception):
+    """The failure-fraction stop halted the run (`engine.fraction_stop`): it ends with
+    `run_outcome`'s status and exit code (`failed` 3 or `ungraded` 5), resumable."""
+
+    def __init__(self, line: str, status: str, exit_code: int) -> None:
+        super().__init__(line)
+        self.status, self.exit_code = status, exit_code
+
+
 def raise_if_given_up(
     healths: dict[str, EndpointHealth], output_dir: Path, summary: RunSummary | None = None
 ) -> None:

@@ -99,6 +99,7 @@ class EndpointHealth:
         self.clock = clock
         self.successes = 0
         self.failures: Counter[str] = Counter()  # failed attempts since the last success, by kind
+        self.failures_in_run: Counter[str] = Counter()  # every failed attempt of the run, by kind
         self.since: float | None = None  # the last success, else the first call
         self.first_call: float | None = None
         self.last_errors: deque[str] = deque(maxlen=LAST_ERRORS)
@@ -127,6 +128,7 @@ class EndpointHealth:
         """One attempt brought nothing usable (`kind`: one of KINDS); `error` its text."""
         self._called()
         self.failures[kind] += 1
+        self.failures_in_run[kind] += 1
         if error:
             self._remember(error)
         self.check()
@@ -164,6 +166,11 @@ class EndpointHealth:
         """What it answered since its last success, by kind: `HTTP 5xx 40, refused ...`."""
         counted = [f"{kind} {self.failures[kind]}" for kind in KINDS if self.failures[kind]]
         return ", ".join(counted) or "nothing"
+
+    def answered_in_run(self) -> str:
+        """What it answered over the whole run: `42 successes; failed attempts: HTTP 5xx 80`."""
+        counted = [f"{k} {self.failures_in_run[k]}" for k in KINDS if self.failures_in_run[k]]
+        return f"{self.successes} successes; failed attempts: {', '.join(counted) or 'none'}"
 
     def _stop(self, why: str) -> None:
         self.dead = True

@@ -155,6 +155,10 @@ class Task(Protocol[Item, Result]):
     def items(self) -> list[Item]:
         """Load the data and return the rows to run, in order (DataError / ConfigError)."""
 
+    def criteria(self, items: list[Item]) -> int:
+        """How many criteria the rows `items` send to the judge, at most (the bound of the
+        failure-fraction stop, `core.outcome.certainly_over`); called after `items()`."""
+
     def concurrency(self, rows: int) -> int:
         """How many of the `rows` rows may run at once."""
 

@@ -113,9 +113,16 @@ class EvalTask:
             self.sampling.rollouts_per_example,
             self.completions.source.value,
             len(work) if sampled else 0,
-            sum(self.examples.criteria[item.position] for item in work),
+            self.criteria(work),
         )
         return work
+
+    def criteria(self, items: list[RowItem]) -> int:
+        """The criteria of the rows `items` (each row's example's rubric), after `items()`."""
+        per_example = getattr(self.examples, "criteria", None)  # `ExampleRows` counts them
+        if per_example is None:
+            return sum(len(self.examples[item.position].rubrics) for item in items)
+        return sum(per_example[item.position] for item in items)
 
     def concurrency(self, rows: int) -> int:
         return self.runner.max_concurrent  # (a batched judge: every row at once, see the engine)

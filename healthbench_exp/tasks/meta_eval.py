@@ -98,6 +98,10 @@ class MetaEvalTask:
         log.info("meta-eval: %d rows x %d repeats to grade", len(rows), len(work) // len(rows))
         return work
 
+    def criteria(self, items: list[MetaItem]) -> int:
+        """One criterion a row."""
+        return len(items)
+
     def continue_from(self, output_dir: Path) -> None:
         """Nothing yet: a meta-eval's resume takes its finished verdicts from the response
         cache (`meta_eval.jsonl` is not read back)."""

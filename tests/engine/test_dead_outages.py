@@ -109,10 +109,14 @@ def test_an_outage_mid_run_is_declared_within_60_s_of_its_start(
     loopback_server, tmp_path: Path
 ) -> None:
     """The judge answers its first 40 calls, then 500 for ever; the model's replies take 12 s,
-    so the run's rows go on for over a minute after the outage starts."""
+    so the run's rows go on for over a minute after the outage starts. The failure-fraction
+    stop is off: it halts such a run sooner (tests/engine/test_fraction_stop.py), this is the
+    dead-endpoint rule's own bound."""
     model = loopback_server(latency_ms=12_000)
     judge = loopback_server(fail_status=500, fail_after=40)
-    line, _ = run_against(model.base_url, judge.base_url, tmp_path / "run")
+    line, _ = run_against(
+        model.base_url, judge.base_url, tmp_path / "run", "runner.max_failure_fraction=1.0"
+    )
     found = re.search(r"no success in the (\d+) s since its last success", line)
     assert found and float(found.group(1)) <= 60, line
     assert judge.stats()["requests"] == 40

@@ -28,9 +28,9 @@ from healthbench_exp.config.schema import (
     WandbMode,
 )
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
-from healthbench_exp.core.outcome import Tally, run_outcome
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.loop import steady_collector
+from healthbench_exp.engine.stops import FailureShareExceeded
 from healthbench_exp.output.console import format_report
 from tests.grading.test_scoring import reference_aggregate
 
@@ -187,6 +187,8 @@ def test_refused_reply_fails_only_that_example(loopback_server, write_jsonl, tmp
     path = write_jsonl([make_row("fine"), refused])
     server = loopback_server()
     config = make_config(server.base_url, dataset=DatasetConfig(path=str(path)))
+    # the failure-fraction stop off (1 of 2 rows failed would halt the run): the other row goes on
+    config = replace(config, runner=replace(config.runner, max_failure_fraction=1.0))
     summary = run_eval(config, tmp_path / "out", {})
     assert summary["failures"] == [
         {
@@ -268,24 +270,26 @@ def test_a_run_with_criteria_ungraded_beyond_the_fraction_is_marked_partial(
     loopback_server, tmp_path
 ) -> None:
     """The judge fails a fifth of its calls (never all: it is not dead) and nothing retries
-    them: more criteria go ungraded than runner.max_failure_fraction; the scores cover part of
+    them: more criteria go ungraded than runner.max_failure_fraction, the run halts once that
+    is certain (one row at a time: the rows after it are not run); the scores cover part of
     the run, and summary.json, the console's table and report.html say so."""
     server = loopback_server(judge_error_rate=0.2, seed=3)
     config = make_config(server.base_url, sampling=SamplingConfig(num_examples=4))
-    runner = replace(config.runner, max_retries=0, max_failure_fraction=0.01)
-    summary = run_eval(replace(config, runner=runner), tmp_path, {})
+    runner = replace(config.runner, max_retries=0, max_failure_fraction=0.01, max_concurrent=1)
+    with pytest.raises(FailureShareExceeded) as stopped:
+        run_eval(replace(config, runner=runner), tmp_path, {})
+    summary = json.loads((tmp_path / "summary.json").read_text())
     counts = summary["counts"]
-    assert counts["ungraded_criteria"] > 0.01 * counts["criteria"] and not counts["rows_not_run"]
+    assert counts["ungraded_criteria"] > 0.01 * counts["criteria"] and counts["rows_not_run"]
     assert summary["partial"] is True
     table = format_report(RunSummary.from_dict(summary))
-    assert f"PARTIAL: {counts['rows_scored']} of 4 examples scored (0 not run" in table
+    assert f"PARTIAL: {counts['rows_scored']} of 4 examples scored (" in table
     report = (tmp_path / "report.html").read_text()
     assert "PARTIAL" in report and "of 4 examples scored" in report
     # the line it ends with names the endpoint, what it answered, and ends with the resume
-    message = run_outcome(Tally.of(RunSummary.from_dict(summary)), 0.01, tmp_path).message
-    assert message is not None and "more than runner.max_failure_fraction" in message
-    # (its URL too where summary.json holds the run's config, as the CLI's run does)
-    assert "(the judge endpoint answered: InternalServerError " in message
+    message = str(stopped.value)
+    assert stopped.value.status == "ungraded" and "more than runner.max_failure_fraction" in message
+    assert "the judge endpoint " in message and "HTTP 5xx " in message, message
     assert message.endswith(f"finish with: python -m healthbench_exp resume={tmp_path}")
 
 

@@ -25,9 +25,11 @@ def status_of(run_dir: Path) -> dict:
 def test_a_judge_that_fails_every_call_is_not_completed(tmp_path: Path) -> None:
     result = run_cli(
         *DEMO, "offline_server.judge_error_rate=1.0", "runner.max_retries=0",
-        # the dead-endpoint watch off (tests/engine/test_dead_endpoint.py has it on): every
-        # criterion is asked and fails, and the run still ends ungraded, never "not met"
+        # the dead-endpoint watch and the failure-fraction stop off (tests/engine/
+        # test_dead_endpoint.py and test_fraction_stop.py have them on): every criterion is
+        # asked and fails, and the run still ends ungraded, never "not met"
         "runner.dead_endpoint_calls=0", "runner.dead_endpoint_s=0",
+        "runner.max_failure_fraction=1.0",
         f"hydra.run.dir={tmp_path}",
     )  # fmt: skip
     assert result.returncode == 5, result.stderr
@@ -49,7 +51,9 @@ def test_ungraded_criteria_count_toward_max_failure_fraction(tmp_path: Path) -> 
     assert 0 < counts["ungraded_criteria"] < DEMO_CRITERIA and counts["rows_failed"] == 0
     assert summary["metrics"]["overall_score:n_samples"] > 0  # the rest is scored
     message = status_of(tmp_path / "strict")["error"]
-    assert message.startswith(f"{counts['ungraded_criteria']} of {DEMO_CRITERIA} criteria")
+    # stopped once more than 0.01 of the run's criteria were certain to go ungraded
+    assert message.startswith("stopped early: "), message
+    assert f"of all {DEMO_CRITERIA} criteria got no valid verdict" in message
     assert "more than runner.max_failure_fraction=0.01" in message and message in strict.stderr
     lenient = run_cli(
         *args, "runner.max_failure_fraction=1.0", f"hydra.run.dir={tmp_path / 'lenient'}"
@@ -88,7 +92,8 @@ def test_a_judge_that_fences_without_json_is_stopped_early(tmp_path: Path) -> No
 def test_the_early_stop_can_be_turned_off(tmp_path: Path) -> None:
     result = run_cli(
         *DEMO, "offline_server.fenced_rate=1.0", "judge.early_stop_unparseable=0",
-        "judge.max_parse_retries=0", f"hydra.run.dir={tmp_path}",
+        "judge.max_parse_retries=0", "runner.max_failure_fraction=1.0",  # every one asked
+        f"hydra.run.dir={tmp_path}",
     )  # fmt: skip
     assert result.returncode == 5, result.stderr
     rows = read_jsonl(tmp_path / "per_criterion.jsonl")

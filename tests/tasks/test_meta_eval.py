@@ -178,6 +178,8 @@ def test_ungraded_rows_are_left_out_and_reported(loopback_server, tmp_path) -> N
     server = loopback_server(malformed_rate=0.4, seed=5)
     config = meta_config(server.base_url)
     config = replace(config, judge=replace(config.judge, max_parse_retries=0))
+    # every row graded or not: the failure-fraction stop off (it would halt at the first)
+    config = replace(config, runner=replace(config.runner, max_failure_fraction=1.0))
     summary = run_eval(config, tmp_path, {})
     ungraded = summary["counts"]["rows_failed"]
     assert 0 < ungraded < 40
