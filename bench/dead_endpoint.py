@@ -1,7 +1,9 @@
 """How fast a dead judge is declared, and what is paid after: one run per way a provider fails.
 
 Each case runs `python -m healthbench_exp experiment=demo` (the 24 bundled rows, default
-settings but `runner.max_concurrent`) with the model on one built-in server (it answers; its
+settings but `runner.max_concurrent`, and `runner.max_failure_fraction=1.0`: the failure-fraction
+stop, which at its default 0.01 ends an outage mid-run sooner, is left out so that the
+dead-endpoint rule is what is measured) with the model on one built-in server (it answers; its
 request count is what was paid) and the judge on another with the fault, and prints the time
 from the judge's first call to its declaration (read from the stop line), the run's wall time,
 the model calls paid and the rows not run. Run from the repository root:
@@ -51,6 +53,7 @@ def run_case(name: str, fault: dict[str, object], rows_in_flight: int, timeout_s
             [
                 sys.executable, "-m", "healthbench_exp", "experiment=demo", "wandb=disabled",
                 "runner.progress=false", f"runner.max_concurrent={rows_in_flight}",
+                "runner.max_failure_fraction=1.0",
                 f"runner.request_timeout_s={timeout_s}", "model.builtin=false",
                 f"model.base_url={model.base_url}", "judge.builtin=false",
                 f"judge.base_url={judge.base_url}", f"hydra.run.dir={run_dir}",

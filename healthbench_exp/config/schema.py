@@ -143,7 +143,9 @@ class RunnerConfig:
     dead_endpoint_s: float = 45.0
     bootstrap_samples: int = 1000
     progress: bool = True
-    max_failure_fraction: float = 0.01  # exit non-zero when more rows than this share fail
+    # exit non-zero (partial) when more rows, or ungraded criteria, than this share fail; the
+    # run stops sending as soon as that is certain; 1.0: every row and criterion is tried
+    max_failure_fraction: float = 0.01
 
 
 @dataclass
