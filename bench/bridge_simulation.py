@@ -37,6 +37,7 @@ example's positive points, averaged over whether the consensus criterion is pres
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -331,3 +332,18 @@ def study(
                 )
             )
     return results
+
+
+def main() -> None:
+    """`python bench/bridge_simulation.py`: the worlds the study runs, one a line (the study
+    itself: `python bench/bridge_study.py`)."""
+    parser = argparse.ArgumentParser(
+        description="The bridge study's worlds (bench/bridge_study.py runs them)."
+    )
+    parser.parse_args()
+    for world in SCENARIOS:
+        print(world)
+
+
+if __name__ == "__main__":
+    main()

@@ -22,7 +22,7 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from bench.bridge_simulation import SCENARIOS, study
+from bridge_simulation import SCENARIOS, study  # beside this script (as bench/common.py is)
 
 
 def main() -> None:

@@ -65,7 +65,9 @@ def test_a_partial_run_says_so_in_its_report_and_in_the_comparison(tmp_path: Pat
     assert 'id="banner-PARTIAL"' in dom and 'id="banner-DEMO"' in dom
     assert "PARTIAL: budget.max_usd=0.05 reached" in dom
     compared = aggregate(str(run), "--out", str(tmp_path / "cmp"), cwd=tmp_path)
-    assert compared.returncode == 0, compared.stderr
+    # the comparison is written, and the exit says a run in it is not finished
+    assert compared.returncode == 1, compared.stderr
+    assert compared.stderr.strip().splitlines()[-1].endswith(f"resume={run}"), compared.stderr
     (row,) = json.loads((tmp_path / "cmp" / "sweep_summary.json").read_text())["jobs"]
     assert row["status"] == "partial" and row["banners"] == "DEMO PARTIAL"
     markdown = (tmp_path / "cmp" / "sweep_summary.md").read_text()
