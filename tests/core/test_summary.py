@@ -36,6 +36,7 @@ RUNS = {
         "sampling.num_examples=8",  # the parts, not the row count, are the point
         "sampling.rollouts_per_example=2",
         "offline_server.empty_reply_rate=0.3",
+        "runner.max_failure_fraction=1.0",  # every row tried, however soon the first fails
         "scoring.length_penalty_per_500_chars=0.0147",
     ),
     "eval_physician": (

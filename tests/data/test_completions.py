@@ -167,8 +167,6 @@ def test_file_completions_accept_plain_and_verifiers_replies(
         completions=CompletionsConfig(source=CompletionSource.file, path=str(path)),
         sampling=SamplingConfig(),
     )
-    # every row is tried: the failed one would otherwise stop the run (1 of 4 > 0.01)
-    config = replace(config, runner=replace(config.runner, max_failure_fraction=1.0))
     summary = run_eval(config, tmp_path / "out", {})
     rows = {(r["prompt_id"], r["rollout"]): r for r in read_jsonl(tmp_path / "out/examples.jsonl")}
     assert rows[a.prompt_id, 0]["completion"] == "Call emergency services."

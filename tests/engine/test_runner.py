@@ -41,7 +41,12 @@ def make_config(base_url: str, **changes) -> Config:
         judge=JudgeConfig(name="judge", base_url=base_url, api_key_env=None, max_parse_retries=8),
         dataset=DatasetConfig(difficulty="sample", source=DataSource.bundled, sha256=None),
         sampling=SamplingConfig(num_examples=8),
-        runner=RunnerConfig(progress=False, max_retries=6, bootstrap_samples=100),
+        # every row is tried (as the tests of failed rows and ungraded criteria expect): at the
+        # default 0.01 the failure-fraction stop would end such a run at its first failure if a
+        # row had not started yet, which depends on the machine's load; its own tests set it
+        runner=RunnerConfig(
+            progress=False, max_retries=6, bootstrap_samples=100, max_failure_fraction=1.0
+        ),
         wandb=WandbConfig(mode=WandbMode.disabled),
     )
     return replace(config, **changes)
