@@ -40,13 +40,13 @@ from healthbench_exp.engine.rates import (
 from healthbench_exp.grading.grader import grader_prompt, grader_template
 from healthbench_exp.model.cache import (
     CachedReply,
-    Profile,
     RequestKeys,
     ResponseCache,
     cache_dir,
     prompt_chars,
 )
 from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES, profile_history
+from healthbench_exp.model.cache_profiles import Profile
 from healthbench_exp.model.costs import unknown_tier
 from healthbench_exp.model.endpoint import messages_sent
 from healthbench_exp.model.roles import Role, Roles

@@ -29,10 +29,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.model.cache_claims import Claim, KeyClaims
 from healthbench_exp.model.cache_file import (
     directory_made,
     not_a_directory,
@@ -40,6 +41,7 @@ from healthbench_exp.model.cache_file import (
     open_read_only,
     writable,
 )
+from healthbench_exp.model.cache_profiles import Profile, profile_id
 from healthbench_exp.model.reply_json import tokens
 
 log = logging.getLogger(__name__)
@@ -120,65 +122,12 @@ def prompt_chars(messages: list[dict[str, str]]) -> int:
     return sum(len(m["content"]) for m in messages)
 
 
-@dataclass(frozen=True)
-class Profile:
-    """What makes replies alike in length: the role (`model` or `judge`), the model name, the
-    endpoint (its URL, or the built-in server's settings) and `settings`: the request parameters
-    but the model name (temperature, max_tokens, extra_body such as reasoning_effort) and the
-    system message. History is measured per profile."""
-
-    role: str
-    name: str
-    endpoint: str
-    settings: dict[str, object] = field(default_factory=dict)
-
-    @classmethod
-    def of(
-        cls, role: str, endpoint: str, params: Mapping[str, object], system_message: str | None
-    ) -> Profile:
-        """The profile of `role`'s calls with request `params` (`model.endpoint.request_body`)."""
-        settings = {k: v for k, v in params.items() if k != "model"}
-        settings["system_message"] = system_message
-        return cls(role, str(params.get("model", "")), endpoint, settings)
-
-    @property
-    def settings_json(self) -> str:
-        return json.dumps(self.settings, sort_keys=True)
-
-    def describe(self) -> str:
-        """`judge gpt-4.1 at https://... (max_tokens=2048, system_message='...', ...)`."""
-        shown = ", ".join(
-            f"{k}={_short(v)}" for k, v in sorted(self.settings.items()) if v is not None
-        )
-        return f"{self.role} {self.name} at {self.endpoint} ({shown or 'no settings'})"
-
-
-def _short(value: object, limit: int = 40) -> str:
-    text = repr(value) if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 # The log is copied back into the file (a checkpoint: two fsyncs, which hold the event loop and
 # every reply waiting on it for 10 to 70 ms) once it holds so many pages: SQLite's 1,000 meant a
 # checkpoint every ~200 replies (about 70 in a 2,000-row run); this, one every ~1,600 replies,
 # for at most 32 MB of log on disk.
 CHECKPOINT_PAGES = 8192
 LOOKUPS_FLUSH_EVERY = 2000  # a run's hit and miss counts are written after so many, and at close
-
-
-def profile_id(db: sqlite3.Connection, profile: Profile, create: bool) -> int | None:
-    """The id of `profile` (its model's name is part of it: two models at one endpoint with the
-    same settings are two profiles) in the file: registered if `create`, else None if unknown."""
-    identity = (profile.role, profile.name, profile.endpoint, profile.settings_json)
-    query = "SELECT id FROM profiles WHERE role = ? AND name = ? AND endpoint = ? AND settings = ?"
-    row = db.execute(query, identity).fetchone()
-    if row is None and create:
-        db.execute(
-            "INSERT OR IGNORE INTO profiles (role, name, endpoint, settings) VALUES (?, ?, ?, ?)",
-            identity,
-        )
-        row = db.execute(query, identity).fetchone()
-    return None if row is None else int(row[0])
 
 
 class ResponseCache:
@@ -197,6 +146,8 @@ class ResponseCache:
         self.unflushed = 0
         self.pending: dict[str, CachedReply] = {}  # stored but not yet committed (see `put`)
         self.batched = False  # the open transaction is committed by the event loop
+        self.claims = KeyClaims(directory)  # taken on a miss (`lookup`), if the file is written
+        self.releasing: list[Claim] = []  # released once the open transaction is committed
         problem = not_a_directory(directory) or directory_made(directory)
         if problem is not None:
             raise ConfigError(
@@ -268,6 +219,29 @@ class ResponseCache:
             self.flush_lookups()
         return reply
 
+    async def lookup(self, key: str, profile: int | None = None) -> CachedReply | Claim | None:
+        """The stored reply for `key` (as `get`), else its claim (`model.cache_claims`): send,
+        `put` the reply, then `release` the claim. While another call of `key` (another process
+        sharing the file, or this one) holds the claim, this waits; if that call stored its
+        reply, it is returned, counted as a hit rather than a miss. None: the key is not claimed
+        (the file is read-only, failed, or claims are off): send, and `put`."""
+        reply = self.get(key, profile)
+        if reply is not None or self.read_only or self.unusable is not None:
+            return reply
+        claimed = await self.claims.claim(key, lambda: self._lookup(key))
+        if isinstance(claimed, CachedReply):
+            counts = self.lookups.setdefault(profile, [0, 0])  # flushed meanwhile: a delta
+            counts[0], counts[1] = counts[0] + 1, counts[1] - 1
+        return claimed
+
+    def release(self, claim: Claim) -> None:
+        """Release a claim of `lookup` once the replies stored so far are committed (its own
+        among them, if it was paid): at once, or at the commit of the open transaction."""
+        if self.pending:
+            self.releasing.append(claim)
+        else:
+            claim.release()
+
     def _lookup(self, key: str) -> CachedReply | None:
         if self.unusable is not None:
             return self.memory.get(key)
@@ -325,16 +299,18 @@ class ResponseCache:
         return True
 
     def commit(self) -> None:
-        """Commit the replies stored since the last commit (see `put`)."""
-        if not self.pending:
-            return
-        try:
-            if self.unusable is None and self.db.in_transaction:
-                self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._failed(exc)
-            return
-        self.pending.clear()
+        """Commit the replies stored since the last commit (see `put`), then release the claims
+        waiting on it (`release`)."""
+        if self.pending:
+            try:
+                if self.unusable is None and self.db.in_transaction:
+                    self.db.execute("COMMIT")
+                self.pending.clear()
+            except sqlite3.Error as exc:
+                self._failed(exc)
+        releasing, self.releasing = self.releasing, []
+        for claim in releasing:
+            claim.release()
 
     def _failed(self, error: sqlite3.Error) -> None:
         """A write or commit failed: roll back, keep the uncommitted replies in memory, give up
@@ -398,3 +374,4 @@ class ResponseCache:
         with contextlib.suppress(sqlite3.Error):  # a failed file has been reported already
             self.flush_lookups(closing=True)
             self.db.close()
+        self.claims.release_all()

@@ -22,13 +22,9 @@ from healthbench_exp.core.endpoint_errors import (
     RequestFailed,
 )
 from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
-from healthbench_exp.model.cache import (
-    CachedReply,
-    Profile,
-    RequestKeys,
-    ResponseCache,
-    prompt_chars,
-)
+from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache, prompt_chars
+from healthbench_exp.model.cache_claims import Claim
+from healthbench_exp.model.cache_profiles import Profile
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.health import (
     BARE_429,
@@ -224,20 +220,26 @@ class ChatEndpoint:
         `prefix_key` groups calls that share a long prompt prefix; with `prompt_cache_key` on, it
         is sent so the provider's prompt cache can reuse that prefix (it does not change the reply,
         so it is not part of the response-cache key).
+        A miss is claimed (`ResponseCache.lookup`) until its reply is stored: another process
+        sharing the cache that misses the same key meanwhile waits for it, and replays it.
         Raises RequestFailed (this call failed for good) or FatalEndpointError (stop the run).
         """
         sent = self.messages_for(messages)
-        key = self.request_key(sent, tag) if self.cache is not None else ""
-        if self.cache is not None:
-            cached = self.cache.get(key, self.profile)
-            if cached is not None:
-                self.stats.cache_hits += 1
-                self.stats.replayed_prompt_tokens += cached.prompt_tokens
-                self.stats.replayed_completion_tokens += cached.completion_tokens
-                return Reply(cached.text, cached.prompt_tokens, cached.completion_tokens, True)
-        paid = await self._request(sent, prefix_key if self.config.prompt_cache_key else None)
-        if self.cache is not None:
-            self.cache.put(key, paid, self.profile)
+        cache = self.cache
+        key = self.request_key(sent, tag) if cache is not None else ""
+        found = await cache.lookup(key, self.profile) if cache is not None else None
+        if isinstance(found, CachedReply):
+            self.stats.cache_hits += 1
+            self.stats.replayed_prompt_tokens += found.prompt_tokens
+            self.stats.replayed_completion_tokens += found.completion_tokens
+            return Reply(found.text, found.prompt_tokens, found.completion_tokens, True)
+        try:
+            paid = await self._request(sent, prefix_key if self.config.prompt_cache_key else None)
+            if cache is not None:
+                cache.put(key, paid, self.profile)
+        finally:
+            if cache is not None and isinstance(found, Claim):
+                cache.release(found)  # once its reply is committed
         return Reply(paid.text, paid.prompt_tokens, paid.completion_tokens)
 
     async def _request(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
