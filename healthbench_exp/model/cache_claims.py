@@ -44,6 +44,11 @@ CLAIMS_DIR = "claims"
 FIRST_RETRY_S = 0.005
 LONGEST_RETRY_S = 0.05
 
+WAITING = (
+    "another process sharing the response cache %s is making some of this run's calls: this "
+    "run waits for their replies rather than paying for them again"
+)
+
 Answer = TypeVar("Answer")
 
 
@@ -79,6 +84,7 @@ class KeyClaims:
         self.directory = cache_directory / CLAIMS_DIR
         self.held: dict[str, Claim] = {}  # the keys this process has claimed, by key
         self.usable: bool | None = None if fcntl is not None else False  # None: not yet known
+        self.waited = False  # whether this process has waited on another's claim (said once)
 
     def ready(self) -> bool:
         """Whether keys are claimed, making the claims folder on the first call (a process
@@ -136,6 +142,9 @@ class KeyClaims:
                     return claim
                 claim.release()
                 return answer
+            if not self.waited:
+                self.waited = True
+                log.info(WAITING, self.directory.parent)
             await asyncio.sleep(delay)  # another process holds it: see LONGEST_RETRY_S
             delay = min(delay * 2, LONGEST_RETRY_S)
 
