@@ -1,7 +1,9 @@
 """The persistent response cache: every paid reply, stored once, so nothing is paid twice.
 
 One SQLite file in WAL mode: each reply is one autocommitted row, so a process killed with -9
-leaves no torn entry, and several processes (joblib jobs of one sweep) can share the file. The key
+leaves no torn entry, and several processes (joblib jobs of one sweep) can share the file; a key
+one of them misses is claimed until its reply is committed (`lookup`, `model.cache_claims`), so
+processes that miss it meanwhile wait and replay it rather than pay for it again. The key
 is a hash of the endpoint, every request parameter, the messages and a tag (rollout, attempt),
 so a re-run of the same config is answered from the cache, a new judge re-uses every model reply,
 and a new temperature re-samples.
