@@ -140,7 +140,7 @@ def test_a_read_only_cache_is_read_and_left_as_it_is(tmp_path: Path) -> None:
     cache.chmod(0o555)
     try:
         assert as_reader("touch", str(cache / "probe")).returncode != 0  # truly read-only
-        before = {p.name: p.read_bytes() for p in cache.iterdir() if p.is_file()}
+        before = {p.name: p.read_bytes() for p in cache.iterdir()}
         stats = module_as_reader("healthbench_exp.cache", "stats", "--dir", str(cache))
         assert stats.returncode == 0, stats.stderr
         assert "130 entries" in stats.stdout and "(read-only for this user)" in stats.stdout
@@ -165,7 +165,7 @@ def test_a_read_only_cache_is_read_and_left_as_it_is(tmp_path: Path) -> None:
                 assert round(summary["metrics"]["overall_score"], 4) == 0.2879
             else:  # another temperature: paid, and stored nowhere
                 assert "requests: model 24, judge 106" in run.stdout
-        assert {p.name: p.read_bytes() for p in cache.iterdir() if p.is_file()} == before
+        assert {p.name: p.read_bytes() for p in cache.iterdir()} == before
     finally:
         cache.chmod(0o755)
 
