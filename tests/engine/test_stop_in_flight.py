@@ -133,6 +133,28 @@ def test_no_grace_leaves_at_the_first_signal_and_counts_what_it_abandons(
     assert "2 requests abandoned in flight" in err.strip().splitlines()[-1]
 
 
+def test_the_end_of_the_grace_leaves_and_counts_what_is_still_in_flight(
+    loopback_server, tmp_path: Path
+) -> None:
+    server = loopback_server(latency_ms=HELD_MS)
+    run_dir = tmp_path / "run"
+    process = start_run(
+        *endpoint_args(server.base_url), "runner.max_concurrent=2", "runner.stop_grace_s=1",
+        f"cache.dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    started(server, 2)
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGHUP)
+    out, err = process.communicate(timeout=120)
+    took = time.monotonic() - signalled
+    assert process.returncode == 129, err
+    assert "waiting up to 1 s for their answers" in out
+    assert 1.0 <= took < PROMPT_S, f"{took:.1f} s from the signal to the exit"
+    (cut,) = invocations(run_dir)
+    assert abandoned(cut["usage"]) == 2
+    assert "2 requests abandoned in flight" in err.strip().splitlines()[-1]
+
+
 def group_members(pgid: int) -> list[str]:
     """The live processes (not zombies) of process group `pgid`: `pid command` each."""
     members = []
