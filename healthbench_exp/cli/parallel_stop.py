@@ -10,7 +10,8 @@ stopping (`<sweep dir>/.stopping`: a job that starts after it removes its folder
 passes the signal on to its worker processes (a Ctrl-C at a terminal reached them already),
 which end their jobs as interrupted and return; joblib's pool then ends as usual, and the
 callback's `on_multirun_end` writes the sweep's summary (`tell_sweep`) and exits 128 + the
-signal's number. A second signal does not wait for the jobs: it ends the sweep at once
+signal's number. A second signal does not wait for the jobs: it is passed on too (each job
+leaves at once, its requests in flight counted as abandoned) and ends the sweep at once
 (`cli.app.main` still writes the summary).
 """
 
@@ -83,15 +84,17 @@ def child_processes() -> list[int]:
 def stop_jobs(signum: int, frame: FrameType | None) -> None:
     """The main process's handler for the STOPPING_SIGNALS during a parallel sweep: mark the
     sweep stopping and pass the signal on to the workers (the pool goes on to its end, each job
-    ending at once); a second signal raises RunInterrupted."""
-    if _received:
-        raise RunInterrupted(signum)
+    ending once its requests in flight answered, `engine.grace`); a second signal is passed on
+    too (each job leaves at once, counting what it abandons) and raises RunInterrupted."""
+    second = bool(_received)
     _received.append(signum)
     with contextlib.suppress(OSError):
         (_stopping[0] / STOP_MARKER).touch()
     for pid in child_processes():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
+    if second:
+        raise RunInterrupted(signum)
 
 
 class ParallelStopCallback(Callback):

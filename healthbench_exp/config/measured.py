@@ -34,6 +34,7 @@ HOW_IT_RUNS: tuple[str, ...] = (
     "runner.stall_notice_s",
     "runner.dead_endpoint_calls",
     "runner.dead_endpoint_s",
+    "runner.stop_grace_s",
     "runner.progress",
     "runner.max_failure_fraction",
     "model.max_concurrency",

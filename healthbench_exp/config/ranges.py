@@ -92,6 +92,7 @@ NUMERIC_RANGES: dict[str, Range] = {
     "runner.stall_notice_s": SECONDS,
     "runner.dead_endpoint_calls": AT_LEAST_0,
     "runner.dead_endpoint_s": AT_LEAST_0,
+    "runner.stop_grace_s": AT_LEAST_0,
     "runner.bootstrap_samples": AT_LEAST_1,
     "runner.max_failure_fraction": SHARE,
     "budget.max_usd": Range(0, low_inclusive=False, nullable=True),

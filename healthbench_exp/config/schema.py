@@ -141,6 +141,10 @@ class RunnerConfig:
     # success, or at least 3 attempts failed and none succeeded for so long; 0: never
     dead_endpoint_calls: int = 30
     dead_endpoint_s: float = 45.0
+    # at a stopping signal (Ctrl-C, SIGTERM, SIGHUP): nothing new is sent, and the requests in
+    # flight (already paid) get so many seconds to answer; a second signal leaves at once; 0:
+    # leave at once (what was in flight is counted as abandoned, its cost estimated)
+    stop_grace_s: float = 15.0
     bootstrap_samples: int = 1000
     progress: bool = True
     # exit non-zero (partial) when more rows, or ungraded criteria, than this share fail; the

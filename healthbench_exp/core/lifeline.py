@@ -58,6 +58,26 @@ def preexec_die_with_parent() -> None:  # pragma: no cover - in the child betwee
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+# what the harness handles itself and then stops its helpers: Ctrl-C and a closed terminal's
+# SIGHUP, which reach the whole process group
+TERMINAL_STOPS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def preexec_ignoring(*signums: int) -> Callable[[], None]:
+    """For `Popen(preexec_fn=...)`: the child ignores `signums` from its birth (an ignored
+    disposition outlives exec, and Python leaves an ignored SIGINT ignored), so a signal sent
+    to the whole process group while it starts up (the W&B worker imports for seconds) cannot
+    end it before its own `main` would have ignored it; the harness stops it."""
+
+    def ignore() -> None:  # pragma: no cover - in the child between fork and exec
+        for signum in signums:
+            signal.signal(signum, signal.SIG_IGN)
+
+    return ignore
+
+
 def watch_parent(parent: int, on_gone: Callable[[], None], every: float = WATCH_S) -> None:
     """Call `on_gone` (in a daemon thread) once this process's parent is no longer `parent`."""
 

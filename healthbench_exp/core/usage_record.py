@@ -45,6 +45,12 @@ class RoleUsage(Record):
     # the service tiers the provider reported serving the paid calls at (`service_tier` of
     # each reply), counted; absent when no reply named one
     service_tiers: dict[str, int] | None = field(default=None, metadata=OMIT_NONE)
+    # requests sent and never answered (a stop cancelled them: a second Ctrl-C, the end of
+    # `runner.stop_grace_s`): maybe billed, so counted apart; absent when none
+    abandoned_in_flight: int | None = field(default=None, metadata=OMIT_NONE)
+    # their cost, ESTIMATED as the budget reserves a request (prompt characters / 4 and the
+    # endpoint's expected_completion_tokens at its price); not in `cost_usd`
+    abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 USAGE_FIELDS = (
@@ -106,6 +112,7 @@ class Invocation(Record):
     total_cost_usd: float | None
     budget: BudgetState | None
     jury: dict[str, RoleUsage] | None = field(default=None, metadata=OMIT_NONE)  # by member
+    abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)  # estimated
 
 
 @dataclass
@@ -118,6 +125,14 @@ class Usage(Record):
     invocations: list[Invocation] | None = field(default=None, metadata=OMIT_NONE)  # oldest first
     # a jury's further judges (`jury=[...]`), by model name: each its own usage and cost
     jury: dict[str, RoleUsage] | None = field(default=None, metadata=OMIT_NONE)
+    # the estimated cost of every role's requests abandoned in flight (`RoleUsage`), summed
+    # over the invocations; not in `total_cost_usd`; absent when none was abandoned
+    abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)
+
+    def abandoned(self) -> int:
+        """How many requests were abandoned in flight, over every role and invocation."""
+        roles = [self.model, self.judge, *(self.jury or {}).values()]
+        return sum(role.abandoned_in_flight or 0 for role in roles)
 
     def role(self, name: str) -> RoleUsage:
         """`model` or `judge`."""

@@ -25,6 +25,7 @@ from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.data.rows import DataError
 from healthbench_exp.engine.fraction_stop import FractionStop
+from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.engine.progress import Progress
 from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
@@ -128,6 +129,8 @@ async def evaluate(
     rows = drain(items)
 
     def start_next() -> None:
+        if halt.leaving:  # a stopping signal: no row starts (a resume runs it)
+            return
         taken = next(rows, None)
         if taken is not None:
             group.create_task(one(*taken))
@@ -165,14 +168,19 @@ async def evaluate_with_roles(
     healths: dict[str, EndpointHealth],
     counters: dict[str, object] | None = None,
     fraction: list[FractionStop] | None = None,
+    grace: StopGrace | None = None,
 ) -> dict[str, object]:
     """Open the roles inside the running loop, evaluate `items` (emptied, see `evaluate`),
     close the roles; return their counters (`model.roles.OpenRoles.stats`). `healths` gets
     each watched endpoint's `EndpointHealth`, by role (see `evaluate`); `counters` gets the
-    counters however the evaluation ends (a signal, a fatal error too: what was paid)."""
+    counters however the evaluation ends (a signal, a fatal error too: what was paid);
+    `grace` watches the open endpoints (`engine.grace`: a stopping signal waits for their
+    requests in flight)."""
     async with open_roles(
         roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.files
     ) as opened:
+        if grace is not None:
+            grace.attach(opened.endpoints, opened.halt)
         started = time.monotonic()
         try:
             await evaluate(task, items, opened, settings, on_result, healths, fraction)
@@ -214,13 +222,14 @@ def steady_collector(young_threshold: int = 20_000) -> Iterator[None]:
             gc.unfreeze()
 
 
-def run_async(coroutine: Awaitable[T]) -> T:
+def run_async(coroutine: Awaitable[T], grace: StopGrace | None = None) -> T:
     """Run on uvloop where it is installed (Linux, macOS), with a `steady_collector`: the event
     loop's own CPU per request roughly halves, which is what keeps hundreds of requests in
-    flight on one core."""
+    flight on one core. A stopping signal ends it with RunInterrupted, after `grace` for the
+    requests in flight (`engine.stops.interruptible`)."""
     with (
         steady_collector(),
         signal_handlers_kept(),
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,
     ):
-        return runner.run(interruptible(coroutine))  # SIGINT/SIGTERM: RunInterrupted
+        return runner.run(interruptible(coroutine, grace))  # SIGINT/SIGTERM: RunInterrupted

@@ -32,7 +32,7 @@ from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.outcome import Tally, run_outcome
-from healthbench_exp.core.run_files import RunFiles
+from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
 from healthbench_exp.engine.builtin import builtin_server
@@ -44,12 +44,13 @@ from healthbench_exp.engine.endpoints import (
 )
 from healthbench_exp.engine.estimate import estimate_run
 from healthbench_exp.engine.fraction_stop import FractionStop, raise_if_over_fraction
+from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
-from healthbench_exp.engine.stops import raise_if_given_up, signals_held
-from healthbench_exp.model.costs import cumulative_usage, record_invocation
+from healthbench_exp.engine.stops import RunInterrupted, raise_if_given_up, signals_held
 from healthbench_exp.model.health import EndpointHealth
+from healthbench_exp.model.invocations import cumulative_usage, record_invocation
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Roles
 from healthbench_exp.tasks.base import Measured, Task
@@ -119,10 +120,22 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
 
             healths: dict[str, EndpointHealth] = {}
             fraction: list[FractionStop] = []  # the failure-fraction stop, once evaluation began
+            grace = StopGrace(config.runner.stop_grace_s)  # a signal's wait for requests in flight
             stats = run_async(
                 evaluate_with_roles(
-                    task, items, roles, urls, keys, loop, on_result, healths, counters, fraction
-                )
+                    task,
+                    items,
+                    roles,
+                    urls,
+                    keys,
+                    loop,
+                    on_result,
+                    healths,
+                    counters,
+                    fraction,
+                    grace,
+                ),
+                grace,
             )
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
@@ -148,7 +161,9 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             raise_if_over_fraction(stop, output_dir, summary, config.runner.max_failure_fraction)
     except BaseException as exc:
         if counters and not accounted:  # cut short: what it paid is still the run's
-            record_cut_short(settings, roles, counters, began, time.monotonic() - started)
+            cut = record_cut_short(settings, roles, counters, began, time.monotonic() - started)
+            if isinstance(exc, RunInterrupted) and (note := abandoned_text(cut)):
+                exc.add(note)
         for sink in sinks[finished:]:
             sink.fail(exc)
         raise
@@ -197,11 +212,12 @@ def record_cut_short(
     counters: dict[str, object],
     began: datetime,
     wall_time_s: float,
-) -> None:
+) -> Usage:
     """Record the usage of an invocation a signal or an error cut short (its requests were
-    paid: a resume's summary sums every invocation's) in `invocations.jsonl`, whole even if a
-    second signal comes; an output that cannot be written loses this line only, not the
-    error that ended the run."""
+    paid: a resume's summary sums every invocation's; those abandoned in flight counted apart,
+    their cost estimated) in `invocations.jsonl`, whole even if a second signal comes; an
+    output that cannot be written loses this line only, not the error that ended the run.
+    Return that usage."""
     plain = settings.config_dict
     if plain is None:
         plain = json.loads(json.dumps(asdict(settings.config), default=str))
@@ -215,6 +231,27 @@ def record_cut_short(
             began,
             measured_fingerprint(plain),
         )
+    return Usage.from_dict(measured.usage)
+
+
+def abandoned_text(usage: Usage) -> str:
+    """`2 requests abandoned in flight (model 1, judge 1), about $0.0040 (estimated), counted
+    in invocations.jsonl` ('' when none was)."""
+    count = usage.abandoned()
+    if not count:
+        return ""
+    roles = {"model": usage.model, "judge": usage.judge, **(usage.jury or {})}
+    by_role = ", ".join(
+        f"{name} {role.abandoned_in_flight}"
+        for name, role in roles.items()
+        if role.abandoned_in_flight
+    )
+    cost = usage.abandoned_cost_usd
+    dollars = "an unknown cost (no price)" if cost is None else f"about ${cost:.4f} (estimated)"
+    return (
+        f"{count} request{'' if count == 1 else 's'} abandoned in flight ({by_role}), "
+        f"{dollars}, counted in {INVOCATIONS_FILE}"
+    )
 
 
 def estimate(task: Task[Item, Result], settings: RunSettings) -> dict[str, object]:

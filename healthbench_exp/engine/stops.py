@@ -1,13 +1,15 @@
 """How a run stops before its end: a signal, or a disk that refuses its output.
 
 - SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed: a tmux session or an ssh connection
-  ended) and SIGUSR2 become `RunInterrupted`: in the event loop they cancel
-  the run's main task, so every request slot, client, server and file is closed on the way out
-  (what finished is already in `examples.jsonl`); outside the loop the signal raises it where
-  the program is. The app records `status.json: interrupted` with the resume command and exits
-  128 + the signal's number (130, 143, 129, 140), without a traceback. SIGUSR2 is the warning SLURM
-  sends a job of the SLURM launchers before its time limit (submitit's `--signal=USR2@<s>`), and
-  SIGTERM what it sends at the limit or on scancel: either way the job ends resumable.
+  ended) and SIGUSR2 become `RunInterrupted`: in the event loop the first one halts the run and
+  lets its requests in flight answer for `runner.stop_grace_s` (`engine.grace`), then (or at a
+  second signal) cancels the run's main task, so every request slot, client, server and file is
+  closed on the way out (what finished is already in `examples.jsonl`); outside the loop the
+  signal raises it where the program is. The app records `status.json: interrupted` with the
+  resume command and exits 128 + the signal's number (130, 143, 129, 140), without a
+  traceback. SIGUSR2 is the warning SLURM sends a job of the SLURM launchers before its time
+  limit (submitit's `--signal=USR2@<s>`), and SIGTERM what it sends at the limit or on
+  scancel: either way the job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
   attempts was a success, or none in `runner.dead_endpoint_s` after 3 failed attempts) halts
   the run (nothing more is sent) and ends it once its rows are recorded and the summary
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import EndpointHealth
@@ -57,6 +60,12 @@ DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCE
 FAILED_EXIT_CODE = 1
 
 
+def signal_text(signum: int) -> str:
+    """`SIGINT (Ctrl-C)`, `SIGTERM`, ...: the signal's name and what it means."""
+    name = signal.Signals(signum).name
+    return f"{name}{WHY.get(name, '')}"
+
+
 class RunInterrupted(BaseException):
     """SIGINT, SIGTERM, SIGHUP or SIGUSR2 stopped the run. A BaseException, like
     KeyboardInterrupt, so that no `except Exception` on the way out mistakes it for a failure
@@ -64,13 +73,16 @@ class RunInterrupted(BaseException):
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
-        name = signal.Signals(signum).name
-        super().__init__(f"interrupted by {name}{WHY.get(name, '')}")
+        super().__init__(f"interrupted by {signal_text(signum)}")
 
     @property
     def exit_code(self) -> int:
         """The shell's convention for a process ended by a signal: 128 + its number."""
         return 128 + self.signum
+
+    def add(self, note: str) -> None:
+        """Add `note` to the line that tells the stop (what it abandoned in flight, counted)."""
+        self.args = (f"{self.args[0]}; {note}",)
 
 
 # the stopping signals `signals_interrupt` raised as RunInterrupted in its scope: an exception
@@ -148,10 +160,14 @@ def signal_handlers_kept() -> Iterator[None]:
                 signal.signal(s, handler)
 
 
-async def interruptible(coroutine: Awaitable[T]) -> T:
-    """Await `coroutine` as the loop's main task; the STOPPING_SIGNALS cancel it, and once it has
-    unwound (every `finally` and `async with` run) RunInterrupted is raised. Another signal
-    while it unwinds cancels again. A signal `signals_interrupt` received before, whose
+async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None) -> T:
+    """Await `coroutine` as the loop's main task; a STOPPING_SIGNAL stops it, and once it has
+    ended (every `finally` and `async with` run) RunInterrupted is raised.
+
+    The first signal, with a `grace` (`engine.grace`), halts the run and lets the requests in
+    flight answer: the task is cancelled when its grace ends, or at a second signal, unless it
+    ended first; without a grace (or nothing in flight) the signal cancels it at once. Another
+    signal while it unwinds cancels again. A signal `signals_interrupt` received before, whose
     exception Python dropped (raised in a finalizer), stops it before it starts."""
     task = asyncio.current_task()
     if threading.current_thread() is not threading.main_thread() or task is None:
@@ -163,24 +179,36 @@ async def interruptible(coroutine: Awaitable[T]) -> T:
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
+    timers: list[asyncio.TimerHandle] = []
+
     def on_signal(signum: int) -> None:
         received.append(signum)
+        if len(received) == 1 and grace is not None:
+            wait = grace.begin(signum, signal_text(signum))
+            if wait is not None:  # the task ends by itself once its rows in progress end
+                timers.append(loop.call_later(wait, task.cancel))
+                return
         task.cancel()
 
     previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
     for s in STOPPING_SIGNALS:
         loop.add_signal_handler(s, on_signal, s)
     try:
-        return await coroutine
+        result = await coroutine
     except asyncio.CancelledError:
         if received:
             raise RunInterrupted(received[0]) from None
         raise
     finally:
+        for timer in timers:
+            timer.cancel()
         for s, handler in previous.items():
             loop.remove_signal_handler(s)  # this resets the handler to the default: restore
             if handler is not None:
                 signal.signal(s, handler)
+    if received:  # halted by the signal, its requests in flight answered: it ended by itself
+        raise RunInterrupted(received[0])
+    return result
 
 
 def _leaves(exc: BaseException | None) -> Iterator[BaseException]:

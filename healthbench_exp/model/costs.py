@@ -5,24 +5,22 @@ response cache are counted apart (`replayed_*`): they were paid for once, by an 
 cost nothing now.
 
 A run may take several invocations (a budget stop, then `resume=`). Each appends its own usage
-to `<run dir>/invocations.jsonl` when it ends; `summary.json`'s `usage` is the sum over all of
-them, with the per-invocation breakdown under `usage.invocations`. `budget.max_usd` caps what
+to `<run dir>/invocations.jsonl` when it ends (`model.invocations`); `summary.json`'s `usage`
+is the sum over all of them, with the per-invocation breakdown under `usage.invocations`.
+Requests sent and never answered (a stop abandoned them in flight) are counted apart, with an
+estimate of their cost (`abandoned_*`). `budget.max_usd` caps what
 one invocation spends; in a sweep, what all its jobs spend together (`model.sweep_budget`), and
 `budget.max_usd_per_job` what each job spends.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Collection, Iterable, Mapping
 from typing import NoReturn, Protocol
 
 from healthbench_exp.config.endpoint import STANDARD_TIER, EndpointConfig, PriceConfig
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
-from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.summary import USAGE_FIELDS
 from healthbench_exp.model.reply_json import json_map, tokens
 
@@ -202,6 +200,7 @@ def usage_summary(
     """
     usage: dict[str, object] = {}
     total: float | None = 0.0
+    abandoned: list[float | None] = []  # the estimates of requests abandoned in flight
     for role, endpoint in endpoints.items():
         price = endpoint.price
         stats = json_map(endpoint_stats[role])
@@ -219,6 +218,7 @@ def usage_summary(
         elif used:
             cost = tier_cost_usd(endpoint, *counted)
         entry["cost_usd"] = cost
+        abandoned += _abandoned(entry, endpoint, stats)
         if stats.get("service_tiers"):  # the tiers the provider reported, counted
             entry["service_tiers"] = dict(json_map(stats["service_tiers"]))
         entry["price"] = {
@@ -230,124 +230,29 @@ def usage_summary(
         usage[role] = entry
         total = None if total is None or cost is None else total + cost
     usage["total_cost_usd"] = total
+    if abandoned:
+        usage["abandoned_cost_usd"] = sum_costs(abandoned)
     return usage
 
 
-def read_invocations(output_dir: Path) -> list[dict[str, object]]:
-    """The invocations of the run in `output_dir` recorded so far, oldest first."""
-    path = output_dir / INVOCATIONS_FILE
-    if not path.is_file():
+def _abandoned(
+    entry: dict[str, object], endpoint: EndpointConfig, stats: Mapping[str, object]
+) -> list[float | None]:
+    """Put a role's requests abandoned in flight (sent, never answered: maybe billed) in its
+    usage `entry`, with their ESTIMATED cost (None: no price), as the budget reserves a request
+    (`request_estimate_usd`: prompt characters / 4, `expected_completion_tokens`, the tier's
+    price); return [that estimate], or [] when none was abandoned."""
+    count = tokens(stats, "abandoned_in_flight")
+    if not count:
         return []
-    entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entry: object = json.loads(line)
-        except json.JSONDecodeError:  # a line cut short by a kill: that invocation is lost
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return entries
+    prompt = tokens(stats, "abandoned_prompt_chars") // CHARS_PER_TOKEN
+    estimate = tier_cost_usd(endpoint, prompt, 0, count * endpoint.expected_completion_tokens)
+    entry["abandoned_in_flight"] = count
+    entry["abandoned_cost_usd"] = estimate
+    return [estimate]
 
 
-def record_invocation(
-    files: RunFiles,
-    usage: Mapping[str, object],
-    budget: object,
-    started: datetime,
-    measured: str,
-) -> list[dict[str, object]]:
-    """Append this invocation's `usage` (and `budget`) to the run's `invocations.jsonl`
-    (through `files`); return the invocations of this run, this one last: the latest ones that
-    measured the same thing (`measured`: a fingerprint of the config), so a directory reused
-    for another config starts its sum afresh (the older lines stay in the file)."""
-    previous = read_invocations(files.directory)
-    entry: dict[str, object] = {
-        "invocation": len(previous) + 1,
-        "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "measured_config_sha256": measured,
-        "usage": usage,
-        "budget": budget,
-    }
-    files.append_invocation(entry)
-    same = [entry]
-    for earlier in reversed(previous):
-        if earlier.get("measured_config_sha256") != measured:
-            break
-        same.insert(0, earlier)
-    return same
-
-
-def _counters(entry: Mapping[str, object]) -> dict[str, object]:
-    """A role's usage entry without its price."""
-    return {k: v for k, v in entry.items() if k != "price"}
-
-
-def cumulative_usage(invocations: Sequence[Mapping[str, object]]) -> dict[str, object]:
-    """The usage of every invocation of a run, summed per role (prices: the last one's), with
-    `invocations`: each one's counters and cost. A cost is None when any invocation's is."""
-    usages = [json_map(i["usage"]) for i in invocations]
-    last = usages[-1]
-    usage: dict[str, object] = {}
-    for role in ("model", "judge"):
-        entries = [json_map(u[role]) for u in usages]
-        summed: dict[str, object] = {
-            name: sum(tokens(e, name) for e in entries) for name in USAGE_FIELDS
-        }
-        summed["cost_usd"] = _sum_or_none(e["cost_usd"] for e in entries)
-        tiers = _tier_counts(entries)
-        if tiers:
-            summed["service_tiers"] = tiers
-        summed["price"] = json_map(last[role])["price"]
-        usage[role] = summed
-    last_jury = json_map(last.get("jury"))
-    if last_jury:  # a jury's members: the same in every invocation
-        jury: dict[str, object] = {}
-        for name in last_jury:
-            members = [json_map(json_map(u.get("jury")).get(name)) for u in usages]
-            counted: dict[str, object] = {
-                field: sum(tokens(e, field) for e in members) for field in USAGE_FIELDS
-            }
-            counted["cost_usd"] = _sum_or_none(e.get("cost_usd", 0.0) for e in members)
-            if tiers := _tier_counts(members):
-                counted["service_tiers"] = tiers
-            jury[name] = {**counted, "price": json_map(last_jury[name])["price"]}
-        usage["jury"] = jury
-    usage["total_cost_usd"] = _sum_or_none(u["total_cost_usd"] for u in usages)
-    usage["invocations"] = [
-        {
-            "invocation": i["invocation"],
-            "started_at": i["started_at"],
-            "finished_at": i["finished_at"],
-            **{role: _counters(json_map(u[role])) for role in ("model", "judge")},
-            **(
-                {
-                    "jury": {
-                        name: _counters(json_map(entry))
-                        for name, entry in json_map(u["jury"]).items()
-                    }
-                }
-                if u.get("jury")
-                else {}
-            ),
-            "total_cost_usd": u["total_cost_usd"],
-            "budget": i["budget"],
-        }
-        for i, u in zip(invocations, usages, strict=True)
-    ]
-    return usage
-
-
-def _tier_counts(entries: Iterable[Mapping[str, object]]) -> dict[str, int]:
-    """The `service_tiers` counts of role entries, summed per tier."""
-    counts: dict[str, int] = {}
-    for entry in entries:
-        for tier, count in json_map(entry.get("service_tiers")).items():
-            counts[tier] = counts.get(tier, 0) + (count if isinstance(count, int) else 0)
-    return counts
-
-
-def _sum_or_none(values: Iterable[object]) -> float | None:
+def sum_costs(values: Iterable[object]) -> float | None:
     """The sum of costs; None when one is unknown (null, or not a number)."""
     total = 0.0
     for value in values:

@@ -313,6 +313,9 @@ class ChatEndpoint:
             sending()
             response = json_map(await self._post(body))
             success = True
+        except asyncio.CancelledError:  # sent, never answered: maybe paid, counted apart
+            stats.count_abandoned(prompt_chars(sent))
+            raise
         except HttpError as exc:
             if exc.status in (401, 403):
                 raise FatalEndpointError(

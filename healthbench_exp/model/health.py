@@ -65,11 +65,18 @@ class Halt:
 
     def __init__(self) -> None:
         self.reason = ""  # empty while the run goes on
+        self.leaving = False  # a stopping signal came: no row starts either (`leave`)
 
     def stop(self, reason: str) -> None:
         """Halt the run (the first reason is kept)."""
         if not self.reason:
             self.reason = reason
+
+    def leave(self, reason: str) -> None:
+        """A stopping signal: halt the run (`stop`) and start no more rows (a row not started
+        stays absent from the run's records, as at any interruption; a resume runs it)."""
+        self.stop(reason)
+        self.leaving = True
 
     def check(self) -> None:
         """Raise `EndpointStopped` if the run is halted (called before a request goes out)."""

@@ -26,9 +26,19 @@ class EndpointStats:
     reasoning_tokens: int = 0
     replayed_prompt_tokens: int = 0  # usage of the calls answered by the response cache
     replayed_completion_tokens: int = 0
+    # requests sent and never answered, cancelled by a stop (a second Ctrl-C, the end of
+    # `runner.stop_grace_s`, a fatal error): the endpoint may have done (and billed) the work;
+    # their prompts' characters, for the estimate of their cost (`model.costs`)
+    abandoned_in_flight: int = 0
+    abandoned_prompt_chars: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     # the service tiers the provider reported having served the paid calls at, counted
     service_tiers: dict[str, int] = field(default_factory=dict)
+
+    def count_abandoned(self, prompt_chars: int) -> None:
+        """Count one request sent and never answered (cancelled), of `prompt_chars`."""
+        self.abandoned_in_flight += 1
+        self.abandoned_prompt_chars += prompt_chars
 
     def count_paid(
         self, usage: Mapping[str, object], service_tier: str | None = None

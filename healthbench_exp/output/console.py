@@ -67,6 +67,13 @@ def format_usage(usage: Usage, ungraded: Mapping[str, int] | None = None) -> str
     lines.append(
         f"  total cost {_dollars(total)}" + (illustrative_note(illustrative) if total else "")
     )
+    if abandoned := usage.abandoned():  # sent, never answered (a stop): maybe billed
+        estimate = usage.abandoned_cost_usd
+        about = "an unknown sum" if estimate is None else f"about ${estimate:.4f}"
+        lines.append(
+            f"    + {about} for {abandoned} request{'s' * (abandoned != 1)} abandoned in flight "
+            "(estimated: sent, never answered)"
+        )
     return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.core.types import CriterionGrade
-from healthbench_exp.model.costs import read_invocations
+from healthbench_exp.model.invocations import read_invocations
 
 log = logging.getLogger(__name__)
 

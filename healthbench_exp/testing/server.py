@@ -41,7 +41,7 @@ from dataclasses import fields
 from typing import Any
 
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.core.lifeline import die_with_parent
+from healthbench_exp.core.lifeline import TERMINAL_STOPS, die_with_parent, preexec_ignoring
 from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.testing.limits import ROLES
 from healthbench_exp.testing.routes import OfflineServer, serve
@@ -147,6 +147,9 @@ class ServerProcess:
                 [sys.executable, "-m", module, "--port=0", parent, *self.args],
                 stdout=subprocess.PIPE,
                 text=True,
+                # Ctrl-C or a closed terminal reaches the harness's whole group: the run's
+                # requests in flight still get their answers, then the harness stops it
+                preexec_fn=preexec_ignoring(*TERMINAL_STOPS),
             )
         return self
 
@@ -202,8 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     args = argument_parser().parse_args(argv)
     if args.parent_pid is not None:
         die_with_parent(args.parent_pid)
-        if hasattr(signal, "SIGHUP"):  # a closed terminal: the harness stops us once it is done
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        for signum in TERMINAL_STOPS:  # Ctrl-C, a closed terminal: the harness stops us
+            signal.signal(signum, signal.SIG_IGN)
     server = OfflineServer(settings_from(args), args.require_key)
     with (
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from healthbench_exp.model.costs import USAGE_FIELDS, cumulative_usage, record_invocation
+from healthbench_exp.model.costs import USAGE_FIELDS
+from healthbench_exp.model.invocations import cumulative_usage, record_invocation
 from healthbench_exp.output.run_dir import RunDirectory
 from tests.e2e.test_e2e import run_cli
 from tests.output.test_tracking import offline_runs, wandb_env

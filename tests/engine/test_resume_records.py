@@ -16,7 +16,7 @@ import pytest
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.core.types import CriterionGrade, ExampleResult
 from healthbench_exp.data.healthbench import parse_example
-from healthbench_exp.model.costs import record_invocation
+from healthbench_exp.model.invocations import record_invocation
 from healthbench_exp.output.files import ResultWriter
 from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.tasks.records import read_records, records_to_continue

@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import secrets
+import signal
 import string
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import WandbConfig
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.lifeline import TERMINAL_STOPS, preexec_ignoring
 from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.version import __version__
 from healthbench_exp.output.wandb.mode import Readiness, resolve_mode
@@ -174,6 +176,9 @@ class Tracker:
                     stderr=stderr,
                     text=True,
                     encoding="utf-8",
+                    # a signal to the process group reaches the run, which finishes this W&B
+                    # run as interrupted: the worker ignores it from its start
+                    preexec_fn=preexec_ignoring(*TERMINAL_STOPS, signal.SIGTERM),
                 )
         except OSError as exc:
             self.warn(f"could not start ({exc}); nothing is tracked")
