@@ -27,14 +27,12 @@ from healthbench_exp.model.cache_claims import Claim
 from healthbench_exp.model.cache_profiles import Profile
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.health import (
-    BARE_429,
-    CLIENT_ERRORS,
     CONNECTION_ERRORS,
     NO_REPLY,
     REFUSED,
-    SERVER_ERRORS,
     UNUSABLE,
     Halt,
+    answer_failure,
 )
 from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
 from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
@@ -379,19 +377,6 @@ class ChatEndpoint:
         await self.sdk.close()
         if self.poster is not self.sdk:
             await self.poster.close()
-
-
-def answer_failure(status: int, headers: Mapping[str, str]) -> str:
-    """What kind of failed attempt an HTTP answer was (`model.health.KINDS`), '' for one that
-    is not: a success, or a 429 with rate-limit headers (a living endpoint pacing the run)."""
-    if status >= 500:
-        return SERVER_ERRORS
-    if status == 429:
-        paced = any(name.lower().startswith("x-ratelimit-") for name in headers)
-        return "" if paced else BARE_429
-    if status >= 400:
-        return CLIENT_ERRORS
-    return ""
 
 
 def messages_sent(config: EndpointConfig, messages: list[dict[str, str]]) -> list[dict[str, str]]:

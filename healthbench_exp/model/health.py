@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from healthbench_exp.core.completer import Completer, Reply
@@ -261,3 +261,16 @@ class Guarded:
         return await self.health.guard(
             self.inner.complete(messages, tag=tag, prefix_key=prefix_key)
         )
+
+
+def answer_failure(status: int, headers: Mapping[str, str]) -> str:
+    """What kind of failed attempt an HTTP answer was (`model.health.KINDS`), '' for one that
+    is not: a success, or a 429 with rate-limit headers (a living endpoint pacing the run)."""
+    if status >= 500:
+        return SERVER_ERRORS
+    if status == 429:
+        paced = any(name.lower().startswith("x-ratelimit-") for name in headers)
+        return "" if paced else BARE_429
+    if status >= 400:
+        return CLIENT_ERRORS
+    return ""

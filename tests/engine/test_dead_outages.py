@@ -22,8 +22,8 @@ import pytest
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.endpoint_errors import RequestFailed
 from healthbench_exp.core.outcome import EXIT_UNGRADED
-from healthbench_exp.model.endpoint import ChatEndpoint, answer_failure
-from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS
+from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS, answer_failure
 from healthbench_exp.model.transport import Transport
 from tests.e2e.test_e2e import run_cli
 
