@@ -288,7 +288,7 @@ def bridged(
     counts = Counts(*data.counts(), run.run_counts(), run.run_weights())
     score = float(run.means(estimator.weights(data.cells, counts))[0])
     draws = bootstrap(data, run, estimator, resamples, rng)[0][:, 0]
-    interval = estimator.interval(score, draws)
+    interval = estimator.interval(score, draws, data.cells, counts)
     return score, interval.low, interval.high
 
 

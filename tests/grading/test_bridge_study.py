@@ -18,12 +18,11 @@ import pytest
 from bench.bridge_simulation import SCENARIOS, Result, World, study
 from healthbench_exp.grading.bridge import ESTIMATORS
 
-# worlds where label_shift falls short of the bar today (docs/bridge.md says so): each checked
-# by a strict xfail below, so the day it meets the bar the test says to move it back (near 0.95:
-# coverage 0.935 here since the study runs the CLI's bootstrap, 0.90 on the study's own stream)
-SHORT_OF_THE_BAR = {
-    "true score near 0.05": "near the floor: coverage 0.925 (runs of 300, seed 0)",
-}
+# worlds where label_shift falls short of the bar (docs/bridge.md would say so), each checked by
+# a strict xfail below, so the day it meets the bar the test says to move it back: none since
+# the interval holds the percentiles where a stratum's pi is at a bound (near 0.05 it covered
+# 0.925 here without that)
+SHORT_OF_THE_BAR: dict[str, str] = {}
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
 ]
