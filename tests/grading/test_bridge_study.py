@@ -15,14 +15,21 @@ from dataclasses import replace
 
 import pytest
 
-from bench.bridge_simulation import SCENARIOS, Result, World, study
+from bench.bridge_simulation import BY_PAIR, SCENARIOS, Result, World, study
+from healthbench_exp.core.bridged import LABEL_SHIFT
 from healthbench_exp.grading.bridge import ESTIMATORS
 
 # worlds where label_shift falls short of the bar (docs/bridge.md would say so), each checked by
 # a strict xfail below, so the day it meets the bar the test says to move it back: none since
 # the interval holds the percentiles where a stratum's pi is at a bound (near 0.05 it covered
 # 0.925 here without that)
-SHORT_OF_THE_BAR: dict[str, str] = {}
+SHORT_OF_THE_BAR = {
+    # SPEC 7.5 pools se and sp together where n1 < 30: a negative stratum rarely met has few
+    # pairs with O met, so its sp (from hundreds with O not met) takes the sign's, 0.06 off its
+    # own: pi off by 0.1 in one stratum, clipped to 0 in the other (se and sp pooled apart:
+    # bias 0.000, coverage 0.95; docs/bridge.md)
+    "negative criteria met 0.01-0.03, their sp 0.84 and 0.72, +0.15": "bias -0.015 (seed 0)",
+}
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
 ]
@@ -30,7 +37,8 @@ UNCHANGED = [
 
 def label_shift_in(world: World) -> Result:
     """label_shift in one world of the reduced study (seeded by the world's name)."""
-    (result,) = study([world], replicates=200, resamples=60, seed=0, methods=("label_shift",))
+    found = study([world], replicates=200, resamples=60, seed=0, methods=(LABEL_SHIFT,))
+    (result,) = [r for r in found if r.method == LABEL_SHIFT]
     return result
 
 
@@ -42,6 +50,7 @@ def test_every_world_spec_7_5_lists_is_in_the_study() -> None:
     assert {w.run_examples for w in SCENARIOS} == {100, 250, 1000}
     assert any(w.strata_se for w in UNCHANGED) and any(w.reply_correlation for w in UNCHANGED)
     assert any(w.spread for w in UNCHANGED) and any(w.sparse for w in UNCHANGED)
+    assert any(w.negative_prevalence == (0.01, 0.03) and w.prevalence[0] < 0.5 for w in UNCHANGED)
     assert {round(w.shift, 2) for w in UNCHANGED} == {-0.15, 0.0, 0.15}
     assert set(SHORT_OF_THE_BAR) <= {w.name for w in UNCHANGED}
 
@@ -63,6 +72,18 @@ def test_label_shift_holds_bias_and_coverage_in_every_world_with_unchanged_rates
             pytest.xfail(SHORT_OF_THE_BAR[world.name])
         pytest.fail(f"{world.name} now meets the bar: move it out of SHORT_OF_THE_BAR ({r})")
     assert not short, (world.name, round(r.bias, 4), r.coverage)
+
+
+def test_a_judge_lenient_on_whole_replies_needs_the_bridge_resampled_by_example() -> None:
+    """The 150-example bridge whose judge is lenient or strict on a reply as a whole (runs of
+    1,000, as in the table): its pairs resampled one by one miss O's score (SPEC 7.5: 0.88), by
+    example they cover, with a wider interval."""
+    (world,) = [w for w in SCENARIOS if w.bridge_examples == 150 and w.reply_correlation]
+    found = {r.method: r for r in study([world], 200, 60, seed=0, methods=(LABEL_SHIFT,))}
+    by_example, by_pair = found[LABEL_SHIFT], found[BY_PAIR]
+    assert by_pair.coverage < 0.9 and by_example.coverage >= 0.93
+    assert by_pair.width < 0.8 * by_example.width
+    assert by_pair.bias == by_example.bias  # the same estimate, another interval
 
 
 def test_the_study_tells_a_biased_estimator_apart() -> None:
