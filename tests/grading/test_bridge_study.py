@@ -11,7 +11,10 @@ and seed it gives `bridge_run`'s numbers to the last digit (the last test)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +110,20 @@ def test_the_study_is_seeded() -> None:
     # seeded by the world's name: the same numbers whichever worlds run beside it
     beside = study([World("v", run_examples=100, bridge_examples=100), *world], 5, 20, seed=3)
     assert beside[len(ESTIMATORS) :] == first
+
+
+def test_the_table_says_where_an_interval_is_wider_than_needed() -> None:
+    """SPEC 7.5: coverage >= 0.99 is reported as wider than needed (`bench/bridge_study.py`; with
+    2 replicates each coverage is 0, 0.5 or 1)."""
+    script = Path(__file__).parents[2] / "bench" / "bridge_study.py"
+    table = subprocess.run(
+        [sys.executable, str(script), "--replicates", "2", "--resamples", "10"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")][2:]
+    assert len(rows) > 40
+    for row in rows:
+        assert row[6].endswith("(wider than needed)") == (float(row[6].split()[0]) >= 0.99), row
+    assert {r[1] for r in rows if "correlated" in r[0]} == {"label_shift", "calibration", BY_PAIR}
