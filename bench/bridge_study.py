@@ -5,8 +5,8 @@ is marked "wider than needed". Where a judge's errors are correlated within a re
 "label_shift, pairs one by one" gives the same estimate with the bridge's pairs resampled one
 by one (before revision 2) beside `label_shift`'s by example.
 
-    python bench/bridge_study.py --replicates 500  # the docs' table (about 9 min of one core)
-    python bench/bridge_study.py                   # 1000 replicates (about 17 min)
+    python bench/bridge_study.py --replicates 500  # the docs' table (about 14 min of one core)
+    python bench/bridge_study.py                   # 1000 replicates (about 28 min)
     python bench/bridge_study.py --replicates 200  # quicker, noisier
 
 Seeded: the same options print the same table (each world seeded by its name: its rows are
