@@ -14,9 +14,13 @@ grows with the criterion's points (from -points_spread at 3 points to +points_sp
 The new judge N says met with probability se_s where O said met and 1 - sp_s where O did
 not; se_s and sp_s are J's mean 0.5 + J / 2 moved by a per-stratum offset, the same for both
 models (`rates_change` moves se on the run's model only: a world where the assumption fails;
-`strata_se` sets se per stratum instead, cycling through its values). With
-`reply_correlation` r, each criterion's agreement draw is, with probability r, its reply's one
-shared uniform (a judge's errors correlated within a reply; the marginal rates unchanged).
+`strata_se` sets se per stratum instead, cycling through its values; `negative_sp` the sp of
+the two negative strata). With
+`reply_correlation` r, each of a reply's verdicts follows, with probability r, the reply's one
+leniency draw v (N says met where v < se_s if O said met, v < 1 - sp_s if not; the marginal
+rates unchanged): a judge lenient or strict on a reply as a whole, its errors correlated within
+the reply and all moving the reply's met share the same way. In such worlds the study also runs
+`label_shift` with the bridge's pairs resampled one by one (`BY_PAIR`), as before revision 2.
 `prevalence` and `negative_prevalence` set the ranges of the strata's base shares (true scores
 near 0 or 1).
 
@@ -43,8 +47,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from healthbench_exp.core.bridged import LABEL_SHIFT
 from healthbench_exp.grading.bridge.cells import BridgeData, Cells
 from healthbench_exp.grading.bridge.estimate import Counts, Estimator, Layout, bootstrap
+from healthbench_exp.grading.bridge.label_shift import LabelShift
 from healthbench_exp.grading.bridge.methods import ESTIMATORS
 
 POSITIVE_SLOTS = 8  # positive criteria per example, over AXES strata
@@ -53,6 +59,19 @@ NEGATIVE_SLOTS = 3  # negative criteria per example, over two strata
 CLUSTER_SHARE = 0.1  # share of examples with a consensus criterion (one cluster stratum)
 SPARSE_CLUSTERS = 12  # `sparse`: that many cluster strata, a consensus criterion in 30%
 SPARSE_SHARE = 0.3
+BY_PAIR = "label_shift, pairs one by one"  # the study's own variant (`LabelShiftByPair`)
+
+
+class LabelShiftByPair(LabelShift):
+    """`label_shift` with the bridge's pairs resampled one by one within stratum and sign (as
+    before revision 2) instead of by example: the study runs it beside `label_shift` where a
+    judge's errors are correlated within a reply, to show what resampling by example fixes."""
+
+    name = BY_PAIR
+    by_example = False
+
+
+STUDY_ESTIMATORS: dict[str, Estimator] = {**ESTIMATORS, BY_PAIR: LabelShiftByPair()}
 
 
 @dataclass(frozen=True)
@@ -69,7 +88,8 @@ class World:
     sparse: bool = False  # many rare cluster strata (pooled on both sides)
     rates_change: float = 0.0  # the judge's se on the run's model minus on the bridge's
     strata_se: tuple[float, ...] = ()  # se per stratum (cycled) instead of J's mean
-    reply_correlation: float = 0.0  # share of agreement draws shared within a reply
+    negative_sp: tuple[float, float] = (0.0, 0.0)  # sp of the two negative strata (0: J's mean)
+    reply_correlation: float = 0.0  # share of verdicts that follow the reply's leniency
     prevalence: tuple[float, float] = (0.3, 0.6)  # range of a positive stratum's base share
     negative_prevalence: tuple[float, float] = (0.1, 0.25)  # of a negative one's
 
@@ -97,13 +117,22 @@ SCENARIOS = (
         "bridge 150, errors correlated within a reply",
         bridge_examples=150,
         shift=0.15,
-        reply_correlation=0.5,
+        reply_correlation=0.8,
     ),
-    World("bridge 500, errors correlated within a reply", shift=0.15, reply_correlation=0.5),
+    World("bridge 500, errors correlated within a reply", shift=0.15, reply_correlation=0.8),
     World("run 100, +0.15", run_examples=100, shift=0.15),
     World("run 250, +0.15", run_examples=250, shift=0.15),
     World("true score near 0.05", prevalence=(0.05, 0.09), negative_prevalence=(0.01, 0.03)),
     World("true score near 0.95", prevalence=(0.93, 0.97), negative_prevalence=(0.01, 0.03)),
+    # negative criteria rarely met, as in the real data (their strata near pi 0)
+    World("negative criteria met 0.01-0.03", negative_prevalence=(0.01, 0.03)),
+    World("negative criteria met 0.01-0.03, +0.15", shift=0.15, negative_prevalence=(0.01, 0.03)),
+    World(
+        "negative criteria met 0.01-0.03, their sp 0.84 and 0.72, +0.15",
+        shift=0.15,
+        negative_prevalence=(0.01, 0.03),
+        negative_sp=(0.84, 0.72),
+    ),
     World("se 0.1 lower on the run's model (assumption broken)", shift=0.15, rates_change=-0.1),
 )
 
@@ -166,6 +195,7 @@ class WorldLayout:
         if world.strata_se:
             se = np.resize(np.array(world.strata_se), len(names))
         sp = np.clip(0.5 + world.j / 2 - tilt, 0.02, 0.99)
+        sp[-2:] = np.where(np.array(world.negative_sp) > 0, world.negative_sp, sp[-2:])
         return cls(
             cells,
             slot_stratum,
@@ -201,10 +231,15 @@ class WorldLayout:
         stratum[:, self.cluster_slot] = self.clusters[rng.integers(0, len(self.clusters), examples)]
         old = rng.random(shape) < prevalence
         agree = rng.random(shape)
-        if correlation:
-            shared = rng.random((examples, 1))
-            agree = np.where(rng.random(shape) < correlation, shared, agree)
         new = np.where(old, agree < se[stratum], agree >= self.sp[stratum])
+        if correlation:
+            # the reply's leniency: one draw v per reply; a criterion that takes it is met by N
+            # where v < se (O met) or v < 1 - sp (O not met): a low v, N lenient on the whole
+            # reply (more met where O said met and where it did not), a high v strict
+            lenient = rng.random((examples, 1))
+            shares = rng.random(shape) < correlation
+            by_reply = lenient < np.where(old, se[stratum], 1 - self.sp[stratum])
+            new = np.where(shares, by_reply, new)
         return stratum, old, new, present
 
 
@@ -288,7 +323,7 @@ def bridged(
     counts = Counts(*data.counts(), run.run_counts(), run.run_weights())
     score = float(run.means(estimator.weights(data.cells, counts))[0])
     draws = bootstrap(data, run, estimator, resamples, rng)[0][:, 0]
-    interval = estimator.interval(score, draws)
+    interval = estimator.interval(score, draws, data.cells, counts)
     return score, interval.low, interval.high
 
 
@@ -300,21 +335,23 @@ def study(
     methods: Sequence[str] = tuple(ESTIMATORS),
 ) -> list[Result]:
     """Every world's results per method (seeded by `seed` and the world's name: the same seed,
-    the same numbers for a world, whichever worlds run beside it)."""
+    the same numbers for a world, whichever worlds run beside it); in a world whose errors are
+    correlated within a reply, `BY_PAIR` after the methods where they include `label_shift`."""
     results = []
     for world in worlds:
         # seeded by the world's name: a world's numbers do not depend on which others run
         rng = np.random.default_rng([seed, *world.name.encode()])
         layout = WorldLayout.of(world, rng)
         expected = expected_score(world, layout)
-        estimators = [ESTIMATORS[m] for m in methods]
+        chosen = [*methods, *[BY_PAIR] * bool(world.reply_correlation and LABEL_SHIFT in methods)]
+        estimators = [STUDY_ESTIMATORS[m] for m in chosen]
         truth, found = [], []
         for _ in range(replicates):
             own, per = replicate(world, layout, rng, estimators, resamples)
             truth.append(own)
             found.append(per)
         own_all = np.array(truth)
-        for m, method in enumerate(methods):
+        for m, method in enumerate(chosen):
             score, low, high = (np.array([f[m][i] for f in found]) for i in range(3))
             error = score - own_all
             results.append(

@@ -13,7 +13,8 @@ criteria, a count); pi = clip((m - (1 - sp)) / (se + sp - 1), 0, 1); w(met) = se
 replacement (`integers`), then the bridge's examples (sorted by source and example) drawn with
 replacement within their source (one uniform each, in that order), each drawn example bringing
 all its pairs; the estimate +- 1.96 standard deviations of the resampled metric, clipped to
-[0, 1].
+[0, 1]; where a stratum with criteria in the run has pi at 0 or 1 in the estimate, each end
+moved out to the resampled metric's 2.5th or 97.5th percentile where that lies further out.
 """
 
 from __future__ import annotations
@@ -187,9 +188,18 @@ def shift_bootstrap(
             group = of_source[key[0]]
             drawn += by_example[group[int(u[i] * len(group))]]
         draws.append(metrics_of(scored_rows, shift_q(drawn, scored_rows, weight), weight))
+    at_bound = any(
+        row.run_n > 0 and row.pi in (0.0, 1.0)
+        for key, row in shift_table(pairs, scored_rows).items()
+        if key[0] != "pooled"
+    )
     out = {}
     for name, value in point.items():
         defined = [d[name] for d in draws if not np.isnan(d.get(name, np.nan))]
         std = float(np.std(defined))
-        out[name] = [max(0.0, value - 1.96 * std), min(1.0, value + 1.96 * std)]
+        low, high = max(0.0, value - 1.96 * std), min(1.0, value + 1.96 * std)
+        if at_bound:
+            low = min(low, float(np.percentile(defined, 2.5)))
+            high = max(high, float(np.percentile(defined, 97.5)))
+        out[name] = [low, high]
     return out

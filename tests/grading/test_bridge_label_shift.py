@@ -15,7 +15,6 @@ Pooled positive: n1 120, a 85; n0 110, b 75.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
@@ -25,13 +24,12 @@ from healthbench_exp.core.bridged import Bridged, BridgeStratum, SpreadCell
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.bridge.calibration import Calibration
 from healthbench_exp.grading.bridge.cells import BridgeData, Pair, RunRow
-from healthbench_exp.grading.bridge.checks import holdout_error
 from healthbench_exp.grading.bridge.estimate import BridgeRefused, Counts, Layout, bridge_run
 from healthbench_exp.grading.bridge.label_shift import LabelShift
 from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
 from healthbench_exp.grading.bridge.rates import rogan_gladen
 from tests.grading.bridge_oracle import make_pairs, metrics_of
-from tests.grading.bridge_shift_oracle import shift_bootstrap, shift_q, shift_table, table_of
+from tests.grading.bridge_shift_oracle import shift_bootstrap, shift_q, shift_table
 
 SHIFT = LabelShift()
 
@@ -271,50 +269,6 @@ def test_a_pooled_j_below_0_2_is_refused_in_one_line() -> None:
     assert bridge_refusal(edge, "label_shift") is None
 
 
-def test_holdout_uses_the_held_out_folds_own_met_share() -> None:
-    """Each fold's weights: se, sp from the other folds, m from the held-out fold's N verdicts."""
-    pairs = [Pair(0, f"e{i % 20}", p.stratum, p.points, p.new, p.old) for i, p in enumerate(PAIRS)]
-    cells = bridge_run([], pairs, 0, 1, SHIFT).cells
-    result = holdout_error(pairs, cells, SHIFT, 50, 3, folds=4)
-    examples = sorted({(0, p.example) for p in pairs})
-    order = np.random.default_rng(3).permutation(len(examples))
-    fold = {examples[j][1]: i % 4 for i, j in enumerate(order)}
-    errors = []
-    for f in range(4):
-        train = [p for p in pairs if fold[p.example] != f]
-        held = [p for p in pairs if fold[p.example] == f]
-
-        # the held-out pairs as the run: each pair's N verdict counted once, weighted by its
-        # points over its example's positive points
-        den = defaultdict(float)
-        for p in held:
-            den[p.example] += max(p.points, 0.0)
-        observed = [
-            (
-                p.stratum,
-                p.points > 0,
-                p.new,
-                1,
-                abs(p.points) / den[p.example] if den[p.example] else 0.0,
-            )
-            for p in held
-        ]
-        table = table_of(train, observed, set())
-
-        for example in sorted({p.example for p in held}):
-            mine = [p for p in held if p.example == example]
-            den = sum(p.points for p in mine if p.points > 0)
-            rows_of = [table[(p.stratum, p.points > 0)] for p in mine]
-            bridged = sum(
-                p.points * (r.w_met if p.new else r.w_not)
-                for p, r in zip(mine, rows_of, strict=True)
-            )
-            own = sum(p.points for p in mine if p.old)
-            errors.append((bridged - own) / den)
-    assert result.examples == len(errors)
-    assert result.mean == pytest.approx(sum(errors) / len(errors), abs=1e-12)
-
-
 def test_both_methods_are_registered_by_their_names() -> None:
     assert set(ESTIMATORS) == {"label_shift", "calibration"}
     assert all(ESTIMATORS[name].name == name for name in ESTIMATORS)
@@ -404,52 +358,6 @@ def test_a_run_stratum_the_bridge_never_saw_is_pooled_through_the_bootstrap() ->
     zzz = next(s for s in result.strata if s.stratum == "axis:zzz")
     assert zzz.pooled == ["bridge", "near_chance"] and (zzz.n_o_met, zzz.n_o_not) == (0, 0)
     assert result.ci["bridged_score"] is not None and result.q_draws.shape == (20, 10)
-
-
-def test_the_held_out_met_share_weighs_each_pair_by_its_examples_positive_points() -> None:
-    """A held-out example of one 1-point criterion (its share 1) and one of negative criteria
-    only (share 0: it is not scored) move m as the score would."""
-    base = [Pair(0, f"e{i % 20}", p.stratum, p.points, p.new, p.old) for i, p in enumerate(PAIRS)]
-    one = [Pair(0, f"one{i}", "axis:accuracy", 1.0, i % 3 == 0, i % 2 == 0) for i in range(40)]
-    negative = [Pair(0, f"neg{i}", "axis:accuracy", -2.0, True, False) for i in range(40)]
-    pairs = [*base, *one, *negative]
-    cells = bridge_run([], pairs, 0, 1, SHIFT).cells
-    result = holdout_error(pairs, cells, SHIFT, 10, 3, folds=4)
-    examples = sorted({(0, p.example) for p in pairs})
-    order = np.random.default_rng(3).permutation(len(examples))
-    fold = {examples[j][1]: i % 4 for i, j in enumerate(order)}
-    errors = []
-    for f in range(4):
-        train = [p for p in pairs if fold[p.example] != f]
-        held = [p for p in pairs if fold[p.example] == f]
-        den: dict[str, float] = defaultdict(float)
-        for p in held:
-            den[p.example] += max(p.points, 0.0)
-        observed = [
-            (
-                p.stratum,
-                p.points > 0,
-                p.new,
-                1,
-                abs(p.points) / den[p.example] if den[p.example] else 0.0,
-            )
-            for p in held
-        ]
-        table = table_of(train, observed, set())
-        for example in sorted({p.example for p in held if den[p.example] > 0}):
-            mine = [p for p in held if p.example == example]
-            bridged = sum(
-                p.points
-                * (
-                    table[(p.stratum, p.points > 0)].w_met
-                    if p.new
-                    else table[(p.stratum, p.points > 0)].w_not
-                )
-                for p in mine
-            )
-            errors.append((bridged - sum(p.points for p in mine if p.old)) / den[example])
-    assert result.examples == len(errors)
-    assert result.mean == pytest.approx(sum(errors) / len(errors), abs=1e-12)
 
 
 def test_rogan_gladen_is_written_once_for_scalars_and_arrays() -> None:

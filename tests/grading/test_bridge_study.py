@@ -11,18 +11,27 @@ and seed it gives `bridge_run`'s numbers to the last digit (the last test)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from bench.bridge_simulation import SCENARIOS, Result, World, study
+from bench.bridge_simulation import BY_PAIR, SCENARIOS, Result, World, study
+from healthbench_exp.core.bridged import LABEL_SHIFT
 from healthbench_exp.grading.bridge import ESTIMATORS
 
-# worlds where label_shift falls short of the bar today (docs/bridge.md says so): each checked
-# by a strict xfail below, so the day it meets the bar the test says to move it back (near 0.95:
-# coverage 0.935 here since the study runs the CLI's bootstrap, 0.90 on the study's own stream)
+# worlds where label_shift falls short of the bar (docs/bridge.md would say so), each checked by
+# a strict xfail below, so the day it meets the bar the test says to move it back: none since
+# the interval holds the percentiles where a stratum's pi is at a bound (near 0.05 it covered
+# 0.925 here without that)
 SHORT_OF_THE_BAR = {
-    "true score near 0.05": "near the floor: coverage 0.925 (runs of 300, seed 0)",
+    # SPEC 7.5 pools se and sp together where n1 < 30: a negative stratum rarely met has few
+    # pairs with O met, so its sp (from hundreds with O not met) takes the sign's, 0.06 off its
+    # own: pi off by 0.1 in one stratum, clipped to 0 in the other (se and sp pooled apart:
+    # bias 0.000, coverage 0.95; docs/bridge.md)
+    "negative criteria met 0.01-0.03, their sp 0.84 and 0.72, +0.15": "bias -0.015 (seed 0)",
 }
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
@@ -31,7 +40,8 @@ UNCHANGED = [
 
 def label_shift_in(world: World) -> Result:
     """label_shift in one world of the reduced study (seeded by the world's name)."""
-    (result,) = study([world], replicates=200, resamples=60, seed=0, methods=("label_shift",))
+    found = study([world], replicates=200, resamples=60, seed=0, methods=(LABEL_SHIFT,))
+    (result,) = [r for r in found if r.method == LABEL_SHIFT]
     return result
 
 
@@ -43,6 +53,7 @@ def test_every_world_spec_7_5_lists_is_in_the_study() -> None:
     assert {w.run_examples for w in SCENARIOS} == {100, 250, 1000}
     assert any(w.strata_se for w in UNCHANGED) and any(w.reply_correlation for w in UNCHANGED)
     assert any(w.spread for w in UNCHANGED) and any(w.sparse for w in UNCHANGED)
+    assert any(w.negative_prevalence == (0.01, 0.03) and w.prevalence[0] < 0.5 for w in UNCHANGED)
     assert {round(w.shift, 2) for w in UNCHANGED} == {-0.15, 0.0, 0.15}
     assert set(SHORT_OF_THE_BAR) <= {w.name for w in UNCHANGED}
 
@@ -66,6 +77,18 @@ def test_label_shift_holds_bias_and_coverage_in_every_world_with_unchanged_rates
     assert not short, (world.name, round(r.bias, 4), r.coverage)
 
 
+def test_a_judge_lenient_on_whole_replies_needs_the_bridge_resampled_by_example() -> None:
+    """The 150-example bridge whose judge is lenient or strict on a reply as a whole (runs of
+    1,000, as in the table): its pairs resampled one by one miss O's score (SPEC 7.5: 0.88), by
+    example they cover, with a wider interval."""
+    (world,) = [w for w in SCENARIOS if w.bridge_examples == 150 and w.reply_correlation]
+    found = {r.method: r for r in study([world], 200, 60, seed=0, methods=(LABEL_SHIFT,))}
+    by_example, by_pair = found[LABEL_SHIFT], found[BY_PAIR]
+    assert by_pair.coverage < 0.9 and by_example.coverage >= 0.93
+    assert by_pair.width < 0.8 * by_example.width
+    assert by_pair.bias == by_example.bias  # the same estimate, another interval
+
+
 def test_the_study_tells_a_biased_estimator_apart() -> None:
     """Calibration carries q over: right for the same model, about 0.1 off for another; label
     shift where the judge's rates change between the models."""
@@ -87,3 +110,20 @@ def test_the_study_is_seeded() -> None:
     # seeded by the world's name: the same numbers whichever worlds run beside it
     beside = study([World("v", run_examples=100, bridge_examples=100), *world], 5, 20, seed=3)
     assert beside[len(ESTIMATORS) :] == first
+
+
+def test_the_table_says_where_an_interval_is_wider_than_needed() -> None:
+    """SPEC 7.5: coverage >= 0.99 is reported as wider than needed (`bench/bridge_study.py`; with
+    2 replicates each coverage is 0, 0.5 or 1)."""
+    script = Path(__file__).parents[2] / "bench" / "bridge_study.py"
+    table = subprocess.run(
+        [sys.executable, str(script), "--replicates", "2", "--resamples", "10"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")][2:]
+    assert len(rows) > 40
+    for row in rows:
+        assert row[6].endswith("(wider than needed)") == (float(row[6].split()[0]) >= 0.99), row
+    assert {r[1] for r in rows if "correlated" in r[0]} == {"label_shift", "calibration", BY_PAIR}

@@ -75,7 +75,7 @@ class Calibration:
     revision = 1  # the first bridge, kept as it was
     by_example = False  # its pairs resampled one by one within stratum and sign, as it was
 
-    def interval(self, point: float, draws: np.ndarray) -> Interval:
+    def interval(self, point: float, draws: np.ndarray, cells: Cells, counts: Counts) -> Interval:
         """The 2.5th and 97.5th percentiles of the draws, as it was."""
         return percentile_interval(draws)
 

@@ -24,8 +24,9 @@ What every estimator shares (here):
   independently, the bridge (the weights recomputed from both, pooling included): its examples
   within each source (`Estimator.by_example`: `label_shift`) or its pairs within each stratum
   and sign (`calibration`); the interval's form is the estimator's (`Estimator.interval`:
-  `label_shift` the estimate +- 1.96 bootstrap standard deviations, `calibration` the 2.5th and
-  97.5th percentiles).
+  `label_shift` the estimate +- 1.96 bootstrap standard deviations, widened to the 2.5th and
+  97.5th percentiles too where a stratum's pi is at 0 or 1, `calibration` the 2.5th and 97.5th
+  percentiles).
 
 Pure: arrays in, `core.bridged` records out; no config, no files.
 """
@@ -213,8 +214,9 @@ class Estimator(Protocol):
     # rather than its pairs one by one (within each stratum and sign)
     by_example: bool
 
-    def interval(self, point: float, draws: np.ndarray) -> Interval:
-        """The 95% interval of a metric from its point estimate and bootstrap draws."""
+    def interval(self, point: float, draws: np.ndarray, cells: Cells, counts: Counts) -> Interval:
+        """The 95% interval of a metric from its point estimate, its bootstrap draws and the
+        counts the estimate came from."""
         ...
 
     def pooling_note(self, strata: int) -> str:
@@ -322,7 +324,7 @@ def bridge_run(
         defined = draws[:, j][~np.isnan(draws[:, j])]
         metrics[name] = None if np.isnan(point[j]) else float(point[j])
         ci[name] = (
-            estimator.interval(float(point[j]), defined).as_list()
+            estimator.interval(float(point[j]), defined, cells, counts).as_list()
             if len(defined) and not np.isnan(point[j])
             else None
         )

@@ -22,7 +22,10 @@ the reply. Per stratum s (with its sign):
 In a bootstrap resample every step is recomputed, pooling included; a resample whose pooled J
 falls to 0 or below (possible only near the refusal's bound) divides by a tiny positive J. The
 bootstrap draws the bridge's examples within each source (`by_example`), and the interval is
-the estimate +- 1.96 bootstrap standard deviations (`interval`).
+the estimate +- 1.96 bootstrap standard deviations, clipped to [0, 1]; where the estimate has
+some stratum of the run at a bound (pi clipped to 0 or 1), it is widened to hold the 2.5th and
+97.5th percentiles of the draws too (`interval`; the study chose this form: see
+docs/bridge.md).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from healthbench_exp.core.bridged import (
     BridgeStratum,
     SpreadCell,
 )
-from healthbench_exp.core.intervals import Interval, normal_interval
+from healthbench_exp.core.intervals import Interval, normal_interval, percentile_interval
 from healthbench_exp.grading.bridge.cells import MIN_PAIRS, POOLED, Cells
 from healthbench_exp.grading.bridge.estimate import Counts
 from healthbench_exp.grading.bridge.rates import error_rates, rogan_gladen
@@ -187,11 +190,24 @@ class LabelShift:
     revision = REVISION
     by_example = True  # revision 2: a reply's verdicts travel together
 
-    def interval(self, point: float, draws: np.ndarray) -> Interval:
+    def interval(self, point: float, draws: np.ndarray, cells: Cells, counts: Counts) -> Interval:
         """point +- 1.96 bootstrap standard deviations, clipped to [0, 1] (revision 2, as the
-        headline's): near the ceiling pi is clipped at 1 in many resamples, which makes the
-        percentile interval lopsided while the error is symmetric."""
-        return normal_interval(point, float(np.std(draws)))
+        headline's: near the ceiling pi is clipped at 1 in many resamples, which makes the
+        percentile interval lopsided while the error is symmetric); where the estimate has a
+        stratum of the run at a bound (`at_bound`), the smallest interval holding both that and
+        the draws' 2.5th and 97.5th percentiles: there the resamples cannot cross the bound, so
+        their standard deviation understates the estimate's error away from it (the study:
+        coverage 0.925 near a true score of 0.05 without it)."""
+        normal = normal_interval(point, float(np.std(draws)))
+        if not self.at_bound(cells, counts):
+            return normal
+        spread = percentile_interval(draws)
+        return Interval(min(normal.low, spread.low), max(normal.high, spread.high))
+
+    def at_bound(self, cells: Cells, counts: Counts) -> bool:
+        """Whether some stratum with graded criteria in the run has pi clipped to 0 or 1."""
+        s = Shift.of(cells, counts)
+        return bool(((s.run_n > 0) & ((s.pi <= 0) | (s.pi >= 1))).any())
 
     def pooling_note(self, strata: int) -> str:
         return (
