@@ -51,11 +51,15 @@ class FractionStop:
             return
         role = MODEL if over(tally.rows_failed, tally.rows, self.max_failure_fraction) else JUDGE
         health = self.healths.get(role)
-        endpoint = (
-            f"the {role} endpoint {health.url} answered {health.answered_in_run()}"
-            if health is not None
-            else f"the {role} endpoint's answers failed"
-        )
+        if health is not None:
+            endpoint = f"the {role} endpoint {health.url} answered {health.answered_in_run()}"
+        elif role == MODEL:  # no model endpoint opened: the replies come from completions=
+            endpoint = (
+                "no model endpoint was called: the failed rows have no reply in the "
+                "completions source (completions.source; examples.jsonl gives each one's error)"
+            )
+        else:  # a judge not watched (a batched one)
+            endpoint = f"the {role} endpoint's answers failed"
         self.reason = (
             f"{why}, more than runner.max_failure_fraction={self.max_failure_fraction} of them "
             f"whatever the rest gives; {endpoint}"
