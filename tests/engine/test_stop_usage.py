@@ -4,8 +4,8 @@ the resume command the last line on the console and in healthbench.log), and the
 they cut short records its usage in `invocations.jsonl`, so after `resume=` the run's usage is
 the sum over its invocations and matches what the endpoint counted.
 
-End to end: `python -m healthbench_exp` in a process of its own, a real signal, against a
-loopback endpoint whose `/stats` outlive the runs.
+End to end: `python -m healthbench_exp` in a process of its own, a real signal, as a user
+sends it (`tests.signal_runs.stop_signalled`).
 """
 
 from __future__ import annotations

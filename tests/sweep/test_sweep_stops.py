@@ -5,8 +5,8 @@ own overrides; `aggregate` exits 1 until each is finished by the command given, 
 every job completed. The sweep's cost is the sum over every invocation, matching what the
 endpoint received.
 
-End to end: `python -m healthbench_exp -m` in a process of its own, a real signal, against a
-loopback endpoint whose `/stats` outlive the runs.
+End to end: `python -m healthbench_exp -m` in a process of its own, a real signal
+(`tests.signal_runs.stop_signalled`: the set-up it shares with tests/engine/test_stop_usage.py).
 """
 
 from __future__ import annotations
