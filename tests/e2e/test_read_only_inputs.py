@@ -1,8 +1,9 @@
 """A finished run and a finished sweep are inputs, read-only to every command but their owner.
 
 End to end, as a user types them: a finished eval run (graded by the reference grader with a
-jury, so it can be a bridge's source), a finished meta-eval run, a finished 2-job sweep and the
-data file they read are made once; every file under them is hashed (sha256 of its bytes, and its
+jury, so it can be a bridge's source), a finished meta-eval run, the demo as it comes (its W&B
+run offline, in the run's folder), a finished 2-job sweep and the data files they read are made
+once; every file under them is hashed (sha256 of its bytes, and its
 mtime); then each command that reads a finished run is run on them: `resume=` (a completed run
 is left as it is), `aggregate --out` elsewhere, `report` (W&B, no login here), `regrade=`,
 `bridge.runs=`, `calibration.meta_eval_run=`, the cache commands that only read, and starts
@@ -51,13 +52,19 @@ class Finished:
             root / "run", self.cache, *AS_OLD, "jury=[offline]", f"dataset.path={self.data}"
         )
         self.meta = run(root / "meta", self.cache, "task=meta_eval")
+        self.demo = root / "demo"  # the demo as it comes: its W&B run offline, in its folder
+        made = run_cli(
+            "experiment=demo", "runner.progress=false", "sampling.num_examples=4",
+            f"hydra.run.dir={self.demo}", env=self.env,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr[-3000:]
         self.sweep = root / "sweep"
         made = run_cli(
             "-m", *JUDGES, "sampling.num_examples=2", "sampling.temperature=0,1",
             f"hydra.sweep.dir={self.sweep}", env=self.env,
         )  # fmt: skip
         assert made.returncode == 0, made.stderr[-3000:]
-        self.inputs = (self.run, self.meta, self.sweep, self.data, self.target)
+        self.inputs = (self.run, self.meta, self.demo, self.sweep, self.data, self.target)
 
     def elsewhere(self, name: str) -> Path:
         """A new directory for a command's own outputs, beside the inputs."""
@@ -78,7 +85,7 @@ def unchanged(finished: Finished, before: Snapshot) -> None:
 
 def test_resuming_a_completed_run_or_a_sweep_job_leaves_it_as_it_is(finished: Finished) -> None:
     before = snapshot(*finished.inputs)
-    for directory in (finished.run, finished.meta, finished.sweep / "1"):
+    for directory in (finished.run, finished.meta, finished.demo, finished.sweep / "1"):
         result = run_cli(f"resume={directory}", env=finished.env)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "nothing to resume, nothing sent, nothing written" in result.stdout
@@ -90,7 +97,10 @@ def test_resuming_a_completed_run_or_a_sweep_job_leaves_it_as_it_is(finished: Fi
 
 def test_aggregate_reads_a_sweep_and_writes_only_where_it_is_told(finished: Finished) -> None:
     before = snapshot(*finished.inputs)
-    for name, sources in (("sweep", [finished.sweep]), ("runs", [finished.run, finished.sweep])):
+    for name, sources in (
+        ("sweep", [finished.sweep]),
+        ("runs", [finished.run, finished.demo, finished.sweep]),
+    ):
         out = finished.elsewhere(f"aggregate-{name}")
         result = run_module("healthbench_exp.aggregate", *map(str, sources), "--out", str(out))
         assert result.returncode == 0, result.stderr[-2000:]
