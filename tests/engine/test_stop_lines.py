@@ -56,6 +56,12 @@ def test_failed_rows_of_a_completions_file_do_not_blame_a_model_endpoint(
     assert missing in line, line
     assert "(model 0 calls, judge " in line, line
     assert result.stderr.strip().splitlines()[-1].endswith(f"resume={run_dir}")
+    # the file fixed, the resume the line ends with grades every row
+    write_jsonl([{"prompt_id": e.prompt_id, "completion": "Rest."} for e in examples], replies.name)
+    resumed = run_cli(f"resume={run_dir}")
+    assert resumed.returncode == 0, resumed.stderr
+    counts = json.loads((run_dir / "summary.json").read_text())["counts"]
+    assert counts["rows_failed"] == counts["rows_not_run"] == 0 and counts["rows_scored"] == 6
 
 
 def meta_eval_spent(line: str) -> re.Match[str] | None:
