@@ -89,9 +89,10 @@ def test_resuming_a_completed_run_or_a_sweep_job_leaves_it_as_it_is(finished: Fi
         result = run_cli(f"resume={directory}", env=finished.env)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "nothing to resume, nothing sent, nothing written" in result.stdout
-    # a completed run is left as it is, whatever the command line would change
-    changed = run_cli(f"resume={finished.run}", "sampling.temperature=0.5", env=finished.env)
+    # a completed run is left as it is, with a change to how it would run too
+    changed = run_cli(f"resume={finished.run}", "runner.max_concurrent=4", env=finished.env)
     assert changed.returncode == 0, changed.stderr[-2000:]
+    assert "nothing to resume, nothing sent, nothing written" in changed.stdout
     unchanged(finished, before)
 
 
@@ -162,6 +163,8 @@ def test_a_refused_start_leaves_the_data_file_and_an_existing_run_untouched(
         run_cli(*JUDGES, f"dataset.path={finished.data}", "sampling.temperature=3",
                 f"hydra.run.dir={finished.elsewhere('refused')}", env=finished.env),
         run_cli(f"resume={finished.sweep}", env=finished.env),  # a sweep, not a run
+        # a change to what the run measured (its temperature was 0.5)
+        run_cli(f"resume={finished.run}", "sampling.temperature=1", env=finished.env),
     ]  # fmt: skip
     for result in refused:
         assert result.returncode == 2, result.stderr[-2000:]
