@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests import zygote
 from tests.cli.test_run_lock import lines, start_run, wait_for
 from tests.conftest import LoopbackServer
-from tests.e2e.test_e2e import run_cli
 from tests.engine.test_resume_records import endpoint_args
 
 IN_FLIGHT = 3  # runner.max_in_flight: at most this many calls are cut short by the signal
@@ -83,8 +83,11 @@ def jobs_run(sweep_dir: Path) -> list[Path]:
 def run_sweep(
     sweep_dir: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """`python -m healthbench_exp -m <args> hydra.sweep.dir=<sweep_dir>` to its end."""
-    return run_cli("-m", *args, f"hydra.sweep.dir={sweep_dir}", env=env)
+    """`python -m healthbench_exp -m <args> hydra.sweep.dir=<sweep_dir>` to its end, with `env`
+    as its whole environment (default: this one's). Not `run_cli`, which lays its `env` over
+    this one's: a key `no_key_env` left out would come back from the developer's shell (and a
+    job refused for want of it would run, on the real API)."""
+    return zygote.run("-m", *args, f"hydra.sweep.dir={sweep_dir}", env=env)
 
 
 def refused_sweep(
