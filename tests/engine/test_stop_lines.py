@@ -34,7 +34,9 @@ def test_failed_rows_of_a_completions_file_do_not_blame_a_model_endpoint(
     tmp_path: Path, write_jsonl: Any
 ) -> None:
     """2 of 6 rows of the file have no reply (null): more than 0.01 of the rows fail, the run
-    stops, and its line says the replies are missing, not that a model endpoint failed."""
+    stops, and its line says the replies are missing, not that a model endpoint failed, with
+    the run's final count of failed rows (the stop came at the first; the second was in
+    flight)."""
     examples = load_examples(DatasetConfig(source=DataSource.bundled))[:6]
     replies = write_jsonl(
         [
@@ -56,6 +58,10 @@ def test_failed_rows_of_a_completions_file_do_not_blame_a_model_endpoint(
     assert missing in line, line
     assert "(model 0 calls, judge " in line, line
     assert result.stderr.strip().splitlines()[-1].endswith(f"resume={run_dir}")
+    stopped = json.loads((run_dir / "summary.json").read_text())["counts"]
+    failed = re.search(r"stopped early: (\d+) of all 6 rows failed", line)
+    assert failed is not None, line
+    assert int(failed[1]) == stopped["rows_failed"], (line, stopped)  # the end's, not the stop's
     # the file fixed, the resume the line ends with grades every row
     write_jsonl([{"prompt_id": e.prompt_id, "completion": "Rest."} for e in examples], replies.name)
     resumed = run_cli(f"resume={run_dir}")
@@ -90,6 +96,10 @@ def test_a_meta_eval_stopped_by_the_failure_fraction_says_what_it_spent(
     spent = meta_eval_spent(line)
     assert spent is not None, line
     counts = json.loads((run_dir / "summary.json").read_text())["counts"]
+    # each row is one verdict: rows, not criteria; the count at the end, the in-flight rows in
+    ungraded = re.search(rf"stopped early: (\d+) of all {META_EVAL_ROWS} rows got no valid", line)
+    assert ungraded is not None and "criteria" not in line, line
+    assert int(ungraded[1]) == counts["rows_failed"], (line, counts)
     # the judge's calls as the counts say (answered ones: the failed attempts are counted apart)
     assert 0 < int(spent[2]) == counts["judge_requests"] <= judge.stats()["chat_requests"]
     assert int(spent[3]) == counts["rows_not_run"] > 0, counts
