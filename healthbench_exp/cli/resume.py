@@ -14,7 +14,9 @@ before the job), the config those arguments compose is compared with the run's s
 - a change to how the run runs (`measured.HOW_IT_RUNS`: budget, concurrency, timeouts, retries,
   progress, HTTP client, cache, W&B, prices) is allowed;
 - a completed run has nothing to resume: nothing is sent or written, and it says where the
-  results are.
+  results are; the values given beside `resume=` are still checked as a fresh start checks
+  them (`value_problems`): an invalid one is refused (exit 2), as it would be on a run with
+  something left to resume, whose job checks them at its start.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from healthbench_exp.cli.compose import to_config, with_jury
+from healthbench_exp.config.checks import validate
 from healthbench_exp.config.measured import flat_keys, measured_changes
 from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.core.summary import RunSummary
@@ -110,40 +116,67 @@ def _run_dir(argument: str) -> Path:
 def plan_resume(argv: list[str], config_dir: str) -> ResumePlan | None:
     """The resume `argv` asks for, checked against the run's saved config; None without one.
 
-    Raises ConfigError naming every changed key of what is measured. Writes nothing.
+    Raises ConfigError naming every changed key of what is measured, and, for a completed run
+    (whose job never starts to check them), every invalid value given beside `resume=`.
+    Writes nothing.
     """
     if not any(a.startswith("resume=") for a in argv):
         return None
     arguments = resume_arguments(argv)
     run_dir = _run_dir(next(a for a in argv if a.startswith("resume=")))
     saved = flat_keys(_plain(OmegaConf.load(run_dir / ".hydra" / "config.yaml")))
-    composed = flat_keys(compose(config_dir, arguments))
+    cfg = compose(config_dir, arguments)
+    composed = flat_keys(_plain(cfg))
     changes = measured_changes(saved, composed, flat_keys(_plain(OmegaConf.structured(Config))))
+    completed = _status(run_dir) == "completed"
+    given = [a for a in argv if not a.startswith("resume=")]
+    problems = value_problems(config_dir, cfg, arguments) if completed and given else []
     if changes:
         fresh = " ".join(a for a in arguments if not a.startswith("hydra.run.dir="))
-        raise ConfigError(
+        problems.append(
             f"resume={run_dir} would change what that run measured: "
             + "; ".join(map(str, changes))
             + ". A resume may change only how a run runs (budget, runner, cache, wandb, prices). "
             f"To measure this, start a new run in a new directory: python -m healthbench_exp "
             f"{fresh} hydra.run.dir=<new dir>"
         )
-    status = _status(run_dir)
-    return ResumePlan(run_dir, arguments, completed=status == "completed")
+    if len(problems) == 1 and changes:
+        raise ConfigError(problems[0])
+    if len(problems) == 1:
+        raise ConfigError(f"{problems[0]}; nothing in {run_dir} was changed")
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{len(problems)} problems, nothing in {run_dir} was changed:\n{listed}")
+    return ResumePlan(run_dir, arguments, completed=completed)
 
 
-def compose(config_dir: str, arguments: list[str]) -> dict[str, object]:
-    """The job config `arguments` compose (Hydra's own overrides left out), as plain data."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+def value_problems(config_dir: str, cfg: DictConfig, arguments: list[str]) -> list[str]:
+    """What a fresh start's option checks (`to_config`, `config.checks.validate`) find wrong in
+    the config `arguments` composed (`cfg`): one line each, none when every value is valid."""
+    searchpath = [
+        part.strip()
+        for arg in arguments
+        if _key(arg) == "hydra.searchpath"
+        for part in arg.split("=", 1)[1].strip("[]").split(",")
+        if part.strip()
+    ]
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+            config, _ = to_config(with_jury(cfg, searchpath), arguments)
+        validate(config)
+    except ConfigError as exc:
+        return [str(exc)]
+    return []
 
+
+def compose(config_dir: str, arguments: list[str]) -> DictConfig:
+    """The job config `arguments` compose (Hydra's own overrides left out)."""
     job_overrides = [a for a in arguments if not _key(a).startswith(("hydra.", "hydra/"))]
     try:
         with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
-            cfg = hydra_compose(config_name="config", overrides=job_overrides)
+            return hydra_compose(config_name="config", overrides=job_overrides)
     except Exception as exc:  # Hydra's errors name the bad override
         raise ConfigError(f"resume: {exc}") from None
-    return _plain(cfg)
 
 
 def _plain(cfg: DictConfig | ListConfig) -> dict[str, object]:

@@ -22,7 +22,7 @@ from healthbench_exp.cli.run_lock import LOCK_FILE
 from healthbench_exp.config.checks import needed_roles, validate
 from healthbench_exp.config.protocol import PROFESSIONAL_PROTOCOL, ProtocolCheck, protocol_check
 from healthbench_exp.config.schema import CompletionSource, Config, ConfigError, TaskKind
-from healthbench_exp.core.folders import uncreatable
+from healthbench_exp.core.folders import uncreatable, unwritable
 from healthbench_exp.data.healthbench import hf_datasets_cache
 from healthbench_exp.data.rows import data_file_problem
 from healthbench_exp.model.access import resolve_api_key
@@ -61,7 +61,9 @@ def path_problems(config: Config) -> list[str]:
 def folder_problems(config: Config) -> list[str]:
     """The folders outside the run directory that a run writes and cannot create (`uncreatable`):
     the response cache's, and the Hugging Face cache (`datasets` keeps its files there even for
-    a local data file), both under HOME by default: a read-only HOME is named as the cause."""
+    a local data file), both under HOME by default: a read-only HOME is named as the cause. An
+    existing Hugging Face cache must be writable too (`unwritable`: `datasets` writes its locks
+    there); an existing response cache may be read-only (it is then only read, `model.cache`)."""
     problems = []
     folder = cache_dir(config.cache.dir)
     why = uncreatable(folder) if config.cache.enabled else None
@@ -71,7 +73,7 @@ def folder_problems(config: Config) -> list[str]:
             "point cache.dir at a writable directory or set cache.enabled=false"
         )
     hf_cache = hf_datasets_cache()
-    why = uncreatable(hf_cache)
+    why = unwritable(hf_cache)
     if why is not None:
         problems.append(
             f"cannot write the Hugging Face cache {hf_cache} ({why}), where `datasets` keeps its "

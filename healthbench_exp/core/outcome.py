@@ -23,6 +23,12 @@ EXIT_FAILED = 3
 EXIT_UNGRADED = 5
 
 
+def verdicts_of(kind: str) -> str:
+    """What gets a verdict in a run of task `kind` ("eval" | "meta_eval"), as its lines say:
+    an eval's criteria, or a meta-eval's rows (each row is one criterion, graded once)."""
+    return "rows" if kind == "meta_eval" else "criteria"
+
+
 @dataclass(frozen=True)
 class Tally:
     """What a finished run's outcome depends on, the same for both tasks."""
@@ -35,6 +41,7 @@ class Tally:
     # what the endpoints answered the calls that failed for good, by role and kind:
     # `judge: InternalServerError 66` (empty: none, or not known)
     failed_calls: str = ""
+    verdicts: str = "criteria"  # what a verdict is given to, as lines say it (`verdicts_of`)
 
     @classmethod
     def of(cls, summary: RunSummary) -> Tally:
@@ -48,6 +55,7 @@ class Tally:
                 rows_failed=0,
                 criteria_judged=meta.rows_graded + ungraded,
                 criteria_ungraded=ungraded,
+                verdicts=verdicts_of("meta_eval"),
             )
         counts = summary.eval_counts
         return cls(
@@ -60,15 +68,16 @@ class Tally:
         )
 
     @classmethod
-    def of_counts(cls, counts: RunCounts) -> Tally:
-        """From the running counts of the rows finished so far (either task: a meta-eval row
-        never fails, its ungraded criterion is its row's)."""
+    def of_counts(cls, counts: RunCounts, kind: str = "eval") -> Tally:
+        """From the running counts of the rows finished so far of a run of task `kind` (either
+        task: a meta-eval row never fails, its ungraded criterion is its row's)."""
         return cls(
             rows=counts.rows,
             rows_scored=counts.scored,
             rows_failed=counts.failed,
             criteria_judged=counts.criteria_graded + counts.ungraded_criteria,
             criteria_ungraded=counts.ungraded_criteria,
+            verdicts=verdicts_of(kind),
         )
 
 
@@ -113,13 +122,22 @@ def certainly_over(tally: Tally, criteria: int, max_failure_fraction: float) -> 
     criteria judged at the end are at most `criteria`: so `over` against those bounds now is
     `over` at the end."""
     if over(tally.rows_failed, tally.rows, max_failure_fraction):
-        return f"{tally.rows_failed} of all {tally.rows} rows failed"
+        return failed_rows_text(tally)
     if over(tally.criteria_ungraded, max(criteria, tally.criteria_judged), max_failure_fraction):
-        return (
-            f"{tally.criteria_ungraded} of all {max(criteria, tally.criteria_judged)} "
-            "criteria got no valid verdict"
-        )
+        return ungraded_text(tally, criteria)
     return ""
+
+
+def failed_rows_text(tally: Tally) -> str:
+    """`2 of all 6 rows failed`: the rows of `tally` that failed, of all the run's rows."""
+    return f"{tally.rows_failed} of all {tally.rows} rows failed"
+
+
+def ungraded_text(tally: Tally, criteria: int) -> str:
+    """`5 of all 106 criteria got no valid verdict` (a meta-eval: `rows`): of `criteria`, every
+    one the run's rows send to the judge."""
+    every = max(criteria, tally.criteria_judged)
+    return f"{tally.criteria_ungraded} of all {every} {tally.verdicts} got no valid verdict"
 
 
 def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -> Outcome:
@@ -145,8 +163,8 @@ def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -
         reasons.append(f"{tally.rows_failed} of {tally.rows} rows failed ({failed_share:.1%})")
     if criteria_over:
         reasons.append(
-            f"{tally.criteria_ungraded} of {tally.criteria_judged} criteria got no valid verdict "
-            f"from the judge ({ungraded_share:.1%})"
+            f"{tally.criteria_ungraded} of {tally.criteria_judged} {tally.verdicts} got no valid "
+            f"verdict from the judge ({ungraded_share:.1%})"
         )
     why = "; ".join(reasons) or "nothing was graded"
     if nothing_scored:

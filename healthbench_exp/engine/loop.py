@@ -94,7 +94,7 @@ async def evaluate(
             opened.endpoint.on_attempt_failed = health.attempt_failed  # each attempt counts
             healths[name] = health
 
-    stop = FractionStop(task.criteria(items), runner.max_failure_fraction, halt, healths)
+    stop = FractionStop(task.criteria(items), runner.max_failure_fraction, halt, healths, task.kind)
     if fraction is not None:
         fraction.append(stop)
 

@@ -272,18 +272,23 @@ def raise_if_given_up(
 
 def spent_text(summary: RunSummary | None) -> str:
     """`spent $0.0123 in this invocation (model 4 calls, judge 30); 24 of 24 rows not run; `
-    ('' without a summary)."""
+    (a meta-eval's: `(judge 30 calls, <jury member> 28)`; '' without a summary)."""
     counts = summary.counts if summary is not None else None
-    if summary is None or counts is None or summary.is_meta_eval:
+    if summary is None or counts is None:
         return ""
     invocations = (summary.usage.invocations if summary.usage else None) or []
     cost = invocations[-1].total_cost_usd if invocations else None
-    eval_counts = summary.eval_counts
     dollars = "an unknown sum (no price)" if cost is None else f"${cost:.4f}"
+    if summary.is_meta_eval:  # no model: the judge's calls, and each jury member's
+        jury = (invocations[-1].jury if invocations else None) or {}
+        members = "".join(f", {name} {usage.requests}" for name, usage in jury.items())
+        calls = f"judge {summary.meta_counts.judge_requests} calls{members}"
+    else:
+        eval_counts = summary.eval_counts
+        calls = f"model {eval_counts.model_requests} calls, judge {eval_counts.judge_requests}"
     return (
-        f"spent {dollars} in this invocation (model {eval_counts.model_requests} calls, judge "
-        f"{eval_counts.judge_requests}); {eval_counts.rows_not_run} of {eval_counts.rows} rows "
-        "not run; "
+        f"spent {dollars} in this invocation ({calls}); {counts.rows_not_run} of {counts.rows} "
+        "rows not run; "
     )
 
 

@@ -4,7 +4,8 @@ Hydra's multirun writes `multirun.yaml` into the sweep directory before its firs
 sweep's overrides (`hydra.overrides.task`, e.g. `sampling.temperature=0,0.5`) and the sweeper's
 `params`. `planned_jobs` expands them as Hydra's basic sweeper does (the cartesian product, in
 its order: job `i` is the i-th), so a sweep that was stopped (Ctrl-C, a closed terminal, a
-launcher's crash) still knows the jobs that never started. Nothing here writes.
+launcher's crash) still knows the jobs that never started, and `planned_config` their configs
+(a swept config group's composed as the launcher would have). Nothing here writes.
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ import json
 import shlex
 from pathlib import Path
 
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from healthbench_exp.config.schema import Config
 
 MULTIRUN_FILE = "multirun.yaml"
 JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
@@ -53,9 +60,41 @@ def planned_jobs(sweep_dir: Path) -> dict[Path, list[str]] | None:
 
 
 def planned_config(sweep_dir: Path, overrides: list[str], swept: set[str]) -> dict[str, object]:
-    """The config of a job that never started, as far as the sweep's `multirun.yaml` says: the
-    sweep's config with the job's values of the `swept` keys; {} when a swept key picks a config
-    group or names no value (only the job's own composition would know)."""
+    """The config of a job that never started: the sweep's `multirun.yaml` with the job's values
+    of the `swept` keys (`multirun_config`: a millisecond), else, where a swept key picks a
+    config group (`model=gpt41mini`), composed from the job's overrides as the launcher would
+    have (`composed_config`: about 0.2 s a job); {} when neither knows it (the config folder
+    moved)."""
+    return multirun_config(sweep_dir, overrides, swept) or composed_config(sweep_dir, overrides)
+
+
+def composed_config(sweep_dir: Path, overrides: list[str]) -> dict[str, object]:
+    """The job's config (unresolved, without `hydra`), composed as Hydra's launcher composes a
+    sweep job: the sweep's config sources and `hydra.*` overrides from its `multirun.yaml`, the
+    job's `overrides`, the schema (`base_config`) registered as the CLI registers it; {} when
+    Hydra refuses (a source that is gone, an override it no longer reads)."""
+    try:
+        master = OmegaConf.load(sweep_dir / MULTIRUN_FILE)
+        assert isinstance(master, DictConfig)
+        search_path = ConfigSearchPathImpl()
+        for source in master.hydra.runtime.config_sources:
+            search_path.append(source.provider, f"{source.schema}://{source.path}")
+        Plugins.instance()  # registers Hydra's config source kinds (pkg://, file://, ...)
+        ConfigStore.instance().store(name="base_config", node=Config)
+        loader = ConfigLoaderImpl(config_search_path=search_path)
+        plain = OmegaConf.to_container(
+            loader.load_sweep_config(master, list(overrides)), resolve=False
+        )
+    except Exception:  # Hydra's errors are of many kinds: the config is then not known here
+        return {}
+    if not isinstance(plain, dict):
+        return {}
+    return {str(k): v for k, v in plain.items() if k != "hydra"}
+
+
+def multirun_config(sweep_dir: Path, overrides: list[str], swept: set[str]) -> dict[str, object]:
+    """The sweep's config in `multirun.yaml` with the job's values of the `swept` keys; {} when a
+    swept key picks a config group or names no value (only the job's composition knows it)."""
     try:
         config = OmegaConf.load(sweep_dir / MULTIRUN_FILE)
         if not isinstance(config, DictConfig):

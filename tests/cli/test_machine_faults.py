@@ -100,6 +100,29 @@ def test_a_read_only_home_names_the_caches_under_it_and_no_resume(
     assert moved.returncode == 0, moved.stderr
 
 
+def test_an_existing_read_only_hugging_face_cache_is_named_at_start_up(
+    tmp_path, read_only_folder, monkeypatch
+) -> None:
+    """HF_DATASETS_CACHE names an existing folder this run cannot write in (a shared cache on a
+    read-only mount): `datasets` would fail on its lock file once the data loads; it is named at
+    start-up with the other problems (here a temperature out of range), and no server started."""
+    monkeypatch.delenv("HF_HOME", raising=False)
+    run_dir = tmp_path / "run"
+    result = run_cli(
+        *DEMO, "sampling.temperature=3", f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={run_dir}", env={"HF_DATASETS_CACHE": str(read_only_folder)},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "2 problems, nothing was sent" in result.stderr, result.stderr
+    assert f"cannot write the Hugging Face cache {read_only_folder} ({read_only_folder} is " in (
+        result.stderr
+    )
+    assert "set HF_HOME to a writable folder" in result.stderr
+    assert "built-in offline endpoint" not in result.stderr  # refused before it started
+    assert "Traceback" not in result.stdout + result.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == ["healthbench.log"]
+
+
 def test_a_directory_as_the_data_file_says_it_is_a_directory(tmp_path) -> None:
     run_dir = tmp_path / "run"
     result = run_cli(*DEMO, f"dataset.path={tmp_path}", f"hydra.run.dir={run_dir}")

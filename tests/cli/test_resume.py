@@ -120,3 +120,40 @@ def test_a_mistyped_key_beside_resume_names_the_valid_ones(completed_run: Path) 
     assert "unknown config option 'runner.concurrency'" in result.stderr
     assert "Did you mean 'max_concurrent'?" in result.stderr
     assert file_hashes(completed_run) == before
+
+
+def test_an_invalid_value_beside_resume_of_a_completed_run_is_refused_as_a_fresh_start_is(
+    completed_run: Path, tmp_path: Path
+) -> None:
+    """A completed run's resume has nothing to run, but the values given beside it are checked
+    as a fresh start checks them: one `error:` line, exit 2, nothing in the run changed."""
+    before = file_hashes(completed_run)
+    fresh = run_cli(
+        "experiment=demo", "wandb=disabled", "budget.max_usd=-1", f"hydra.run.dir={tmp_path / 'x'}"
+    )
+    assert fresh.returncode == 2
+    problem = "budget.max_usd must be > 0 or null, got -1.0"
+    assert problem in fresh.stderr
+    result = run_cli(f"resume={completed_run}", "budget.max_usd=-1")
+    assert result.returncode == 2, result.stdout
+    assert result.stdout == ""  # not "nothing to resume"
+    assert result.stderr.splitlines() == [
+        f"error: {problem}; nothing in {completed_run} was changed"
+    ]
+    assert file_hashes(completed_run) == before
+
+
+def test_an_invalid_value_and_a_change_to_what_is_measured_are_both_named(
+    completed_run: Path,
+) -> None:
+    before = file_hashes(completed_run)
+    result = run_cli(
+        f"resume={completed_run}", "runner.max_concurrent=0", "sampling.temperature=0.9"
+    )
+    assert result.returncode == 2, result.stdout
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"error: 2 problems, nothing in {completed_run} was changed:"
+    assert lines[1] == "  - runner.max_concurrent must be >= 1, got 0"
+    assert lines[2].startswith(f"  - resume={completed_run} would change what that run measured")
+    assert "sampling.temperature: 0.5 -> 0.9" in lines[2] and len(lines) == 3
+    assert file_hashes(completed_run) == before

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import datasets
+import pytest
 
 from healthbench_exp.config.schema import DatasetConfig, DataSource
 from healthbench_exp.data.healthbench import load_examples
@@ -16,6 +17,19 @@ from tests import zygote
 from tests.conftest import DemoRun
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def over_this_environment(env: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment with `env` laid over it: what `run_cli`, `run_module` and
+    `run_python_m` run with. A whole environment (one with PATH: say, this one without
+    OPENAI_API_KEY) is refused: laid over this one, the variables it left out would come back
+    from the developer's shell; give it whole to `zygote.run` instead, or `monkeypatch.delenv`."""
+    if env is not None and "PATH" in env:
+        raise ValueError(
+            "env is laid over this process's environment, so what a whole environment leaves "
+            "out comes back: pass it to tests.zygote.run (whole), or delenv the variable"
+        )
+    return {**os.environ, **(env or {})}
 
 
 def run_module(
@@ -27,7 +41,7 @@ def run_module(
 ) -> subprocess.CompletedProcess:
     """`python -m <module> <args>` as a user runs it, in `cwd`, with `env` over this one's:
     forked from the zygote (tests/zygote.py), which has imported the package already."""
-    return zygote.run(*args, env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout,
+    return zygote.run(*args, env=over_this_environment(env), cwd=cwd, timeout=timeout,
                       module=module)  # fmt: skip
 
 
@@ -38,7 +52,7 @@ def run_python_m(
     return subprocess.run(
         [sys.executable, "-m", "healthbench_exp", *args],
         capture_output=True, text=True, timeout=300, cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env=over_this_environment(env),
     )  # fmt: skip
 
 
@@ -46,8 +60,9 @@ def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
 ) -> subprocess.CompletedProcess:
     """`python -m healthbench_exp <args>` in its own process, forked from one that has imported
-    the package already (tests/zygote.py): the other modules' tests, without 3 s of imports each."""
-    return zygote.run(*args, env={**os.environ, **(env or {})}, cwd=cwd)
+    the package already (tests/zygote.py): the other modules' tests, without 3 s of imports each.
+    `env` is laid over this process's environment (`over_this_environment`)."""
+    return zygote.run(*args, env=over_this_environment(env), cwd=cwd)
 
 
 def test_demo_runs_offline_and_writes_every_output(demo_run: DemoRun) -> None:
@@ -164,3 +179,18 @@ def test_physician_and_meta_eval_modes_from_the_command_line(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert "pairwise_model_f1_balanced" in result.stdout and "by category:" in result.stdout
     assert json.loads((tmp_path / "m" / "status.json").read_text())["status"] == "completed"
+
+
+def test_an_environment_without_a_variable_is_refused_where_it_would_be_laid_over_this_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`run_cli(env=<this environment without OPENAI_API_KEY>)` ran with the developer's key:
+    the overlay brought it back. Such a whole environment is refused, before any process."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-developers-shell")
+    without_key = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    for run in (run_cli, run_python_m):
+        with pytest.raises(ValueError, match="laid over this process's environment"):
+            run("--help", env=without_key)
+    laid_over = over_this_environment({"HB_ONLY_THIS": "1"})  # an overlay, as meant
+    assert laid_over["OPENAI_API_KEY"] == "sk-from-the-developers-shell"
+    assert laid_over["HB_ONLY_THIS"] == "1"

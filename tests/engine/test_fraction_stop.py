@@ -79,6 +79,9 @@ def test_the_failure_fraction_stops_the_run_once_certain_and_nothing_more_is_sen
     line, last = errors[0], result.stderr.strip().splitlines()[-1]
     over = f"criteria got no valid verdict, more than runner.max_failure_fraction={FRACTION}"
     assert over in line, line
+    ungraded = re.search(r"stopped early: (\d+) of all 106 criteria got no valid verdict", line)
+    assert ungraded is not None, line
+    assert int(ungraded[1]) == counts["ungraded_criteria"], (line, counts)  # the end's count
     assert f"the judge endpoint {judge.base_url} answered {JUDGE_SUCCESSES} successes" in line
     assert re.search(re.escape(SERVER_ERRORS) + r" \d+", line), line  # what it answered, counted
     assert re.search(r"spent \S+ in this invocation \(model \d+ calls, judge \d+\); \d+ of 24 "

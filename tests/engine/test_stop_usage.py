@@ -4,41 +4,28 @@ the resume command the last line on the console and in healthbench.log), and the
 they cut short records its usage in `invocations.jsonl`, so after `resume=` the run's usage is
 the sum over its invocations and matches what the endpoint counted.
 
-End to end: `python -m healthbench_exp` in a process of its own, a real signal, against a
-loopback endpoint whose `/stats` outlive the runs.
+End to end: `python -m healthbench_exp` in a process of its own, a real signal, as a user
+sends it (`tests.signal_runs.stop_signalled`).
 """
 
 from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_run_lock import lines, start_run, wait_for
-from tests.conftest import LoopbackServer
+from tests.cli.test_run_lock import lines
 from tests.e2e.test_e2e import run_cli
-from tests.engine.test_resume_records import endpoint_args
-
-IN_FLIGHT = 3  # runner.max_in_flight: at most this many calls are cut short by the signal
-STOPPING = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-
-
-def paid_requests(usage: dict) -> int:
-    """The model's and the judge's paid calls in a usage record."""
-    return int(usage["model"]["requests"]) + int(usage["judge"]["requests"])
-
-
-def received(server: LoopbackServer) -> int:
-    """The calls the endpoint answered, once none is in flight (a call the run cut short is
-    still answered: the server does not see the client go)."""
-    deadline = time.monotonic() + 60
-    while (stats := server.stats())["in_flight"]:
-        assert time.monotonic() < deadline, stats
-        time.sleep(0.05)
-    return int(stats["model_requests"]) + int(stats["judge_requests"])
+from tests.signal_runs import (
+    IN_FLIGHT,
+    STOPPING,
+    paid_requests,
+    received,
+    rows_written,
+    stop_signalled,
+)
 
 
 @pytest.mark.parametrize("signum", STOPPING, ids=lambda s: signal.Signals(s).name)
@@ -47,18 +34,12 @@ def test_every_signal_stops_the_same_way_and_its_spend_is_counted(
 ) -> None:
     server = loopback_server(latency_ms=300)
     run_dir = tmp_path / "run"
-    process = start_run(
-        *endpoint_args(server.base_url), "runner.max_concurrent=2",
-        f"runner.max_in_flight={IN_FLIGHT}", f"cache.dir={tmp_path / 'cache'}",
-        f"hydra.run.dir={run_dir}",
-    )  # fmt: skip
-    wait_for(lambda: len(lines(run_dir / "examples.jsonl")) >= 3, process)
-    process.send_signal(signum)
-    _out, err = process.communicate(timeout=120)
+    ready = rows_written(3, run_dir / "examples.jsonl")
+    code, err = stop_signalled(server, tmp_path, [f"hydra.run.dir={run_dir}"], ready, [signum])
 
     name = signal.Signals(signum).name
     resume = f"python -m healthbench_exp resume={run_dir}"
-    assert process.returncode == 128 + signum, err
+    assert code == 128 + signum, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"interrupted by {name}") and last.endswith(f"finish with: {resume}")
@@ -91,16 +72,11 @@ def test_every_signal_stops_the_same_way_and_its_spend_is_counted(
 def test_a_second_ctrl_c_still_records_the_spend(loopback_server, tmp_path: Path) -> None:
     server = loopback_server(latency_ms=300)
     run_dir = tmp_path / "run"
-    process = start_run(
-        *endpoint_args(server.base_url), "runner.max_concurrent=2",
-        f"runner.max_in_flight={IN_FLIGHT}", f"cache.dir={tmp_path / 'cache'}",
-        f"hydra.run.dir={run_dir}",
-    )  # fmt: skip
-    wait_for(lambda: len(lines(run_dir / "examples.jsonl")) >= 3, process)
-    process.send_signal(signal.SIGINT)
-    process.send_signal(signal.SIGINT)  # impatient: a second Ctrl-C while it unwinds
-    _out, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
+    ready = rows_written(3, run_dir / "examples.jsonl")
+    # impatient: a second Ctrl-C while it unwinds
+    twice = [signal.SIGINT, signal.SIGINT]
+    code, err = stop_signalled(server, tmp_path, [f"hydra.run.dir={run_dir}"], ready, twice)
+    assert code == 130, err
     assert "Traceback" not in err
     assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
     cut = [json.loads(line) for line in lines(run_dir / "invocations.jsonl")]

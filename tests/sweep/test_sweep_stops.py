@@ -5,8 +5,8 @@ own overrides; `aggregate` exits 1 until each is finished by the command given, 
 every job completed. The sweep's cost is the sum over every invocation, matching what the
 endpoint received.
 
-End to end: `python -m healthbench_exp -m` in a process of its own, a real signal, against a
-loopback endpoint whose `/stats` outlive the runs.
+End to end: `python -m healthbench_exp -m` in a process of its own, a real signal
+(`tests.signal_runs.stop_signalled`: the set-up it shares with tests/engine/test_stop_usage.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_run_lock import lines, start_run, wait_for
+from tests.cli.test_run_lock import lines
 from tests.e2e.test_e2e import run_cli, run_module
-from tests.engine.test_resume_records import endpoint_args
-from tests.engine.test_stop_usage import IN_FLIGHT, STOPPING, paid_requests, received
+from tests.signal_runs import (
+    IN_FLIGHT,
+    STOPPING,
+    paid_requests,
+    received,
+    rows_written,
+    stop_signalled,
+)
 
 
 def finish_commands(err: str) -> dict[str, str]:
@@ -41,17 +47,12 @@ def test_a_stopped_sweep_lists_every_unfinished_job_with_its_finish_command(
 ) -> None:
     server = loopback_server(latency_ms=300)
     sweep = tmp_path / "sweep"
-    process = start_run(
-        "-m", *endpoint_args(server.base_url), "sampling.num_examples=8",
-        "sampling.temperature=0,0.5,1", "runner.max_concurrent=2",
-        f"runner.max_in_flight={IN_FLIGHT}", f"cache.dir={tmp_path / 'cache'}",
-        f"hydra.sweep.dir={sweep}",
-    )  # fmt: skip
-    wait_for(lambda: len(lines(sweep / "1" / "examples.jsonl")) >= 2, process)
-    process.send_signal(signum)
-    _out, err = process.communicate(timeout=120)
+    args = ["sampling.num_examples=8", "sampling.temperature=0,0.5,1",
+            f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    ready = rows_written(2, sweep / "1" / "examples.jsonl")
+    code, err = stop_signalled(server, tmp_path, args, ready, [signum], multirun=True)
 
-    assert process.returncode == 128 + signum, err
+    assert code == 128 + signum, err
     assert "Traceback" not in err
     commands = finish_commands(err)
     assert set(commands) == {"1", "2"}
@@ -95,16 +96,16 @@ def test_ctrl_c_of_a_parallel_sweep_ends_every_started_job_cleanly(
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher", reason="the `launchers` extra")
     server = loopback_server(latency_ms=300)
     sweep = tmp_path / "sweep"
-    process = start_run(
-        "-m", *endpoint_args(server.base_url),  # 24 rows each: both jobs run at the signal
-        "sampling.temperature=0,0.5,1", "runner.max_concurrent=2", "hydra/launcher=parallel",
-        "hydra.launcher.n_jobs=2", f"cache.dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep}",
-    )  # fmt: skip
-    wait_for(lambda: all(len(lines(sweep / j / "examples.jsonl")) >= 1 for j in "01"), process)
-    process.send_signal(signal.SIGINT)  # to the sweep's main process: it stops the workers
-    _out, err = process.communicate(timeout=120)
+    args = ["sampling.temperature=0,0.5,1", "hydra/launcher=parallel",
+            "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    # 24 rows each: both jobs run at the signal
+    ready = rows_written(1, *(sweep / job / "examples.jsonl" for job in "01"))
+    # to the sweep's main process: it stops the workers
+    code, err = stop_signalled(
+        server, tmp_path, args, ready, [signal.SIGINT], in_flight=None, multirun=True
+    )
 
-    assert process.returncode == 130, err
+    assert code == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "leaked semaphore" not in err
     commands = finish_commands(err)
@@ -119,3 +120,29 @@ def test_ctrl_c_of_a_parallel_sweep_ends_every_started_job_cleanly(
     assert not (sweep / "2").exists() and not (sweep / ".stopping").exists()
     stopped = run_module("healthbench_exp.aggregate", str(sweep))
     assert stopped.returncode == 1 and finish_commands(stopped.stderr) == commands
+
+
+def test_a_never_started_job_of_a_swept_config_group_shows_its_model_and_judge(
+    loopback_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-m model=offline,gpt41mini` stopped during job 0: job 1 never started, and its summary
+    row names the model its config group picks (composed as its launcher would have), not a
+    blank."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")  # gpt41mini's key: the server takes any
+    server = loopback_server(latency_ms=300)
+    sweep = tmp_path / "sweep"
+    args = ["model=offline,gpt41mini", f"hydra.sweep.dir={sweep}"]
+    ready = rows_written(2, sweep / "0" / "examples.jsonl")
+    code, err = stop_signalled(server, tmp_path, args, ready, [signal.SIGINT], multirun=True)
+
+    assert code == 130, err
+    assert set(finish_commands(err)) == {"0", "1"}
+    for summary in (sweep, tmp_path / "again"):  # the sweep's own, and aggregate's
+        if summary != sweep:
+            again = run_module("healthbench_exp.aggregate", str(sweep), "--out", str(summary))
+            assert again.returncode == 1, again.stderr  # a job is not finished
+        jobs = json.loads((summary / "sweep_summary.json").read_text())["jobs"]
+        assert [j["status"] for j in jobs] == ["interrupted", "not_started"]
+        assert [j["model"] for j in jobs] == ["offline-model", "gpt-4.1-mini-2025-04-14"]
+        assert jobs[1]["judge"] == jobs[0]["judge"] == "offline-judge"
+        assert "gpt-4.1-mini-2025-04-14" in (summary / "sweep_summary.md").read_text()
