@@ -22,8 +22,8 @@ from tests.cli.test_run_lock import lines, start_run, wait_for
 from tests.conftest import LoopbackServer
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_resume_records import endpoint_args
-from tests.engine.test_stop_usage import paid_requests, received
 from tests.output.test_tracking import wandb_env
+from tests.signal_runs import paid_requests, received
 from tests.wandb_log import read_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,77 +82,75 @@ def test_the_requests_in_flight_at_ctrl_c_are_answered_counted_and_not_sent_agai
     assert "abandoned_cost_usd" not in usage
 
 
+def held_run(
+    server: LoopbackServer, tmp_path: Path, grace_s: float
+) -> tuple[subprocess.Popen[str], Path]:
+    """A run on `server` with 2 calls in flight (answered only after HELD_MS) and
+    `runner.stop_grace_s=grace_s`, once both calls are out."""
+    run_dir = tmp_path / "run"
+    process = start_run(
+        *endpoint_args(server.base_url), "runner.max_concurrent=2",
+        f"runner.stop_grace_s={grace_s}", f"cache.dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={run_dir}",
+    )  # fmt: skip
+    started(server, 2)
+    return process, run_dir
+
+
+def left_counting(process: subprocess.Popen[str], run_dir: Path, since: float) -> tuple[str, float]:
+    """Wait for the run to exit; assert it left within PROMPT_S of `since` and counted its 2
+    calls in flight as abandoned, in invocations.jsonl and its last line; return its stdout and
+    the seconds from `since` to its exit."""
+    out, err = process.communicate(timeout=120)
+    took = time.monotonic() - since
+    assert took < PROMPT_S, f"{took:.1f} s from the signal to the exit"
+    assert "Traceback" not in err
+    (cut,) = invocations(run_dir)
+    assert abandoned(cut["usage"]) == 2
+    assert paid_requests(cut["usage"]) == 0
+    last = err.strip().splitlines()[-1]
+    assert "2 requests abandoned in flight (model 2), about $" in last, last
+    assert last.endswith(f"resume={run_dir}")
+    return out, took
+
+
 def test_a_second_ctrl_c_leaves_at_once_and_counts_what_it_abandons(
     loopback_server, tmp_path: Path
 ) -> None:
-    server = loopback_server(latency_ms=HELD_MS)
-    run_dir = tmp_path / "run"
-    process = start_run(
-        *endpoint_args(server.base_url), "runner.max_concurrent=2", "runner.stop_grace_s=60",
-        f"cache.dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}",
-    )  # fmt: skip
-    started(server, 2)
+    process, run_dir = held_run(loopback_server(latency_ms=HELD_MS), tmp_path, grace_s=60)
     process.send_signal(signal.SIGINT)
     wait_for(lambda: "stopping on SIGINT" in "".join(lines(run_dir / "healthbench.log")), process)
     assert process.poll() is None  # waiting for the answers
     second = time.monotonic()
     process.send_signal(signal.SIGINT)
-    _out, err = process.communicate(timeout=120)
-    took = time.monotonic() - second
-    assert process.returncode == 130, err
-    assert took < PROMPT_S, f"{took:.1f} s from the second Ctrl-C to the exit"
+    left_counting(process, run_dir, second)
+    assert process.returncode == 130
     (cut,) = invocations(run_dir)
     assert cut["usage"]["model"]["abandoned_in_flight"] == 2
     assert cut["usage"]["model"]["abandoned_cost_usd"] > 0
     assert cut["usage"]["abandoned_cost_usd"] == cut["usage"]["model"]["abandoned_cost_usd"]
-    assert paid_requests(cut["usage"]) == 0
-    last = err.strip().splitlines()[-1]
-    assert "2 requests abandoned in flight (model 2), about $" in last, last
-    assert last.endswith(f"resume={run_dir}")
 
 
 def test_no_grace_leaves_at_the_first_signal_and_counts_what_it_abandons(
     loopback_server, tmp_path: Path
 ) -> None:
-    server = loopback_server(latency_ms=HELD_MS)
-    run_dir = tmp_path / "run"
-    process = start_run(
-        *endpoint_args(server.base_url), "runner.max_concurrent=2", "runner.stop_grace_s=0",
-        f"cache.dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}",
-    )  # fmt: skip
-    started(server, 2)
-    signalled = time.monotonic()
+    process, run_dir = held_run(loopback_server(latency_ms=HELD_MS), tmp_path, grace_s=0)
     process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=120)
-    took = time.monotonic() - signalled
-    assert process.returncode == 143, err
-    assert took < PROMPT_S, f"{took:.1f} s from the signal to the exit"
+    out, _took = left_counting(process, run_dir, time.monotonic())
+    assert process.returncode == 143
     assert "stopping on" not in out  # no wait
-    (cut,) = invocations(run_dir)
-    assert abandoned(cut["usage"]) == 2
-    assert "2 requests abandoned in flight" in err.strip().splitlines()[-1]
 
 
 def test_the_end_of_the_grace_leaves_and_counts_what_is_still_in_flight(
     loopback_server, tmp_path: Path
 ) -> None:
-    server = loopback_server(latency_ms=HELD_MS)
-    run_dir = tmp_path / "run"
-    process = start_run(
-        *endpoint_args(server.base_url), "runner.max_concurrent=2", "runner.stop_grace_s=1",
-        f"cache.dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}",
-    )  # fmt: skip
-    started(server, 2)
+    process, run_dir = held_run(loopback_server(latency_ms=HELD_MS), tmp_path, grace_s=1)
     signalled = time.monotonic()
     process.send_signal(signal.SIGHUP)
-    out, err = process.communicate(timeout=120)
-    took = time.monotonic() - signalled
-    assert process.returncode == 129, err
+    out, took = left_counting(process, run_dir, signalled)
+    assert process.returncode == 129
     assert "waiting up to 1 s for their answers" in out
-    assert 1.0 <= took < PROMPT_S, f"{took:.1f} s from the signal to the exit"
-    (cut,) = invocations(run_dir)
-    assert abandoned(cut["usage"]) == 2
-    assert "2 requests abandoned in flight" in err.strip().splitlines()[-1]
+    assert took >= 1.0  # it waited out the grace
 
 
 def group_members(pgid: int) -> list[str]:
