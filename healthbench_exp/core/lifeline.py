@@ -90,10 +90,11 @@ def watch_parent(parent: int, on_gone: Callable[[], None], every: float = WATCH_
 
 
 def die_with_parent(parent: int) -> None:
-    """This process ends when `parent` does: the parent-death signal, and a watch of the
-    parent that exits the process (for a parent already gone too)."""
+    """This process ends when `parent` does: the parent-death signal (SIGKILL: the process may
+    ignore SIGTERM, as the built-in endpoint does, to outlive a SIGTERM to its group), and a
+    watch of the parent that exits the process (for a parent already gone too)."""
     if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
     watch_parent(parent, lambda: os._exit(1))
 
 
