@@ -2,8 +2,9 @@
 
 Two mechanisms, both used:
 
-- the parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`): the kernel sends the child SIGTERM
-  the moment the process that started it dies;
+- the parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`): the kernel sends the child a
+  signal the moment the process that started it dies (SIGTERM to a served model's server,
+  SIGKILL to the built-in endpoint, which ignores SIGTERM: see `die_with_parent`);
 - a watch of the parent (portable): the child, or a guard beside it, polls `os.getppid()` and
   acts when it is no longer the harness (an orphan is re-parented to init or a subreaper).
 
