@@ -2,8 +2,9 @@
 
 Two mechanisms, both used:
 
-- the parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`): the kernel sends the child SIGTERM
-  the moment the process that started it dies;
+- the parent-death signal (Linux `prctl(PR_SET_PDEATHSIG)`): the kernel sends the child a
+  signal the moment the process that started it dies (SIGTERM to a served model's server,
+  SIGKILL to the built-in endpoint, which ignores SIGTERM: see `die_with_parent`);
 - a watch of the parent (portable): the child, or a guard beside it, polls `os.getppid()` and
   acts when it is no longer the harness (an orphan is re-parented to init or a subreaper).
 
@@ -90,10 +91,11 @@ def watch_parent(parent: int, on_gone: Callable[[], None], every: float = WATCH_
 
 
 def die_with_parent(parent: int) -> None:
-    """This process ends when `parent` does: the parent-death signal, and a watch of the
-    parent that exits the process (for a parent already gone too)."""
+    """This process ends when `parent` does: the parent-death signal (SIGKILL: the process may
+    ignore SIGTERM, as the built-in endpoint does, to outlive a SIGTERM to its group), and a
+    watch of the parent that exits the process (for a parent already gone too)."""
     if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
     watch_parent(parent, lambda: os._exit(1))
 
 

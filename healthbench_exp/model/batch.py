@@ -2,11 +2,13 @@
 
 NOT the reference protocol's transport (the prompts and parameters are the same). `BatchJudge`
 stands in for the judge's ChatEndpoint: `complete` answers from the response cache or queues the
-call. When the queue has stopped growing (no model reply pending, nothing added for
-`SETTLE_S`), the queued calls are uploaded as one JSONL file and submitted as one batch; the
-batch is polled every `judge.batch_poll_s` seconds and its replies are stored in the response
-cache (keyed exactly as synchronous calls, so either transport replays the other) before the
-waiting graders get them. Verdicts that cannot be parsed are resampled in a further batch.
+call, its key claimed (`ResponseCache.lookup`) until the batch's reply is stored, so another run
+sharing the cache that batches the same call waits for it instead of paying again. When the
+queue has stopped growing (no model reply pending, nothing added for `SETTLE_S`), the queued
+calls are uploaded as one JSONL file and submitted as one batch; the batch is polled every
+`judge.batch_poll_s` seconds and its replies are stored in the response cache (keyed exactly as
+synchronous calls, so either transport replays the other) before the waiting graders get them.
+Verdicts that cannot be parsed are resampled in a further batch.
 
 Every submitted batch is recorded in `<run dir>/batches.json` when it is created, before it is
 waited for (written through the run's `core.run_files.RunFiles`). A run that
@@ -28,6 +30,7 @@ from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
+from healthbench_exp.model.cache_claims import Claim
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.wire import PATHS, read_reply, with_messages
@@ -73,18 +76,23 @@ class BatchJudge:
         sent = self.endpoint.messages_for(messages)
         key = self.endpoint.request_key(sent, tag)
         cache = self.endpoint.cache
-        if cache is not None:
-            cached = cache.get(key, self.endpoint.profile)
-            if cached is not None:
-                self.stats.cache_hits += 1
-                self.stats.replayed_prompt_tokens += cached.prompt_tokens
-                self.stats.replayed_completion_tokens += cached.completion_tokens
-                return Reply(cached.text, cached.prompt_tokens, cached.completion_tokens, True)
-        if key not in self.pending:
-            future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-            self.pending[key] = (sent, future)
-            self.last_added = time.monotonic()
-        return await asyncio.shield(self.pending[key][1])
+        # a miss is claimed until its reply is stored, as on the direct path: another run sharing
+        # the cache that batches the same call meanwhile waits for it and replays it
+        found = await cache.lookup(key, self.endpoint.profile) if cache is not None else None
+        if isinstance(found, CachedReply):
+            self.stats.cache_hits += 1
+            self.stats.replayed_prompt_tokens += found.prompt_tokens
+            self.stats.replayed_completion_tokens += found.completion_tokens
+            return Reply(found.text, found.prompt_tokens, found.completion_tokens, True)
+        try:
+            if key not in self.pending:
+                future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+                self.pending[key] = (sent, future)
+                self.last_added = time.monotonic()
+            return await asyncio.shield(self.pending[key][1])
+        finally:
+            if cache is not None and isinstance(found, Claim):
+                cache.release(found)  # its reply was stored at the harvest: once committed
 
     # -- lifecycle ---------------------------------------------------------------------------
 

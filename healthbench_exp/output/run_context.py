@@ -54,6 +54,10 @@ class RunContext:
     banners: list[Banner] = field(default_factory=list)
     # the roles whose cost came from an illustrative (placeholder) price, e.g. the demo's
     illustrative: tuple[str, ...] = ()
+    # requests a stop abandoned in flight (sent, never answered: maybe billed), over the run's
+    # invocations, and their estimated cost (None: unknown), apart from `cost_usd`
+    abandoned: int = 0
+    abandoned_cost_usd: float | None = None
 
     @property
     def cost_note(self) -> str:
@@ -81,6 +85,8 @@ class RunContext:
                 f" (illustrative {' and '.join(self.illustrative)} prices, not a provider's "
                 "bill: see price.as_of)"
             )
+        if self.abandoned:
+            cost += f"; + {abandoned_text(self.abandoned, self.abandoned_cost_usd)}"
         return [
             ("model" if self.task == "eval" else "task", self.replies),
             ("judge", self.judge or "?"),
@@ -90,6 +96,25 @@ class RunContext:
             ("cost", cost),
             ("protocol", self.protocol),
         ]
+
+
+def abandoned_text(count: int, estimate: float | None) -> str:
+    """`about $0.0012 for 2 requests abandoned in flight (estimated: ...)`: what a stop left
+    unanswered, apart from the measured cost."""
+    about = "an unknown sum" if estimate is None else f"about ${estimate:.4f}"
+    return (
+        f"{about} for {count} request{'s' * (count != 1)} abandoned in flight "
+        "(estimated: sent, never answered)"
+    )
+
+
+def abandoned_sum_text(data: Mapping[str, object]) -> str | None:
+    """A comparison's requests abandoned in flight, summed over its jobs (`sweep.abandoned`), in
+    words: `about $0.0024 for 4 requests abandoned in flight (estimated: ...)`; None: none."""
+    count, estimate = data.get("abandoned_in_flight"), data.get("abandoned_cost_usd")
+    if not isinstance(count, int) or not count:
+        return None
+    return abandoned_text(count, float(estimate) if isinstance(estimate, int | float) else None)
 
 
 def _part(config: RunConfig, role: str) -> EndpointPart:
@@ -259,6 +284,8 @@ def run_context(
         sampling=sampling_label(settings, str(task)),
         date=utc_date(written_at),
         cost_usd=usage.total_cost_usd if usage is not None else None,
+        abandoned=usage.abandoned() if usage is not None else 0,
+        abandoned_cost_usd=usage.abandoned_cost_usd if usage is not None else None,
         protocol=protocol_label(summary),
         banners=banners(settings, summary, status),
         illustrative=tuple(

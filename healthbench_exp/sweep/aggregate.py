@@ -40,6 +40,7 @@ from healthbench_exp.output.files import write_json
 from healthbench_exp.output.html.charts import number, text
 from healthbench_exp.output.html.pages import sweep_report
 from healthbench_exp.output.run_context import utc_date
+from healthbench_exp.sweep.abandoned import abandoned_columns, abandoned_sums
 from healthbench_exp.sweep.bridged import bridged_columns
 from healthbench_exp.sweep.compare import judge_agreement, paired_comparisons
 from healthbench_exp.sweep.estimates import sweep_estimate
@@ -76,6 +77,9 @@ class SweepSummary(TypedDict):
     cost_usd: float | None
     estimated_cost_usd: float | None
     estimated_usage: dict[str, dict[str, float | None]] | None
+    # the jobs' requests abandoned in flight and their estimated cost, apart from `cost_usd`
+    abandoned_in_flight: NotRequired[int]  # (`sweep.abandoned`): only when some job has them
+    abandoned_cost_usd: NotRequired[float | None]
     out_dir: NotRequired[str]  # set when it is written
 
 
@@ -99,6 +103,7 @@ def job_row(job: Job) -> dict[str, object]:
         "date": context.date,
         **protocol_columns(job),
         "finish": finish_command(job.path, job.status, job.overrides),
+        **abandoned_columns(context),
     }
     summary = job.summary
     if job.status == "dry_run":
@@ -224,6 +229,7 @@ def summarize(inputs: list[Path]) -> SweepSummary:
             [number(r, "estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
         ),
         "estimated_usage": sweep_estimate(jobs),
+        **abandoned_sums(rows),
     }
 
 

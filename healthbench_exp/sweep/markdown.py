@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from healthbench_exp.output.html.charts import context_parts, listed, records, text
+from healthbench_exp.output.run_context import abandoned_sum_text
 from healthbench_exp.sweep.bridged import bridged_cell, has_bridged
 from healthbench_exp.sweep.judge_table import judge_table_markdown
 from healthbench_exp.sweep.jury import has_jury, jury_cell
@@ -177,6 +178,8 @@ def markdown(data: Mapping[str, object]) -> str:
         cost = dict(context_parts(data)[0]).get("cost", "")
         note = " (from illustrative prices, not a provider's bill)" * ("illustrative" in cost)
         lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}{note}"]
+    if abandoned := abandoned_sum_text(data):  # estimated, apart from the measured cost
+        lines += ["", f"Abandoned in flight over the jobs, not in the cost: {abandoned}"]
     if data.get("estimated_cost_usd") is not None:
         lines += ["", f"Estimated cost of the sweep (dry run): {_usd(data['estimated_cost_usd'])}"]
     if data.get("estimated_usage"):

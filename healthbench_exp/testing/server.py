@@ -128,7 +128,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 class ServerProcess:
     """The server in a child process on a free port; stopped on exit, and ending by itself when
-    the process that started it dies, however it dies (`--parent-pid`: `core.lifeline`).
+    the process that started it dies, however it dies (`--parent-pid`: `core.lifeline`). It
+    ignores the signals that reach the harness's whole process group (Ctrl-C, SIGHUP, SIGTERM),
+    so it answers the run's requests in flight while the run stops; `stop` ends it.
 
     `with ServerProcess(args) as server:` starts it and waits until it listens. `start()` alone
     returns at once, so the caller can do other work while it starts; `wait_ready()` then waits.
@@ -147,9 +149,10 @@ class ServerProcess:
                 [sys.executable, "-m", module, "--port=0", parent, *self.args],
                 stdout=subprocess.PIPE,
                 text=True,
-                # Ctrl-C or a closed terminal reaches the harness's whole group: the run's
-                # requests in flight still get their answers, then the harness stops it
-                preexec_fn=preexec_ignoring(*TERMINAL_STOPS),
+                # Ctrl-C, a closed terminal or a SIGTERM to the group (`scancel`, `kill -TERM
+                # -PGID`) reaches the harness's whole group: the run's requests in flight still
+                # get their answers, then the harness stops it (`stop`: SIGKILL)
+                preexec_fn=preexec_ignoring(*TERMINAL_STOPS, signal.SIGTERM),
             )
         return self
 
@@ -172,12 +175,11 @@ class ServerProcess:
         self.stop()
 
     def stop(self) -> None:
+        """End the server at once (SIGKILL: it ignores SIGTERM from its start, and holds nothing
+        to save) and wait for it."""
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+            self.process.kill()
+            self.process.wait()
             if self.process.stdout is not None:
                 self.process.stdout.close()
 

@@ -22,6 +22,7 @@ from healthbench_exp.grading.grader import (
 )
 from healthbench_exp.testing.server import server_args
 from tests import zygote
+from tests.cli.test_run_lock import start_run
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import verdicts
 from tests.model.test_cache import endpoint_args
@@ -159,3 +160,24 @@ def test_a_budget_cannot_cap_a_batch() -> None:
     config = batch_config("http://unused", budget=BudgetConfig(max_usd=1.0))
     with pytest.raises(ConfigError, match=r"budget\.max_usd cannot cap judge\.batch=true"):
         validate(config)
+
+
+def test_two_runs_batching_the_same_calls_on_one_cache_pay_once(tmp_path: Path) -> None:
+    """The Batch API path claims its cache misses as the direct path does (issue 50, item 2):
+    two runs started together on one fresh cache, both `judge.batch=true`, pay each judge call
+    once between them (before, both batched every call)."""
+    with ForkedServer(server_args(latency_ms=100)) as server:
+        args = [*endpoint_args(server.base_url), "judge.batch=true", "judge.batch_poll_s=0.1"]
+        alone = run_cli(*args, f"cache.dir={tmp_path / 'own'}", f"hydra.run.dir={tmp_path / 'one'}")
+        assert alone.returncode == 0, alone.stderr
+        one_run = json.loads((tmp_path / "one" / "summary.json").read_text())["usage"]["judge"]
+
+        shared = f"cache.dir={tmp_path / 'shared'}"
+        runs = [tmp_path / "a", tmp_path / "b"]
+        processes = [start_run(*args, shared, f"hydra.run.dir={run}") for run in runs]
+        for process in processes:
+            _out, err = process.communicate(timeout=300)
+            assert process.returncode == 0, err
+    both = [json.loads((run / "summary.json").read_text())["usage"]["judge"] for run in runs]
+    assert sum(run["requests"] for run in both) == one_run["requests"]  # was twice as many
+    assert [run["requests"] + run["cache_hits"] for run in both] == [one_run["requests"]] * 2

@@ -34,6 +34,7 @@ NOT_OUTPUT = {
     ".hydra/": "hydra",  # Hydra's job setup (a resume's own: output.run_dir)
     "healthbench.log": "hydra",  # the job's log, Hydra's logging setup
     ".calls/": "model/cache_file.py",  # cache.enabled=false: the response cache's own store
+    ".calls/claims.lock": "model/cache_claims.py",  # and its claims (model/cache_claims.py)
 }
 
 
@@ -128,6 +129,7 @@ WRITERS_OUTSIDE_OUTPUT = {
     "cli/run_lock.py": "the run lock, .lock",
     "core/standard_streams.py": "/dev/null, opened on a standard stream no one reads",
     "data/healthbench.py": "the downloaded HealthBench files, in the data cache",
+    "model/cache_claims.py": "the response cache's claims (claims.lock), in the cache folder",
     "model/sweep_budget.py": "a sweep's budget ledger and its lock, in the sweep's directory",
     "sweep/aggregate.py": "a sweep's summary and page, in the sweep's directory",
     "sweep/markdown.py": "a sweep's CSV table, in the sweep's directory",

@@ -154,13 +154,17 @@ def headline_metrics(summary: RunSummary) -> dict[str, object]:
 
 
 def usage_metrics(summary: RunSummary) -> dict[str, object]:
-    """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary."""
+    """`cost/{model,judge,total}_usd` and `usage/<role>/<counter>` for the run summary; where a
+    stop abandoned requests in flight, `usage/<role>/abandoned_in_flight` and their estimated
+    cost `cost/abandoned_estimated_usd` (not in `cost/total_usd`; absent when none was)."""
     usage = summary.usage
     metrics: dict[str, object] = {}
     if usage is None:
         return metrics
     if usage.total_cost_usd is not None:
         metrics["cost/total_usd"] = usage.total_cost_usd
+    if usage.abandoned() and usage.abandoned_cost_usd is not None:
+        metrics["cost/abandoned_estimated_usd"] = usage.abandoned_cost_usd
     for role in ("model", "judge"):
         entry = usage.role(role)
         if entry.cost_usd is not None:
@@ -169,6 +173,8 @@ def usage_metrics(summary: RunSummary) -> dict[str, object]:
         metrics.update(
             {f"usage/{role}/{k}": counters[k] for k in USAGE_FIELDS if counters[k] is not None}
         )
+        if entry.abandoned_in_flight:
+            metrics[f"usage/{role}/abandoned_in_flight"] = entry.abandoned_in_flight
     return metrics
 
 
