@@ -136,9 +136,10 @@ class ResponseCache:
     """The cache file as one process uses it (see the module docstring).
 
     `record_run`: count this process's lookups as a run (`stats` shows the hit rate of the last
-    runs); a dry run looks up without being one."""
+    runs); a dry run looks up without being one. `shared=False`: no other process opens this
+    cache (a run's own call journal): keys are claimed within this process only."""
 
-    def __init__(self, directory: Path, record_run: bool = True) -> None:
+    def __init__(self, directory: Path, record_run: bool = True, shared: bool = True) -> None:
         self.path = directory / CACHE_FILE
         self.unusable: str | None = None  # why the file is no longer used, once it failed
         self.read_only = False  # a cache this process may not write: used for hits only
@@ -148,7 +149,8 @@ class ResponseCache:
         self.unflushed = 0
         self.pending: dict[str, CachedReply] = {}  # stored but not yet committed (see `put`)
         self.batched = False  # the open transaction is committed by the event loop
-        self.claims = KeyClaims(directory)  # taken on a miss (`lookup`), if the file is written
+        # taken on a miss (`lookup`), if the file is written
+        self.claims = KeyClaims(directory, across_processes=shared)
         self.releasing: list[Claim] = []  # released once the open transaction is committed
         problem = not_a_directory(directory) or directory_made(directory)
         if problem is not None:

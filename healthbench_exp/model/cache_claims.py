@@ -95,10 +95,13 @@ class KeyClaims:
 
     Keys are not claimed (`ready` is False: the cache works as without claims) where `fcntl` is
     missing or the claims file cannot be opened. Two `KeyClaims` of one directory in one process
-    do not exclude each other (the locks are the process's): a process claims through one."""
+    do not exclude each other (the locks are the process's): a process claims through one.
+    `across_processes=False` (a cache no other process opens: a run's own call journal): keys
+    are claimed within this process only, and no claims file is made."""
 
-    def __init__(self, cache_directory: Path) -> None:
+    def __init__(self, cache_directory: Path, across_processes: bool = True) -> None:
         self.path = cache_directory / CLAIMS_FILE
+        self.across_processes = across_processes
         self.held: dict[str, Claim] = {}  # the keys this process has claimed, by key
         self.descriptor = -1
         self.usable: bool | None = None if fcntl is not None else False  # None: not yet known
@@ -107,6 +110,8 @@ class KeyClaims:
     def ready(self) -> bool:
         """Whether keys are claimed, opening the claims file on the first call (a process that
         never misses, a dry run, opens none)."""
+        if self.usable is None and not self.across_processes:
+            self.usable = True
         if self.usable is None:
             try:
                 self.descriptor = _descriptor(self.path)
@@ -121,6 +126,9 @@ class KeyClaims:
         once `ready`."""
         if key in self.held:
             return None
+        if not self.across_processes:
+            claim = self.held[key] = Claim(key, self)
+            return claim
         try:
             fcntl.lockf(self.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, key_offset(key))
         except OSError as exc:
@@ -132,6 +140,8 @@ class KeyClaims:
 
     def unlock(self, key: str) -> None:
         """Unlock `key`'s byte (`Claim.release`)."""
+        if not self.across_processes:
+            return
         fcntl.lockf(self.descriptor, fcntl.LOCK_UN, 1, key_offset(key))
 
     async def claim(self, key: str, answered: Callable[[], Answer | None]) -> Answer | Claim | None:

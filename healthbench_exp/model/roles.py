@@ -238,7 +238,7 @@ async def open_roles(
     cache = (
         ResponseCache(cache_dir(cache_config.dir))
         if cache_config.enabled
-        else ResponseCache(files.directory / CALL_JOURNAL, record_run=False)
+        else ResponseCache(files.directory / CALL_JOURNAL, record_run=False, shared=False)
     )
     shared = Shared(
         cache=cache,

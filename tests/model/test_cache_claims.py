@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.model.cache import CachedReply, ResponseCache
-from healthbench_exp.model.cache_claims import Claim, KeyClaims, key_offset
+from healthbench_exp.model.cache_claims import CLAIMS_FILE, Claim, KeyClaims, key_offset
 
 KEY = "ab" * 32
 
@@ -138,8 +138,11 @@ def test_claims_exclude_each_other_under_contention(tmp_path) -> None:
     assert [process.wait(timeout=120) for process in contenders] == [0, 0, 0, 0]
 
 
-def test_within_a_process_a_second_call_of_a_key_waits_and_replays_the_first(tmp_path) -> None:
-    cache = ResponseCache(tmp_path)
+@pytest.mark.parametrize("shared", [True, False], ids=["shared cache", "a run's own journal"])
+def test_within_a_process_a_second_call_of_a_key_waits_and_replays_the_first(
+    tmp_path, shared: bool
+) -> None:
+    cache = ResponseCache(tmp_path, shared=shared)
     reply = CachedReply("the reply", 10, 5)
 
     async def two_calls() -> tuple[object, object]:
@@ -155,6 +158,8 @@ def test_within_a_process_a_second_call_of_a_key_waits_and_replays_the_first(tmp
     _first, second = asyncio.run(two_calls())
     assert second == reply
     assert cache.lookups[None] == [1, 1]  # the second call counted a hit, not a miss
+    # a cache no other process opens (cache.enabled=false: the run's journal) makes no claims file
+    assert (tmp_path / CLAIMS_FILE).exists() == shared
     cache.close()
 
 

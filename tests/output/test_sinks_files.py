@@ -34,7 +34,6 @@ NOT_OUTPUT = {
     ".hydra/": "hydra",  # Hydra's job setup (a resume's own: output.run_dir)
     "healthbench.log": "hydra",  # the job's log, Hydra's logging setup
     ".calls/": "model/cache_file.py",  # cache.enabled=false: the response cache's own store
-    ".calls/claims.lock": "model/cache_claims.py",  # and its claims (model/cache_claims.py)
 }
 
 
