@@ -82,14 +82,25 @@ def meta_eval_spent(line: str) -> re.Match[str] | None:
 def test_a_meta_eval_stopped_by_the_failure_fraction_says_what_it_spent(
     loopback_server: Any, tmp_path: Path
 ) -> None:
+    """The judge answers 500 after 10 answers: the 5th failure (of 40 rows, 0.1) makes the end
+    certain and the run stops, the rest `not run`. A meta-eval row is one judge call, and the
+    rows in flight at once are `judge.max_concurrency` (256 by default, not
+    `runner.max_concurrent`): at 2, one other call at most is in flight at the stop, whatever
+    the load. (With 256, every row's call went out at once: how many were sent before the 5th
+    failure came back was a race with the server's instant 500s, and under load all 40 were,
+    leaving nothing `not run`, so the run ended with `run_outcome`'s line, not the stop's.)"""
     judge = loopback_server(fail_status=500, fail_after=10)
     run_dir = tmp_path / "run"
     result = run_cli(
         *QUIET, "task=meta_eval", "judge.builtin=false", f"judge.base_url={judge.base_url}",
-        "runner.max_retries=0", "runner.max_concurrent=2", "runner.dead_endpoint_calls=0",
-        "runner.dead_endpoint_s=0", "runner.max_failure_fraction=0.1",
-        f"hydra.run.dir={run_dir}",
+        "runner.max_retries=0", "runner.max_concurrent=2", "judge.max_concurrency=2",
+        "runner.dead_endpoint_calls=0", "runner.dead_endpoint_s=0",
+        "runner.max_failure_fraction=0.1", f"hydra.run.dir={run_dir}",
     )  # fmt: skip
+    # nothing sent after the stop: 10 answers, the 5 failures that made it certain, and the one
+    # other call then in flight at most
+    sent = judge.stats()["chat_requests"]
+    assert sent <= 10 + 5 + 1, (sent, result.stderr)
     assert result.returncode == EXIT_UNGRADED, result.stderr
     line = error_line(result.stderr)
     assert "more than runner.max_failure_fraction=0.1" in line, line
