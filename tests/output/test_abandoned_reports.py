@@ -44,7 +44,8 @@ def test_abandoned_requests_show_in_the_report_wandb_and_a_comparisons_totals(
     process.send_signal(signal.SIGINT)  # no grace: the requests in flight are abandoned
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
-    resumed = run_cli(f"resume={cut}", env=wandb_env(tmp_path))  # its report and W&B run: the whole run's
+    # its report and W&B run: the whole run's
+    resumed = run_cli(f"resume={cut}", env=wandb_env(tmp_path))
     assert resumed.returncode == 0, resumed.stderr
     usage = summary(cut)["usage"]
     count, estimate = usage["model"]["abandoned_in_flight"], usage["abandoned_cost_usd"]
