@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 WATCH_S = 0.25  # between two looks at the parent
@@ -66,17 +66,48 @@ TERMINAL_STOPS = tuple(
 )
 
 
+# the signals the harness stops on (`engine.stops.STOPPING_SIGNALS`), held while it forks a child
+HELD_AT_FORK = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR2")
+    if hasattr(signal, name)
+)
+
+
 def preexec_ignoring(*signums: int) -> Callable[[], None]:
-    """For `Popen(preexec_fn=...)`: the child ignores `signums` from its birth (an ignored
-    disposition outlives exec, and Python leaves an ignored SIGINT ignored), so a signal sent
-    to the whole process group while it starts up (the W&B worker imports for seconds) cannot
-    end it before its own `main` would have ignored it; the harness stops it."""
+    """For `Popen(preexec_fn=...)` inside `signals_held_at_fork`: the child ignores `signums`
+    from its birth (an ignored disposition outlives exec, and Python leaves an ignored SIGINT
+    ignored), so a signal sent to the whole process group while it starts up (the W&B worker
+    imports for seconds) cannot end it before its own `main` would have ignored it; the harness
+    stops it. The other held signals get their default disposition (as exec would give them)
+    before the child unblocks them: a signal that came while it was forked is never run by the
+    parent's handler copied into the child, which would write it to the parent's event-loop
+    wakeup fd (the child shares it until exec), so the run would see one signal twice."""
 
     def ignore() -> None:  # pragma: no cover - in the child between fork and exec
+        for signum in HELD_AT_FORK:
+            signal.signal(signum, signal.SIG_IGN if signum in signums else signal.SIG_DFL)
         for signum in signums:
             signal.signal(signum, signal.SIG_IGN)
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_AT_FORK)
 
     return ignore
+
+
+@contextlib.contextmanager
+def signals_held_at_fork() -> Iterator[None]:
+    """Within, the calling thread holds (blocks) HELD_AT_FORK: wrap a `Popen` whose preexec is
+    `preexec_ignoring`, so a signal to the group while the child is forked waits for the parent
+    (delivered once, on exit) and, in the child, meets the dispositions its preexec sets."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_AT_FORK)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def watch_parent(parent: int, on_gone: Callable[[], None], every: float = WATCH_S) -> None:

@@ -30,13 +30,13 @@ def test_a_sigterm_to_the_whole_group_lets_the_builtin_server_answer_what_is_in_
 ) -> None:
     run_dir = tmp_path / "run"
     process = subprocess.Popen(
-        # wandb=disabled: the run starts its W&B worker as its first row is written, which is
-        # when this test signals; a signal that lands while a child is forked, before its exec,
-        # reaches the run's event loop twice (the child's copy of the loop's wakeup fd), and the
-        # second ends the grace (measured: 4 of 8 runs abandoned their 2 calls; 0 of 10 without
-        # W&B). That window is the subject of no test here: the built-in server's is.
+        # with W&B (offline), as the demo runs: the run forks its W&B worker as its first row is
+        # written, when this test signals; a signal landing between that fork and its exec
+        # reached the run's event loop twice (the child's copy of the loop's wakeup fd), and the
+        # second ended the grace (4 of 8 runs abandoned their 2 calls): the fork now holds the
+        # stopping signals (`core.lifeline.signals_held_at_fork`)
         [sys.executable, "-m", "healthbench_exp", "experiment=demo", "runner.progress=false",
-         "wandb=disabled", "runner.max_concurrent=2", "offline_server.latency_ms=1500",
+         "runner.max_concurrent=2", "offline_server.latency_ms=1500",
          f"cache.dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}"],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -178,3 +178,46 @@ def test_the_guard_alone_stops_a_group_whose_harness_died(tmp_path) -> None:
         for pid in started:  # only if the test failed
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# a run's event loop handles SIGTERM (as `engine.stops.interruptible` does); a child is spawned as
+# the W&B worker and the built-in endpoint are; the child signals itself before its exec, as a
+# SIGTERM to the whole group does when it lands while the child is forked; the parent signals
+# itself inside the hold too. The loop must see SIGTERM once: its own.
+FORKED_UNDER_A_SIGNAL = """
+import asyncio, os, signal, subprocess, sys
+from healthbench_exp.core.lifeline import preexec_ignoring, signals_held_at_fork
+HOLD = sys.argv[1] == "held"
+seen = []
+
+async def main():
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, seen.append, "TERM")
+    ignore = preexec_ignoring(signal.SIGTERM)
+
+    def preexec():
+        os.kill(os.getpid(), signal.SIGTERM)  # in the child, between fork and exec
+        ignore()
+
+    with signals_held_at_fork() if HOLD else open(os.devnull):
+        os.kill(os.getpid(), signal.SIGTERM)  # the parent's own, delivered once the fork is done
+        child = subprocess.Popen([sys.executable, "-c", "pass"], preexec_fn=preexec)
+    assert child.wait() == 0  # the child ignored it
+    for _ in range(20):  # the loop reads its wakeup fd in its next passes
+        await asyncio.sleep(0)
+    print(len(seen))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("hold", ["held", "not held"])
+def test_a_signal_while_a_child_is_forked_reaches_the_run_once(hold: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", FORKED_UNDER_A_SIGNAL, hold],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # held (as the harness forks): once; not held: the child's copy of the parent's handler
+    # writes the signal to the parent's wakeup fd too, and the run sees it twice
+    assert int(result.stdout) == (1 if hold == "held" else 2), result.stdout

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import WandbConfig
 from healthbench_exp.core.counts import RunCounts
-from healthbench_exp.core.lifeline import TERMINAL_STOPS, preexec_ignoring
+from healthbench_exp.core.lifeline import TERMINAL_STOPS, preexec_ignoring, signals_held_at_fork
 from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.version import __version__
 from healthbench_exp.output.wandb.mode import Readiness, resolve_mode
@@ -168,7 +168,10 @@ class Tracker:
         logs = plan.output_dir / "wandb"
         try:
             logs.mkdir(parents=True, exist_ok=True)
-            with open(logs / "worker.log", "a", encoding="utf-8") as stderr:
+            with (
+                open(logs / "worker.log", "a", encoding="utf-8") as stderr,
+                signals_held_at_fork(),
+            ):
                 self.worker = subprocess.Popen(
                     [sys.executable, "-m", "healthbench_exp.output.wandb.worker"],
                     stdin=subprocess.PIPE,
