@@ -38,8 +38,9 @@ def register_configs() -> None:
 
 def expose_launcher_plugin() -> None:
     """Let Hydra's plugin scanner find `hydra_plugins.healthbench_exp_launcher` (the
-    `healthbench_slurm` launcher) in an editable install too: there the package sits behind an
-    import hook that `pkgutil` cannot list, so its folder is added to the namespace's path."""
+    `healthbench_slurm` launcher) and its sibling `hydra_plugins.healthbench_exp_conf` (the
+    working directory's `conf/`) in an editable install too: there the packages sit behind an
+    import hook that `pkgutil` cannot list, so their folder is added to the namespace's path."""
     try:
         spec = find_spec("hydra_plugins.healthbench_exp_launcher")
     except ImportError:  # no hydra_plugins namespace at all

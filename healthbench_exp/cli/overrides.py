@@ -23,6 +23,7 @@ from omegaconf.nodes import BooleanNode, EnumNode, FloatNode, IntegerNode
 from healthbench_exp.cli.compose import CONFIG_PATH
 from healthbench_exp.cli.hydra_errors import ambiguous, is_multirun
 from healthbench_exp.config.schema import Config, ConfigError, unknown_option
+from hydra_plugins.healthbench_exp_conf.searchpath import working_directory_conf
 
 # Hydra flags that take the next argument as their value.
 _FLAGS_WITH_VALUE = {"--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd"}
@@ -131,9 +132,11 @@ def _config_dirs(argv: list[str]) -> list[Path]:
 
 
 def _search_dirs(parser: OverridesParser, argv: list[str]) -> list[Path]:
-    """The local directories `hydra.searchpath=[file://DIR, ...]` and `--config-dir` add (other
-    schemes left out)."""
-    dirs: list[Path] = _config_dirs(argv)
+    """The local directories searched besides the package's presets: the working directory's
+    `conf/`, and those `hydra.searchpath=[file://DIR, ...]` and `--config-dir` add (other schemes
+    left out)."""
+    local = working_directory_conf()
+    dirs: list[Path] = [*_config_dirs(argv), *([local] if local else [])]
     for arg in argv:
         if not arg.lstrip("+").startswith("hydra.searchpath="):
             continue

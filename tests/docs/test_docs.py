@@ -26,7 +26,7 @@ from healthbench_exp.config.schema import Config, EndpointConfig
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = sorted(
-    [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    [REPO / "README.md", REPO / "conf" / "README.md", *(REPO / "docs").glob("*.md")]
     + ([REPO / "CHANGELOG.md"] if (REPO / "CHANGELOG.md").exists() else [])
 )
 GENERATOR = REPO / "docs" / "generate_configuration.py"
