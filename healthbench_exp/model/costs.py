@@ -101,6 +101,10 @@ class SharedSpend(Protocol):
         """The other jobs' shares as last read, by job directory name."""
         ...
 
+    def close(self, committed: float) -> None:
+        """The job is over: `committed` is its share from now on."""
+        ...
+
 
 class Budget:
     """Measured spend plus the estimated cost of requests in flight, kept under each cap:
@@ -158,6 +162,11 @@ class Budget:
         self.spent += actual
         if self.sweep is not None:
             self.sweep.record(self.spent + self.in_flight)
+
+    def close(self) -> None:
+        """No more requests: a job of a sweep leaves its exact spend as its share."""
+        if self.sweep is not None:
+            self.sweep.close(self.spent + self.in_flight)
 
     @property
     def max_usd(self) -> float | None:

@@ -286,6 +286,8 @@ async def open_roles(
         for endpoint in endpoints.values():
             await endpoint.close()
         cache.close()
+        if shared.budget is not None:
+            shared.budget.close()  # a sweep's ledger: this job's exact spend
 
 
 @contextlib.asynccontextmanager

@@ -9,12 +9,15 @@ illustrative prices make the demo cost about $0.22 a job on a fresh response cac
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from healthbench_exp.model.sweep_budget import LEDGER_FILE, SweepLedger, read_ledger
-from tests.e2e.test_e2e import run_cli
+from tests.e2e.test_e2e import REPO, run_cli
 
 DEMO = ("experiment=demo", "wandb=disabled")
 # an invocation may pass its cap by its last requests' cost beyond their estimate (a few
@@ -104,14 +107,74 @@ def test_the_parallel_launcher_s_jobs_share_the_cap(tmp_path: Path) -> None:
 def test_a_job_s_claim_counts_what_the_others_committed(tmp_path: Path) -> None:
     sweep = tmp_path / "s"
     first, second = (SweepLedger(0.1, sweep, sweep / job) for job in ("0", "1"))
-    assert first.claim(0.06) is None
-    assert second.claim(0.05) == pytest.approx(0.06)  # refused: the ledger is left as it was
-    assert read_ledger(sweep) == {"0": 0.06}
-    assert second.claim(0.04) is None
-    first.record(0.03)  # its request cost less than its estimate
+    assert first.claim(0.06) is None  # claimed with a tranche: min(0.1/50, (0.1 - 0.06)/8)
+    assert read_ledger(sweep) == pytest.approx({"0": 0.062})
+    assert second.claim(0.05) == pytest.approx(0.062)  # refused: the ledger is left as it was
+    assert read_ledger(sweep) == pytest.approx({"0": 0.062})
+    assert second.claim(0.0375) is None  # its tranche: (0.1 - 0.062 - 0.0375) / 8
+    assert read_ledger(sweep) == pytest.approx({"0": 0.062, "1": 0.0375 + 0.0005 / 8})
+    first.close(0.03)  # its request cost less than its estimate; its claim is released
     assert second.claim(0.07) is None
-    assert read_ledger(sweep) == {"0": 0.03, "1": 0.07}
-    assert dict(second.others()) == {"0": 0.03}
+    assert read_ledger(sweep) == pytest.approx({"0": 0.03, "1": 0.07})
+    assert dict(second.others()) == pytest.approx({"0": 0.03})
+    second.close(0.07)
+
+
+def test_requests_within_a_claim_leave_the_file_alone(tmp_path: Path) -> None:
+    """One read and write of the ledger per tranche (by the worker), not two per request."""
+    sweep = tmp_path / "s"
+    ledger = SweepLedger(10.0, sweep, sweep / "0")
+    assert ledger.claim(0.001) is None  # the first claim: 0.001 + $0.2 (10/50)
+    written = (sweep / LEDGER_FILE).stat().st_mtime_ns
+    for n in range(2, 50):  # $0.049 in all: within the claim
+        assert ledger.claim(n * 0.001) is None
+        ledger.record(n * 0.001 - 0.0002)
+    assert (sweep / LEDGER_FILE).stat().st_mtime_ns == written
+    assert read_ledger(sweep) == pytest.approx({"0": 0.201})
+    ledger.close(0.0488)
+    assert read_ledger(sweep) == pytest.approx({"0": 0.0488})  # exact once it is over
+
+
+JOB = """
+import sys
+from pathlib import Path
+from healthbench_exp.model.costs import Budget, BudgetExhausted
+from healthbench_exp.model.sweep_budget import SweepLedger
+sweep, job, cap = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+budget = Budget(None, None, SweepLedger(cap, sweep, sweep / job))
+print("ready", flush=True)
+sys.stdin.readline()  # both start together
+try:
+    while True:
+        budget.reserve(0.001)
+        budget.settle(0.001, 0.001)
+except BudgetExhausted:
+    pass
+budget.close()
+print(f"{budget.spent:.6f}", flush=True)
+"""
+
+
+def test_two_processes_spend_the_cap_exactly(tmp_path: Path) -> None:
+    """Two jobs at once, each as fast as it can: together they spend the sweep's cap to within
+    one request (each request's cost is its estimate), and the ledger ends with each one's
+    spend."""
+    sweep = tmp_path / "s"
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", JOB, str(sweep)]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    jobs = [subprocess.Popen([*command, job, "0.3"], env=environment, **pipes) for job in "01"]
+    for job in jobs:
+        assert job.stdout is not None and job.stdout.readline() == "ready\n"
+    for job in jobs:
+        assert job.stdin is not None
+        job.stdin.write("go\n")
+        job.stdin.flush()
+    spent = {n: float(job.communicate(timeout=120)[0]) for n, job in zip("01", jobs, strict=True)}
+    assert all(job.returncode == 0 for job in jobs)
+    assert 0.3 - 0.001 - 1e-9 <= sum(spent.values()) <= 0.3 + 1e-9, spent
+    assert min(spent.values()) > 0.01, spent  # both ran at once
+    assert read_ledger(sweep) == pytest.approx(spent)
 
 
 def test_the_sweep_directory_of_the_budget_is_not_set_by_hand(tmp_path: Path) -> None:
