@@ -6,11 +6,17 @@ interpolation between the two nearest order statistics (numpy's default `method=
 index (n - 1) * p / 100, to the last bit), as an `Interval` with named ends (like scipy's
 `BootstrapResult.confidence_interval`). Standard library only (the `core` layer): any
 sequence of floats, numpy arrays included.
+
+`BootstrapResult`: what a bootstrap returns, named (as scipy.stats' `bootstrap` names its
+result): the estimate on the data, the percentile interval of the draws and the draws'
+standard deviation. summary.json and the reports write it flat (`name`, `name:ci_low`,
+`name:ci_high`, `name:bootstrap_std`; a row's `ci_low` / `ci_high`), an interval as [low, high].
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +38,28 @@ class Interval:
     def covers(self, value: float) -> bool:
         """Whether `value` lies within the interval, ends included."""
         return self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A bootstrap's result: `estimate` (the statistic on the data itself), `interval` (the
+    central percentile interval of the draws' statistics, `percentile_interval`) and `std` (the
+    draws' standard deviation, ddof 0, as numpy's `std`); `draws`: how many statistics it is
+    computed from (resamples where the statistic was undefined are left out)."""
+
+    estimate: float
+    interval: Interval
+    std: float
+    draws: int
+
+    @classmethod
+    def of_draws(
+        cls, estimate: float, draws: Sequence[float], level: float = LEVEL
+    ) -> BootstrapResult:
+        """The result of `draws` (the statistic of each resample; not empty) around `estimate`."""
+        values = [float(v) for v in draws]
+        interval = percentile_interval(values, level)
+        return cls(estimate, interval, statistics.pstdev(values), len(values))
 
 
 def normal_interval(center: float, std: float, z: float = Z95) -> Interval:

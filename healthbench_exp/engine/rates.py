@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from healthbench_exp.config.schema import PriceConfig
+from healthbench_exp.core.intervals import Interval
 from healthbench_exp.model.cache import CachedReply
 from healthbench_exp.model.cache_admin import History
 from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd, tier_factor
@@ -135,9 +136,10 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
+class CostInterval(Interval):
+    """A cost estimate's interval (`core.intervals.Interval`) with the text saying how it was
+    made (`method`, shown beside it)."""
+
     method: str
 
 
@@ -177,7 +179,7 @@ def bootstrap_interval(
     rows_left: int,
     seed: int = 0,
     resamples: int = BOOTSTRAP_RESAMPLES,
-) -> Interval | None:
+) -> CostInterval | None:
     """A 95% interval for the cost of the `rows_left` rows still to pay, around the estimate
     `point`, from the pilot's n rows. Two uncertainties add up:
 
@@ -215,7 +217,7 @@ def bootstrap_interval(
     if shift is not None:
         floor = t_975(n - 1) * abs(shift - point) * math.sqrt(1 / n + 1 / left)
         half = math.sqrt(half**2 + floor**2)
-    return Interval(
+    return CostInterval(
         max(0.0, point - half),
         point + half,
         f"95%: the estimate +- t({n - 1}) x the standard deviation of the cost over {resamples} "

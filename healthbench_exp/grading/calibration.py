@@ -27,6 +27,7 @@ import numpy as np
 
 from healthbench_exp.core.intervals import percentile_interval
 from healthbench_exp.grading.bridge.rates import rogan_gladen as corrected_share
+from healthbench_exp.grading.resampling import bootstrap_draws
 
 MIN_YOUDEN = 0.1  # Se + Sp - 1 at most this: the judge barely tells met from not met
 MIN_ROWS = 20  # majority-positive and majority-negative meta-eval rows needed, each
@@ -63,8 +64,10 @@ class ErrorRates:
     n_neg: int
 
 
-def error_rates(pairs: Sequence[tuple[bool, bool]]) -> ErrorRates:
-    """Se and Sp of (verdict, majority) pairs (`usable_pairs`)."""
+def observed_error_rates(pairs: Sequence[tuple[bool, bool]]) -> ErrorRates:
+    """Se and Sp of (verdict, majority) pairs (`usable_pairs`) as the observed shares: Se = met
+    verdicts / positives, Sp = unmet verdicts / negatives (the bridge's `error_rates` is another
+    estimator: Jeffreys', (k + 0.5) / (n + 1))."""
     positives = [v for v, truth in pairs if truth]
     negatives = [v for v, truth in pairs if not truth]
     se = sum(positives) / len(positives) if positives else None
@@ -72,8 +75,9 @@ def error_rates(pairs: Sequence[tuple[bool, bool]]) -> ErrorRates:
     return ErrorRates(se, sp, len(positives), len(negatives))
 
 
-def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:
-    """clip((p + Sp - 1) / (Se + Sp - 1), 0, 1); Se + Sp - 1 must be positive."""
+def checked_rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:
+    """clip((p + Sp - 1) / (Se + Sp - 1), 0, 1), the bridge's `rogan_gladen` (which floors
+    Se + Sp - 1 for its resamples), refusing instead: Se + Sp - 1 must be positive."""
     youden = sensitivity + specificity - 1
     if youden <= 0:
         raise ValueError(f"Se + Sp - 1 = {youden:g} <= 0: no correction")
@@ -126,7 +130,7 @@ def calibrate(
     met = sum(m for m, _ in eval_examples)
     graded = sum(n for _, n in eval_examples)
     observed = met / graded if graded else None
-    rates = error_rates(meta_pairs)
+    rates = observed_error_rates(meta_pairs)
     reason = not_corrected_reason(rates)
     if observed is None:
         reason = "; ".join(r for r in ("no graded eval criterion", reason) if r)
@@ -134,7 +138,7 @@ def calibrate(
     if reason is None:
         assert observed is not None and rates.sensitivity is not None
         assert rates.specificity is not None
-        corrected = rogan_gladen(observed, rates.sensitivity, rates.specificity)
+        corrected = checked_rogan_gladen(observed, rates.sensitivity, rates.specificity)
         ci_low, ci_high = _interval(eval_examples, meta_pairs, samples, seed)
     return CalibratedRate(
         category,
@@ -157,24 +161,25 @@ def _interval(
     samples: int,
     seed: int,
 ) -> tuple[float | None, float | None]:
-    """2.5th and 97.5th percentiles of the corrected rate over the bootstrap resamples."""
-    rng = np.random.default_rng(seed)
+    """2.5th and 97.5th percentiles of the corrected rate over the bootstrap resamples (of the
+    eval's examples and the meta-eval's rows, each drawn anew: `grading.resampling`)."""
     counts = np.asarray(eval_examples, dtype=float).reshape(-1, 2)
     verdict = np.asarray([v for v, _ in meta_pairs], dtype=float)
     truth = np.asarray([t for _, t in meta_pairs], dtype=bool)
-    values = []
-    for _ in range(samples):
-        drawn = counts[rng.integers(0, len(counts), len(counts))].sum(axis=0)
-        rows = rng.integers(0, len(meta_pairs), len(meta_pairs))
+
+    def corrected(examples: np.ndarray, rows: np.ndarray) -> float | None:
+        drawn = counts[examples].sum(axis=0)
         v, t = verdict[rows], truth[rows]
         n_pos, n_neg = t.sum(), (~t).sum()
         if drawn[1] == 0 or n_pos == 0 or n_neg == 0:
-            continue
+            return None
         se = v[t].sum() / n_pos
         sp = (1 - v[~t]).sum() / n_neg
         if se + sp - 1 <= 0:
-            continue
-        values.append(rogan_gladen(drawn[0] / drawn[1], float(se), float(sp)))
+            return None
+        return checked_rogan_gladen(drawn[0] / drawn[1], float(se), float(sp))
+
+    values = bootstrap_draws(corrected, (len(counts), len(meta_pairs)), samples, seed)
     if not values:
         return None, None
     interval = percentile_interval(values)

@@ -13,7 +13,8 @@ from math import comb
 import numpy as np
 
 from healthbench_exp.core.intervals import percentile_interval
-from healthbench_exp.grading.scoring import bootstrap_std, clipped_mean
+from healthbench_exp.grading.resampling import reference_draws
+from healthbench_exp.grading.scoring import BOOTSTRAP_CHUNK, bootstrap_std, clipped_mean
 
 LENGTH_ADJUSTED = "length_adjusted_score"
 
@@ -114,8 +115,9 @@ def paired_bootstrap(
     x = np.array([a[p] for p in shared], dtype=float)
     y = np.array([b[p] for p in shared], dtype=float)
     point = clipped_mean(x) - clipped_mean(y)
-    index = np.random.RandomState(seed).randint(0, len(shared), size=(samples, len(shared)))
-    diffs = np.clip(x[index].mean(axis=1), 0, 1) - np.clip(y[index].mean(axis=1), 0, 1)
+    diffs = np.empty(samples)
+    for rows, index in reference_draws(len(shared), samples, seed, BOOTSTRAP_CHUNK):
+        diffs[rows] = np.clip(x[index].mean(axis=1), 0, 1) - np.clip(y[index].mean(axis=1), 0, 1)
     interval = percentile_interval(diffs)
     flips = float(np.mean(diffs * point <= 0)) if point != 0 else 1.0
     return PairedDifference(len(shared), point, interval.low, interval.high, flips)

@@ -21,6 +21,7 @@ import numpy as np
 
 from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.types import Criterion
+from healthbench_exp.grading.resampling import reference_draws
 
 
 def example_score(points: Sequence[float], met: Sequence[bool | float | None]) -> float | None:
@@ -85,15 +86,11 @@ def bootstrap_std(values: Sequence[float], samples: int, seed: int, clip: bool =
     (simple-evals' generic aggregate, used by the meta-eval).
     """
     array = np.asarray(values, dtype=float)
-    rng = np.random.RandomState(seed)
     means = np.empty(samples)
-    # resamples in chunks of about BOOTSTRAP_CHUNK indices, drawn in the same order (the same
-    # numbers as one big draw), so memory stays flat for 5000 examples x 1000 resamples
-    rows = max(1, BOOTSTRAP_CHUNK // len(array))
-    for start in range(0, samples, rows):
-        stop = min(samples, start + rows)
-        indices = rng.randint(0, len(array), size=(stop - start, len(array)))
-        means[start:stop] = array[indices].mean(axis=1)
+    # the reference's draws (grading.resampling.reference_draws), in chunks of about
+    # BOOTSTRAP_CHUNK indices
+    for rows, indices in reference_draws(len(array), samples, seed, BOOTSTRAP_CHUNK):
+        means[rows] = array[indices].mean(axis=1)
     return float(np.std(np.clip(means, 0, 1) if clip else means))
 
 

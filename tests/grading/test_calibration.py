@@ -6,10 +6,10 @@ import pytest
 
 from healthbench_exp.grading.calibration import (
     calibrate,
-    error_rates,
+    checked_rogan_gladen,
     majority,
     not_corrected_reason,
-    rogan_gladen,
+    observed_error_rates,
     usable_pairs,
 )
 
@@ -40,33 +40,35 @@ def test_usable_pairs_drop_ungraded_rows_and_ties() -> None:
 
 
 def test_sensitivity_and_specificity_by_hand() -> None:
-    rates = error_rates(pairs(20, 5, 4, 16))  # Se = 20/25, Sp = 16/20
+    rates = observed_error_rates(pairs(20, 5, 4, 16))  # Se = 20/25, Sp = 16/20
     assert rates.sensitivity == pytest.approx(0.8)
     assert rates.specificity == pytest.approx(0.8)
     assert (rates.n_pos, rates.n_neg) == (25, 20)
-    only_positive = error_rates(pairs(3, 1, 0, 0))
+    only_positive = observed_error_rates(pairs(3, 1, 0, 0))
     assert only_positive.sensitivity == 0.75 and only_positive.specificity is None
 
 
 def test_rogan_gladen_by_hand_and_clipped() -> None:
     # Se = Sp = 0.8: corrected = (p + 0.8 - 1) / 0.6
-    assert rogan_gladen(0.5, 0.8, 0.8) == pytest.approx(0.5)
-    assert rogan_gladen(0.35, 0.8, 0.8) == pytest.approx(0.25)
-    assert rogan_gladen(0.1, 0.8, 0.8) == 0.0  # -0.1 / 0.6, clipped
-    assert rogan_gladen(0.95, 0.8, 0.8) == 1.0  # 0.75 / 0.6, clipped
+    assert checked_rogan_gladen(0.5, 0.8, 0.8) == pytest.approx(0.5)
+    assert checked_rogan_gladen(0.35, 0.8, 0.8) == pytest.approx(0.25)
+    assert checked_rogan_gladen(0.1, 0.8, 0.8) == 0.0  # -0.1 / 0.6, clipped
+    assert checked_rogan_gladen(0.95, 0.8, 0.8) == 1.0  # 0.75 / 0.6, clipped
     # Se 0.9, Sp 0.7: (0.4 + 0.7 - 1) / 0.6 = 1/6
-    assert rogan_gladen(0.4, 0.9, 0.7) == pytest.approx(1 / 6)
+    assert checked_rogan_gladen(0.4, 0.9, 0.7) == pytest.approx(1 / 6)
     with pytest.raises(ValueError, match="no correction"):
-        rogan_gladen(0.4, 0.5, 0.5)
+        checked_rogan_gladen(0.4, 0.5, 0.5)
 
 
 def test_reasons_for_not_correcting() -> None:
-    assert not_corrected_reason(error_rates(pairs(20, 5, 4, 16))) is None
-    assert not_corrected_reason(error_rates(pairs(15, 4, 4, 16))) == "n_pos 19 < 20"
-    assert not_corrected_reason(error_rates(pairs(0, 0, 0, 3))) == "n_pos 0 < 20; n_neg 3 < 20"
+    assert not_corrected_reason(observed_error_rates(pairs(20, 5, 4, 16))) is None
+    assert not_corrected_reason(observed_error_rates(pairs(15, 4, 4, 16))) == "n_pos 19 < 20"
+    rates = observed_error_rates(pairs(0, 0, 0, 3))
+    assert not_corrected_reason(rates) == "n_pos 0 < 20; n_neg 3 < 20"
     # Se 12/20 + Sp 10/20 - 1 = 0.1 exactly: at the threshold, not corrected
-    assert not_corrected_reason(error_rates(pairs(12, 8, 10, 10))) == "Se + Sp - 1 = 0.100 <= 0.1"
-    assert not_corrected_reason(error_rates(pairs(13, 7, 10, 10))) is None  # 0.15
+    rates = observed_error_rates(pairs(12, 8, 10, 10))
+    assert not_corrected_reason(rates) == "Se + Sp - 1 = 0.100 <= 0.1"
+    assert not_corrected_reason(observed_error_rates(pairs(13, 7, 10, 10))) is None  # 0.15
 
 
 def test_calibrate_one_category_by_hand() -> None:

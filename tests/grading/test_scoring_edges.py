@@ -25,9 +25,9 @@ from healthbench_exp.grading.calibration import (
     MIN_ROWS,
     _interval,
     calibrate,
-    error_rates,
     majority,
     not_corrected_reason,
+    observed_error_rates,
     usable_pairs,
 )
 from healthbench_exp.grading.comparison import (
@@ -119,11 +119,12 @@ def test_majority_and_usable_pairs() -> None:
 
 
 def test_not_corrected_reasons_join_every_reason() -> None:
-    rates = error_rates([(True, True)] * 12 + [(False, True)] * 8 + [(False, False)] * 10 * 2)
+    pairs = [(True, True)] * 12 + [(False, True)] * 8 + [(False, False)] * 10 * 2
+    rates = observed_error_rates(pairs)
     assert (rates.n_pos, rates.n_neg) == (20, 20)
     assert rates.sensitivity == pytest.approx(0.6) and rates.specificity == pytest.approx(1.0)
     assert not_corrected_reason(rates) is None
-    few = error_rates([(True, True)] * 3)
+    few = observed_error_rates([(True, True)] * 3)
     assert not_corrected_reason(few) == f"n_pos 3 < {MIN_ROWS}; n_neg 0 < {MIN_ROWS}"
     none = calibrate("c", [], [(True, True)])
     assert none.reason == f"no graded eval criterion; n_pos 1 < {MIN_ROWS}; n_neg 0 < {MIN_ROWS}"
