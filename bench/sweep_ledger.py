@@ -46,7 +46,7 @@ class SlowPath(PosixPath):
         self._wait()
         super().mkdir(*args, **kwargs)
 
-    def open(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def open(self, *args: Any, **kwargs: Any) -> Any:
         self._wait()
         return super().open(*args, **kwargs)
 
@@ -59,7 +59,7 @@ class SlowPath(PosixPath):
         SlowPath.writes += 1
         return super().write_text(*args, **kwargs)
 
-    def replace(self, target: Any) -> Any:  # type: ignore[override]
+    def replace(self, target: Any) -> Any:
         self._wait()
         return super().replace(target)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.model import sweep_budget
 from healthbench_exp.model.sweep_budget import LEDGER_FILE, SweepLedger, read_ledger
 from tests.e2e.test_e2e import REPO, run_cli
 
@@ -133,6 +134,27 @@ def test_requests_within_a_claim_leave_the_file_alone(tmp_path: Path) -> None:
     assert read_ledger(sweep) == pytest.approx({"0": 0.201})
     ledger.close(0.0488)
     assert read_ledger(sweep) == pytest.approx({"0": 0.0488})  # exact once it is over
+
+
+def test_a_failure_of_the_worker_is_raised_on_the_next_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's claim ahead failing (the file system's error) is not lost: the job's next
+    call raises it."""
+    sweep = tmp_path / "s"
+    ledger = SweepLedger(1.0, sweep, sweep / "0")
+    assert ledger.claim(0.001) is None  # claimed: 0.001 + $0.02
+
+    def unreadable(folder: Path) -> dict[str, float]:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(sweep_budget, "read_ledger", unreadable)
+    assert ledger.claim(0.015) is None  # within the claim, less than half a tranche left
+    pending = ledger._pending
+    assert pending is not None
+    pending.result(timeout=30)
+    with pytest.raises(OSError, match="Input/output error"):
+        ledger.record(0.015)
 
 
 JOB = """
