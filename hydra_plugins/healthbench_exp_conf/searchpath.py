@@ -60,8 +60,11 @@ class WorkingDirectoryConf(SearchPathPlugin):
             if path not in _named:
                 _named.add(path)
                 preset = path.relative_to(local)
+                name = f"{preset.parent.as_posix()}={preset.stem}"
+                if preset.parent == Path():  # conf/config.yaml: not a group's option
+                    name = f"{preset.name} (the primary config)"
                 print(
-                    f"warning: {path} is not used: {preset.parent.as_posix()}={preset.stem} is the "
-                    f"packaged preset ({packaged / preset}), which wins; give yours another name",
+                    f"warning: {path} is not used: {name} is the packaged one "
+                    f"({packaged / preset}), which wins; give yours another name",
                     file=sys.stderr,
                 )

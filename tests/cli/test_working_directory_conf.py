@@ -57,10 +57,18 @@ def test_a_name_in_both_places_is_the_packages(tmp_path: Path) -> None:
     result = run_cli("experiment=demo", "--cfg", "job", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(result.stdout)["model"]["name"] == "offline-model"
-    assert f"warning: {shadow.resolve()} is not used: model=offline is the packaged preset (" in (
+    assert f"warning: {shadow.resolve()} is not used: model=offline is the packaged one (" in (
         result.stderr
     )
     assert result.stderr.count("warning:") == 1
+    (tmp_path / "conf" / "config.yaml").write_text("defaults: []\n")  # another app's
+    result = run_cli("experiment=demo", "--cfg", "job", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(result.stdout)["model"]["name"] == "offline-model"
+    assert (
+        f"warning: {(tmp_path / 'conf' / 'config.yaml').resolve()} is not used: config.yaml (the "
+        "primary config) is the packaged one (" in result.stderr
+    )
 
 
 @pytest.mark.parametrize(
