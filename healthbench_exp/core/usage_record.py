@@ -113,6 +113,13 @@ class Invocation(Record):
     budget: BudgetState | None
     jury: dict[str, RoleUsage] | None = field(default=None, metadata=OMIT_NONE)  # by member
     abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)  # estimated
+    # its wall time in seconds (None: a line older than the record of it); a killed one's
+    # from its start to its spend journal's last line
+    wall_time_s: float | None = field(default=None, metadata=OMIT_NONE)
+    # True: it was killed (SIGKILL) before it recorded its usage; the next invocation recorded
+    # it from its spend journal (`model.spend_journal`): its requests in flight at the kill are
+    # counted as abandoned, their cost estimated
+    killed: bool | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
@@ -128,11 +135,22 @@ class Usage(Record):
     # the estimated cost of every role's requests abandoned in flight (`RoleUsage`), summed
     # over the invocations; not in `total_cost_usd`; absent when none was abandoned
     abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)
+    # the wall time of every invocation, summed (None: a summary older than the record of it)
+    wall_time_s: float | None = field(default=None, metadata=OMIT_NONE)
 
     def abandoned(self) -> int:
         """How many requests were abandoned in flight, over every role and invocation."""
         roles = [self.model, self.judge, *(self.jury or {}).values()]
         return sum(role.abandoned_in_flight or 0 for role in roles)
+
+    def killed(self) -> int:
+        """How many of the run's invocations were killed (recorded from their journals)."""
+        return sum(bool(i.killed) for i in self.invocations or [])
+
+    def tokens(self) -> int:
+        """Prompt and completion tokens paid for, over every role and invocation."""
+        roles = [self.model, self.judge, *(self.jury or {}).values()]
+        return sum(r.prompt_tokens + r.completion_tokens for r in roles)
 
     def role(self, name: str) -> RoleUsage:
         """`model` or `judge`."""
