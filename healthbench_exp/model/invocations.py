@@ -14,6 +14,7 @@ from pathlib import Path
 
 from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.summary import USAGE_FIELDS
+from healthbench_exp.core.usage_record import invocation_wall_s
 from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.reply_json import json_map, tokens
 from healthbench_exp.model.spend_journal import SPEND_JOURNAL, KilledJournal, killed_journals
@@ -107,19 +108,6 @@ def record_killed(
         )
     (files.directory / SPEND_JOURNAL).unlink(missing_ok=True)
     return killed
-
-
-def invocation_wall_s(entry: Mapping[str, object]) -> float:
-    """An invocation's wall time: as recorded, else (an older line) from its start to its end."""
-    wall = entry.get("wall_time_s")
-    if isinstance(wall, int | float):
-        return float(wall)
-    try:
-        began = datetime.fromisoformat(str(entry["started_at"]))
-        ended = datetime.fromisoformat(str(entry["finished_at"]))
-    except (KeyError, ValueError):
-        return 0.0
-    return max(0.0, (ended - began).total_seconds())
 
 
 def _counters(entry: Mapping[str, object]) -> dict[str, object]:
