@@ -263,8 +263,8 @@ def record_killed_invocations(settings: RunSettings, roles: Roles) -> str:
     )
     if not killed:
         return ""
-    usage = [Usage.from_dict(roles.usage(k.counters(list(roles.every)))) for k in killed]
-    paid = sum(u.model.requests + u.judge.requests for u in usage)
+    usage = [Usage.from_dict(recorded) for recorded in killed]
+    paid = sum(r.requests for u in usage for r in (u.model, u.judge, *(u.jury or {}).values()))
     cost = sum_costs(u.total_cost_usd for u in usage)
     dollars = "an unknown cost (no price)" if cost is None else f"${cost:.4f}"
     in_flight = sum(u.abandoned() for u in usage)

@@ -86,19 +86,20 @@ def record_killed(
     usage_of: Callable[[dict[str, object]], dict[str, object]],
     roles: list[str],
     measured: str,
-) -> list[KilledJournal]:
+) -> list[dict[str, object]]:
     """Record in `invocations.jsonl` each earlier invocation of the run in `files` that was
     killed before it could (its spend journal's id is not there: `model.spend_journal`), its
     usage `usage_of` its `roles`' counters from the journal: its answered requests paid, those
     in flight at the kill abandoned (their cost estimated apart). Then drop the journal file:
     every journal in it is recorded. Call before this invocation sends a request. Return the
-    journals recorded (none: nothing was killed)."""
+    usage of each invocation recorded (none: nothing was killed)."""
     recorded = {str(e["journal"]) for e in read_invocations(files.directory) if "journal" in e}
-    killed = killed_journals(files.directory, recorded)
-    for journal in killed:
+    usages = []
+    for journal in killed_journals(files.directory, recorded):
+        usages.append(usage := usage_of(journal.counters(roles)))
         record_invocation(
             files,
-            usage_of(journal.counters(roles)),
+            usage,
             None,
             datetime.fromisoformat(journal.started_at),
             measured,
@@ -107,7 +108,7 @@ def record_killed(
             killed=journal,
         )
     (files.directory / SPEND_JOURNAL).unlink(missing_ok=True)
-    return killed
+    return usages
 
 
 def _counters(entry: Mapping[str, object]) -> dict[str, object]:
