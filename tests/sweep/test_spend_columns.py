@@ -58,6 +58,9 @@ def test_a_resumed_jobs_tokens_wall_time_and_cost_cover_all_its_invocations(
     # the last invocation's own counts are not the run's: the comparison must not take them
     last_tokens = sum(counts[f"{r}_{k}_tokens"] for r in ROLES for k in ("prompt", "completion"))
     assert last_tokens < tokens and counts["wall_time_s"] < wall
+    # the run's own report: its wall time over both invocations, as its cost
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert f"wall time {usage['wall_time_s']:.1f} s over 2 invocations" in report
 
     data, md, _html, rows = aggregate(tmp_path, run_dir)
     (job,) = data["jobs"]
