@@ -6,7 +6,9 @@ any launcher): each job's overrides are expanded as the basic sweeper expands th
 Hydra's parser: `a=x,y`, `range(...)`, `choice(...)`, `glob(...)`, and `hydra.sweeper.params`),
 each job's config composed as the launcher composes it, and the single run's start-up checks
 run on it without a network (`startup.problems_found_offline`: values, files, keys, W&B login,
-a strict protocol, retired presets). Every problem of every job is named at once, each with
+a strict protocol, retired presets), then its data read as the run reads it before its first
+request (`data_problem`: a broken JSON line or a row without `rubrics`, named by line and id;
+each distinct data set once). Every problem of every job is named at once, each with
 its job's number and overrides: exit status 2, no job started, no request sent. When every job
 passes, the shutdown dates of the endpoints each job talks to are asked of their servers (a
 dry-run job asks none), as the job would; a retired model refuses the sweep the same way. W&B's
@@ -33,8 +35,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from healthbench_exp.cli.compose import to_config, translate_dry_run, with_jury
 from healthbench_exp.cli.hydra_errors import composition_error
+from healthbench_exp.cli.job import build_task
 from healthbench_exp.cli.startup import check_models, problems_found_offline, retired_presets
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.data.rows import DataError
 from healthbench_exp.model.retired import ModelRetired
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -84,11 +88,39 @@ def compose_job(sweep: DictConfig, overrides: list[str]) -> Config:
     return config
 
 
-def job_problems(job: SweepJob) -> list[JobProblem]:
-    """What would refuse `job` at its start, found without a network."""
+def job_problems(
+    job: SweepJob, data_checked: dict[str, str | None] | None = None
+) -> list[JobProblem]:
+    """What would refuse `job` at its start, found without a network, then (when nothing
+    else does) its data as the run reads it before its first request (`data_problem`; each
+    distinct data set read once, its verdict kept in `data_checked`)."""
     dry_run = job.config.dry_run.requested
     found = problems_found_offline(job.config, dry_run) + retired_presets(job.config)
+    if not found:
+        checked = {} if data_checked is None else data_checked
+        key = data_key(job.config)
+        if key not in checked:
+            checked[key] = data_problem(job.config)
+        found += [problem] if (problem := checked[key]) is not None else []
     return [JobProblem(job.number, job.overrides, problem) for problem in found]
+
+
+def data_key(config: Config) -> str:
+    """What decides a job's rows: its data, replies, task, sampling and system message."""
+    parts = (config.dataset, config.completions, config.task, config.sampling)
+    return repr((*parts, config.model.system_message))
+
+
+def data_problem(config: Config) -> str | None:
+    """Why the run of `config` would refuse its data before its first request, as the run
+    says it (a broken JSON line, a row without `rubrics`, a replies file that does not match:
+    the line and the id named); None when its rows load. The task's own `items`, as the run
+    calls it."""
+    try:
+        build_task(config, {}).items()
+    except (DataError, ConfigError) as exc:
+        return str(exc)
+    return None
 
 
 def refusal(problems: Sequence[JobProblem], jobs: int) -> str:
@@ -146,6 +178,7 @@ class SweepChecksCallback(Callback):
             return
         composed: list[SweepJob] = []
         problems: list[JobProblem] = []
+        data_checked: dict[str, str | None] = {}  # each distinct data set read once
         for number, overrides in enumerate(jobs):
             try:
                 job = SweepJob(number, overrides, compose_job(config, overrides))
@@ -158,7 +191,7 @@ class SweepChecksCallback(Callback):
                     problems.append(JobProblem(number, overrides, str(worded)))
                 continue  # anything else: the job reports its own error when it runs
             composed.append(job)
-            problems += job_problems(job)
+            problems += job_problems(job, data_checked)
         for line in identical_reasoning_jobs([(job.number, job.config) for job in composed]):
             print(f"warning: {line}", file=sys.stderr)
         if problems:

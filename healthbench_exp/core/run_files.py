@@ -12,7 +12,7 @@ never write one.
 - `write_batches`: a batch judge's `batches.json` (or a jury member's `batches-<name>.json`),
   atomically, before the batch is waited for, so a resume finds it (`model.batch`).
 - `open_log`: a served model's log, opened for appending (`engine.serve`), given to the server
-  process as its output.
+  process as its output; and the run's spend journal (`SPEND_JOURNAL`, `model.spend_journal`).
 - `within`: the same for a directory inside this one (a dry run's pilot: `pilot/`).
 """
 
@@ -24,6 +24,7 @@ from typing import BinaryIO, Protocol
 
 INVOCATIONS_FILE = "invocations.jsonl"
 BATCHES_FILE = "batches.json"  # the judge's; a jury member's is batches-<member>.json
+SPEND_JOURNAL = ".spend"  # each request sent and answered, as it happens (model.spend_journal)
 
 
 class RunFiles(Protocol):

@@ -3,7 +3,9 @@ endpoint role, each invocation's own, and the budget's state."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from healthbench_exp.core.record import OMIT_NONE, Record
 
@@ -113,6 +115,13 @@ class Invocation(Record):
     budget: BudgetState | None
     jury: dict[str, RoleUsage] | None = field(default=None, metadata=OMIT_NONE)  # by member
     abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)  # estimated
+    # its wall time in seconds (None: a line older than the record of it); a killed one's
+    # from its start to its spend journal's last line
+    wall_time_s: float | None = field(default=None, metadata=OMIT_NONE)
+    # True: it was killed (SIGKILL) before it recorded its usage; the next invocation recorded
+    # it from its spend journal (`model.spend_journal`): its requests in flight at the kill are
+    # counted as abandoned, their cost estimated
+    killed: bool | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
@@ -128,11 +137,22 @@ class Usage(Record):
     # the estimated cost of every role's requests abandoned in flight (`RoleUsage`), summed
     # over the invocations; not in `total_cost_usd`; absent when none was abandoned
     abandoned_cost_usd: float | None = field(default=None, metadata=OMIT_NONE)
+    # the wall time of every invocation, summed (None: a summary older than the record of it)
+    wall_time_s: float | None = field(default=None, metadata=OMIT_NONE)
 
     def abandoned(self) -> int:
         """How many requests were abandoned in flight, over every role and invocation."""
         roles = [self.model, self.judge, *(self.jury or {}).values()]
         return sum(role.abandoned_in_flight or 0 for role in roles)
+
+    def killed(self) -> int:
+        """How many of the run's invocations were killed (recorded from their journals)."""
+        return sum(bool(i.killed) for i in self.invocations or [])
+
+    def tokens(self) -> int:
+        """Prompt and completion tokens paid for, over every role and invocation."""
+        roles = [self.model, self.judge, *(self.jury or {}).values()]
+        return sum(r.prompt_tokens + r.completion_tokens for r in roles)
 
     def role(self, name: str) -> RoleUsage:
         """`model` or `judge`."""
@@ -147,3 +167,64 @@ class Usage(Record):
             and is_illustrative(price.as_of)
             and self.role(name).cost_usd
         ]
+
+
+def invocation_wall_s(entry: Mapping[str, object]) -> float:
+    """An invocation's wall time (a line of `invocations.jsonl`, or of `usage.invocations`): as
+    recorded, else (a line older than the record of it) from its start to its end."""
+    wall = entry.get("wall_time_s")
+    if isinstance(wall, int | float):
+        return float(wall)
+    try:
+        began = datetime.fromisoformat(str(entry["started_at"]))
+        ended = datetime.fromisoformat(str(entry["finished_at"]))
+    except (KeyError, ValueError):
+        return 0.0
+    return max(0.0, (ended - began).total_seconds())
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What a run paid, as one set of numbers over the same invocations (all of them): the
+    measured cost (None: a price is unknown), the tokens paid for (prompt and completion, every
+    role), the wall time, and the requests abandoned in flight with their estimated cost (None:
+    unknown), apart from the measured cost. A comparison shows a job's spend from it alone."""
+
+    cost_usd: float | None
+    tokens: int
+    wall_time_s: float
+    abandoned: int = 0
+    abandoned_cost_usd: float | None = None
+
+    @classmethod
+    def of(cls, usage: Usage, wall_time_s: float) -> Spend:
+        """The spend in `usage` (summed over invocations, or one invocation's), taking
+        `wall_time_s` when it records none (a summary older than the record of it)."""
+        return cls(
+            cost_usd=usage.total_cost_usd,
+            tokens=usage.tokens(),
+            wall_time_s=usage.wall_time_s if usage.wall_time_s is not None else wall_time_s,
+            abandoned=usage.abandoned(),
+            abandoned_cost_usd=usage.abandoned_cost_usd if usage.abandoned() else None,
+        )
+
+    @classmethod
+    def of_invocations(cls, entries: Sequence[Mapping[str, object]]) -> Spend:
+        """The spend of these lines of `invocations.jsonl` (each with its `usage`), summed: a
+        run that has no summary yet (interrupted, killed, still running) paid this much."""
+        spends = [
+            cls.of(Usage.from_dict(usage), invocation_wall_s(entry))
+            for entry in entries
+            if isinstance(usage := entry.get("usage"), Mapping)
+        ]
+        costs = [s.cost_usd for s in spends]
+        estimates = [s.abandoned_cost_usd for s in spends if s.abandoned]
+        return cls(
+            cost_usd=None if None in costs else sum(c or 0.0 for c in costs),
+            tokens=sum(s.tokens for s in spends),
+            wall_time_s=sum(s.wall_time_s for s in spends),
+            abandoned=sum(s.abandoned for s in spends),
+            abandoned_cost_usd=None
+            if None in estimates or not estimates
+            else sum(e or 0.0 for e in estimates),
+        )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -49,11 +50,14 @@ from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_a
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
 from healthbench_exp.engine.stops import RunInterrupted, raise_if_given_up, signals_held
+from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.health import EndpointHealth
-from healthbench_exp.model.invocations import cumulative_usage, record_invocation
+from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Roles
 from healthbench_exp.tasks.base import Measured, Task
+
+log = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -90,6 +94,8 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     needed = roles.needed
     keys = resolve_keys(needed)
     output_dir.mkdir(parents=True, exist_ok=True)
+    if killed := record_killed_invocations(settings, roles):  # before this one sends a request
+        log.warning(killed)
     loop = LoopSettings(
         config.runner,
         config.judge.early_stop_unparseable,
@@ -191,6 +197,8 @@ def account_invocation(
         None if budget is None else budget.to_dict(),
         began,
         measured_fingerprint(summary.config),
+        wall_time_s=measured.wall_time_s,
+        journal=journal_of(measured),
     )
     rows_not_run = summary.counts.rows_not_run if summary.counts is not None else 0
     short = (
@@ -218,9 +226,6 @@ def record_cut_short(
     their cost estimated) in `invocations.jsonl`, whole even if a second signal comes; an
     output that cannot be written loses this line only, not the error that ended the run.
     Return that usage."""
-    plain = settings.config_dict
-    if plain is None:
-        plain = json.loads(json.dumps(asdict(settings.config), default=str))
     measured = Measured(counters, roles.usage(counters), wall_time_s)
     budget = measured.budget
     with signals_held(), contextlib.suppress(OutputWriteError, OSError):
@@ -229,9 +234,46 @@ def record_cut_short(
             measured.usage,
             None if budget is None else budget.to_dict(),
             began,
-            measured_fingerprint(plain),
+            settings_fingerprint(settings),
+            wall_time_s=wall_time_s,
+            journal=journal_of(measured),
         )
     return Usage.from_dict(measured.usage)
+
+
+def settings_fingerprint(settings: RunSettings) -> str:
+    """The fingerprint of what the run measures (`config.measured`), from its config."""
+    plain = settings.config_dict
+    if plain is None:
+        plain = json.loads(json.dumps(asdict(settings.config), default=str))
+    return measured_fingerprint(plain)
+
+
+def journal_of(measured: Measured) -> str | None:
+    """The id of the invocation's spend journal (`model.spend_journal`; None: it opened none)."""
+    journal = measured.endpoints.get("journal")
+    return journal if isinstance(journal, str) else None
+
+
+def record_killed_invocations(settings: RunSettings, roles: Roles) -> str:
+    """Record each earlier invocation of the run that was killed before it recorded its usage
+    (`model.invocations.record_killed`); return a line that says so ('' when none was)."""
+    killed = record_killed(
+        settings.files, roles.usage, list(roles.every), settings_fingerprint(settings)
+    )
+    if not killed:
+        return ""
+    usage = [Usage.from_dict(recorded) for recorded in killed]
+    paid = sum(r.requests for u in usage for r in (u.model, u.judge, *(u.jury or {}).values()))
+    cost = sum_costs(u.total_cost_usd for u in usage)
+    dollars = "an unknown cost (no price)" if cost is None else f"${cost:.4f}"
+    in_flight = sum(u.abandoned() for u in usage)
+    estimate = sum_costs(u.abandoned_cost_usd or 0.0 for u in usage)
+    guess = "unknown (no price)" if estimate is None else f"about ${estimate:.4f}, estimated"
+    return (
+        f"a killed invocation's spend is counted from its journal: {paid} paid requests, "
+        f"{dollars}; {in_flight} in flight at the kill, maybe billed ({guess})"
+    )
 
 
 def abandoned_text(usage: Usage) -> str:

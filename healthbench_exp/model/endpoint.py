@@ -40,6 +40,7 @@ from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
 from healthbench_exp.model.ratelimit import EndpointPacer, TurnLapsed, classify_429
 from healthbench_exp.model.reply_json import json_map
+from healthbench_exp.model.spend_journal import SpendJournal
 from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
 from healthbench_exp.model.wire import (
@@ -84,6 +85,7 @@ class Shared:
     budget: Budget | None = None
     turns: LoopTurns = field(default_factory=LoopTurns)
     halt: Halt = field(default_factory=Halt)
+    journal: SpendJournal | None = None  # the run's spend journal (`model.spend_journal`)
 
 
 class ChatEndpoint:
@@ -158,6 +160,7 @@ class ChatEndpoint:
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
         self.budget = shared.budget  # budget.max_usd, shared with the other endpoints
         self.turns = shared.turns  # requests start a few per turn of the loop
+        self.journal = shared.journal  # each request sent and answered, as it happens
         # what identifies the endpoint in cache keys (the built-in server's port changes per run,
         # so it is named by its settings instead)
         self.identity = identity or base_url or OPENAI_DEFAULT_URL
@@ -302,6 +305,7 @@ class ChatEndpoint:
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False
+        journalled: int | None = None  # its number in the spend journal, until it ends
         try:
             body = with_messages(self.api, self.body, sent)
             if prefix_key is not None:
@@ -309,10 +313,13 @@ class ChatEndpoint:
             self.poster.open()  # made at the first request, before it is marked sent
             self.halt.check()  # halted while this request waited for its places
             sending()
+            if self.journal is not None:
+                journalled = self.journal.sent(self.role, prompt_chars(sent))
             response = json_map(await self._post(body))
             success = True
         except asyncio.CancelledError:  # sent, never answered: maybe paid, counted apart
             stats.count_abandoned(prompt_chars(sent))
+            journalled = None  # left open in the journal, as a kill leaves it
             raise
         except HttpError as exc:
             if exc.status in (401, 403):
@@ -352,6 +359,11 @@ class ChatEndpoint:
                     reply.usage, reply.service_tier
                 )
                 cost = tier_cost_usd(self.config, prompt_tokens, cached, completion_tokens)
+            if journalled is not None and self.journal is not None:  # answered: paid or not
+                if success:
+                    self.journal.ended(journalled, reply.usage, reply.service_tier)
+                else:
+                    self.journal.ended(journalled, None, None)
             if self.budget is not None:
                 self.budget.settle(estimate, cost or 0.0)
         text, reason = reply.text, reply.finish_reason

@@ -1,19 +1,23 @@
 """A run's invocations (the run and each `resume=` of it): each appends its own usage to
-`<run dir>/invocations.jsonl` when it ends, a signal's stop included; the run's usage is the sum
-over them (`cumulative_usage`), with the per-invocation breakdown.
+`<run dir>/invocations.jsonl` when it ends, a signal's stop included; one that was killed
+(SIGKILL) is recorded by the next from its spend journal (`record_killed`). The run's usage is
+the sum over them (`cumulative_usage`), tokens, cost and wall time alike, with the
+per-invocation breakdown.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.summary import USAGE_FIELDS
+from healthbench_exp.core.usage_record import invocation_wall_s
 from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.reply_json import json_map, tokens
+from healthbench_exp.model.spend_journal import SPEND_JOURNAL, KilledJournal, killed_journals
 
 
 def read_invocations(output_dir: Path) -> list[dict[str, object]]:
@@ -38,20 +42,36 @@ def record_invocation(
     budget: object,
     started: datetime,
     measured: str,
+    *,
+    wall_time_s: float | None = None,
+    journal: str | None = None,
+    killed: KilledJournal | None = None,
 ) -> list[dict[str, object]]:
-    """Append this invocation's `usage` (and `budget`) to the run's `invocations.jsonl`
-    (through `files`); return the invocations of this run, this one last: the latest ones that
-    measured the same thing (`measured`: a fingerprint of the config), so a directory reused
-    for another config starts its sum afresh (the older lines stay in the file)."""
+    """Append this invocation's `usage` (and `budget`, its `wall_time_s`, and the id of its
+    spend journal: `model.spend_journal`) to the run's `invocations.jsonl` (through `files`);
+    return the invocations of this run, this one last: the latest ones that measured the same
+    thing (`measured`: a fingerprint of the config), so a directory reused for another config
+    starts its sum afresh (the older lines stay in the file).
+
+    `killed`: the journal of an earlier invocation that was killed, recorded as such by the
+    invocation after it (its times from its journal, `killed: true`)."""
     previous = read_invocations(files.directory)
     entry: dict[str, object] = {
         "invocation": len(previous) + 1,
         "started_at": started.astimezone(UTC).isoformat(timespec="seconds"),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds")
+        if killed is None
+        else killed.finished_at,
         "measured_config_sha256": measured,
         "usage": usage,
         "budget": budget,
     }
+    if wall_time_s is not None:
+        entry["wall_time_s"] = round(wall_time_s, 3)
+    if journal is not None:
+        entry["journal"] = journal
+    if killed is not None:
+        entry["killed"] = True
     files.append_invocation(entry)
     same = [entry]
     for earlier in reversed(previous):
@@ -59,6 +79,36 @@ def record_invocation(
             break
         same.insert(0, earlier)
     return same
+
+
+def record_killed(
+    files: RunFiles,
+    usage_of: Callable[[dict[str, object]], dict[str, object]],
+    roles: list[str],
+    measured: str,
+) -> list[dict[str, object]]:
+    """Record in `invocations.jsonl` each earlier invocation of the run in `files` that was
+    killed before it could (its spend journal's id is not there: `model.spend_journal`), its
+    usage `usage_of` its `roles`' counters from the journal: its answered requests paid, those
+    in flight at the kill abandoned (their cost estimated apart). Then drop the journal file:
+    every journal in it is recorded. Call before this invocation sends a request. Return the
+    usage of each invocation recorded (none: nothing was killed)."""
+    recorded = {str(e["journal"]) for e in read_invocations(files.directory) if "journal" in e}
+    usages = []
+    for journal in killed_journals(files.directory, recorded):
+        usages.append(usage := usage_of(journal.counters(roles)))
+        record_invocation(
+            files,
+            usage,
+            None,
+            datetime.fromisoformat(journal.started_at),
+            measured,
+            wall_time_s=journal.wall_time_s,
+            journal=journal.id,
+            killed=journal,
+        )
+    (files.directory / SPEND_JOURNAL).unlink(missing_ok=True)
+    return usages
 
 
 def _counters(entry: Mapping[str, object]) -> dict[str, object]:
@@ -103,11 +153,14 @@ def cumulative_usage(invocations: Sequence[Mapping[str, object]]) -> dict[str, o
         usage["abandoned_cost_usd"] = sum_costs(
             u["abandoned_cost_usd"] for u in usages if "abandoned_cost_usd" in u
         )
+    usage["wall_time_s"] = round(sum(invocation_wall_s(i) for i in invocations), 3)
     usage["invocations"] = [
         {
             "invocation": i["invocation"],
             "started_at": i["started_at"],
             "finished_at": i["finished_at"],
+            "wall_time_s": invocation_wall_s(i),
+            **{k: i[k] for k in ("killed",) if k in i},
             **{role: _counters(json_map(u[role])) for role in ("model", "judge")},
             **(
                 {

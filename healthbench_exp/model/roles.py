@@ -41,6 +41,7 @@ from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
 from healthbench_exp.model.limits import EndpointStats
 from healthbench_exp.model.ratelimit import share_buckets
+from healthbench_exp.model.spend_journal import SpendJournal
 from healthbench_exp.model.sweep_budget import budget_of
 
 MODEL, JUDGE = "model", "judge"
@@ -180,9 +181,10 @@ class Opened:
 class OpenRoles:
     """The open roles of a run, by name (see `open_roles`)."""
 
-    def __init__(self, roles: Roles, opened: dict[str, Opened]) -> None:
+    def __init__(self, roles: Roles, opened: dict[str, Opened], journal: str) -> None:
         self.roles = roles
         self.opened = opened
+        self.journal = journal  # the id of the run's spend journal (`model.spend_journal`)
 
     def completer(self, name: str) -> Completer | None:
         """The Completer of role `name` (None: the run does not talk to it)."""
@@ -201,7 +203,8 @@ class OpenRoles:
 
     def stats(self, started: float) -> dict[str, object]:
         """Each role's counters (zeros for the model when it was not called) as plain data, the
-        evaluation time since `started`, and the budget's state (None without one)."""
+        evaluation time since `started`, the budget's state (None without one) and the id of
+        the spend journal (`journal`: the invocation records it with its usage)."""
         stats: dict[str, object] = {
             name: asdict(self.opened[name].stats if name in self.opened else EndpointStats())
             for name in self.roles.every
@@ -209,6 +212,7 @@ class OpenRoles:
         stats["evaluation_s"] = time.monotonic() - started
         budget = next((e.budget for e in self.endpoints if e.budget is not None), None)
         stats["budget"] = None if budget is None else budget.state()
+        stats["journal"] = self.journal
         return stats
 
 
@@ -240,10 +244,12 @@ async def open_roles(
         if cache_config.enabled
         else ResponseCache(files.directory / CALL_JOURNAL, record_run=False, shared=False)
     )
+    journal = SpendJournal(files)  # what this invocation pays, kept if it is killed
     shared = Shared(
         cache=cache,
         limit=asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None,
         budget=budget_of(budget_config, files.directory),
+        journal=journal,
     )
     endpoints = {
         name: ChatEndpoint(
@@ -281,11 +287,12 @@ async def open_roles(
                 )
                 for name, role in roles.needed.items()
             }
-            yield OpenRoles(roles, opened)
+            yield OpenRoles(roles, opened, journal.id)
     finally:
         for endpoint in endpoints.values():
             await endpoint.close()
         cache.close()
+        journal.close()
         if shared.budget is not None:
             shared.budget.close()  # a sweep's ledger: this job's exact spend
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.core.run_files import SPEND_JOURNAL
 from healthbench_exp.core.strict_json import dumps
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.scoring import consensus_criteria, reward
@@ -194,6 +195,7 @@ OWN_FILES = {
     "estimate.json", "batches.json", "invocations.jsonl", ".lock", "report_examples.js",
     "vllm.log", "vllm-judge.log", "llamacpp.log", "llamacpp-judge.log",  # engine.serve logs
     ".calls",  # the run's own call journal when the shared cache is off (model.cache)
+    SPEND_JOURNAL,  # what each invocation paid, as it happens (model.spend_journal)
     "pilot",  # a dry run's pilot run (dry_run.pilot=N): a run directory of its own
 }  # fmt: skip
 OWN_PATTERNS = ("batches-*.json",)  # a batched jury member's batch record (model.roles)

@@ -108,15 +108,6 @@ def abandoned_text(count: int, estimate: float | None) -> str:
     )
 
 
-def abandoned_sum_text(data: Mapping[str, object]) -> str | None:
-    """A comparison's requests abandoned in flight, summed over its jobs (`sweep.abandoned`), in
-    words: `about $0.0024 for 4 requests abandoned in flight (estimated: ...)`; None: none."""
-    count, estimate = data.get("abandoned_in_flight"), data.get("abandoned_cost_usd")
-    if not isinstance(count, int) or not count:
-        return None
-    return abandoned_text(count, float(estimate) if isinstance(estimate, int | float) else None)
-
-
 def _part(config: RunConfig, role: str) -> EndpointPart:
     """`model` or `judge` of `config` (every field None when the config has no such section)."""
     return config.endpoint(role) or EndpointPart.from_dict({})

@@ -8,8 +8,8 @@ file of the run, so all writing into a run directory is in `output`:
 - `estimate.json` (a dry run, from the CLI) and `.hydra/` (a resume's config, from the CLI; a
   fresh run's is Hydra's own, as is `healthbench.log`);
 - for the layers below `output`, which get it as a `core.run_files.RunFiles`:
-  `invocations.jsonl` (`model.costs`), `batches.json` (`model.batch`) and a served model's
-  `<kind>.log` (`engine.serve`).
+  `invocations.jsonl` (`model.costs`), `batches.json` (`model.batch`), a served model's
+  `<kind>.log` (`engine.serve`) and the spend journal `.spend` (`model.spend_journal`).
 
 The lock (`.lock`, `cli.run_lock`) and the call journal (`.calls/`, the response cache's store
 when `cache.enabled=false`, `model.cache`) are kept in the directory, not written as records.

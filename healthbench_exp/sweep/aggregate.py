@@ -80,6 +80,7 @@ class SweepSummary(TypedDict):
     # the jobs' requests abandoned in flight and their estimated cost, apart from `cost_usd`
     abandoned_in_flight: NotRequired[int]  # (`sweep.abandoned`): only when some job has them
     abandoned_cost_usd: NotRequired[float | None]
+    cost_with_abandoned_usd: NotRequired[float | None]  # cost_usd + that estimate
     out_dir: NotRequired[str]  # set when it is written
 
 
@@ -110,7 +111,7 @@ def job_row(job: Job) -> dict[str, object]:
         estimate = read_object(job.path / "estimate.json")
         return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
     if summary is None or summary.counts is None:  # unfinished: what it paid so far
-        return {**row, "cost_usd": context.cost_usd}
+        return {**row, **spend_columns(job)}
     if summary.is_meta_eval:
         return {**row, **meta_eval_row(job)}
     counts, metrics = summary.eval_counts, summary.metrics
@@ -123,12 +124,7 @@ def job_row(job: Job) -> dict[str, object]:
             "n": metrics.get("overall_score:n_samples", 0),
             "ungraded_criteria": counts.ungraded_criteria,
             "rows_failed": counts.rows_failed,
-            "tokens": counts.model_prompt_tokens
-            + counts.model_completion_tokens
-            + counts.judge_prompt_tokens
-            + counts.judge_completion_tokens,
-            "wall_time_s": counts.wall_time_s,
-            **job_costs(summary),
+            **spend_columns(job),
         }
     )
     if score is not None and std is not None:
@@ -188,22 +184,24 @@ def meta_eval_row(job: Job) -> dict[str, object]:
         "category_mean_physicians_f1_balanced": metrics.get(f"category_mean:{physicians}"),
         "rows": counts.rows,
         "ungraded_rows": counts.rows_failed,
-        "tokens": counts.judge_prompt_tokens + counts.judge_completion_tokens,
-        "wall_time_s": counts.wall_time_s,
-        **job_costs(job.summary),
+        **spend_columns(job),
         "files": {n: (job.path / n).exists() for n in ("report.html", "summary.json")},
     }
 
 
-def job_costs(summary: RunSummary) -> dict[str, object]:
-    """`cost_usd` (None: a price is missing) and each endpoint's share."""
-    usage = summary.usage
-    if usage is None:
-        return {"cost_usd": None, "model_cost_usd": None, "judge_cost_usd": None}
+def spend_columns(job: Job) -> dict[str, object]:
+    """`tokens`, `wall_time_s` and `cost_usd` (None: a price is missing) of a job, all over
+    the same invocations (every one of the run's: `Job.spend`), and each endpoint's share of
+    the cost when its summary has them. Its requests abandoned in flight, over the same
+    invocations, are `abandoned_columns`."""
+    spend = job.spend
+    usage = job.summary.usage if job.summary is not None else None
     return {
-        "cost_usd": usage.total_cost_usd,
-        "model_cost_usd": usage.model.cost_usd if usage.model else None,
-        "judge_cost_usd": usage.judge.cost_usd if usage.judge else None,
+        "tokens": spend.tokens,
+        "wall_time_s": spend.wall_time_s,
+        "cost_usd": spend.cost_usd,
+        "model_cost_usd": usage.model.cost_usd if usage is not None else None,
+        "judge_cost_usd": usage.judge.cost_usd if usage is not None else None,
     }
 
 

@@ -11,18 +11,19 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.summary import RunSummary, read_summary
-from healthbench_exp.output.run_context import RunContext, run_context
+from healthbench_exp.core.usage_record import Spend
+from healthbench_exp.output.run_context import RunContext, abandoned_text, run_context
 from healthbench_exp.sweep.planned import (
     FINISHED,
     NOT_STARTED,
-    invocations_cost,
+    invocations_spend,
     planned_config,
     planned_jobs,
     swept_keys,
@@ -55,6 +56,8 @@ class Job:
     summary: RunSummary | None  # None: no readable summary.json (not finished, or a dry run)
     config: dict[str, object]  # as resolved, when the run's records hold it (else as composed)
     context: RunContext
+    # what it paid over every invocation: cost, tokens, wall time and what it abandoned
+    spend: Spend = field(default_factory=lambda: Spend(cost_usd=0.0, tokens=0, wall_time_s=0.0))
 
     @property
     def settings(self) -> RunConfig:
@@ -120,12 +123,27 @@ def load_job(path: Path, name: str | None = None) -> Job:
     context = run_context(
         summary, unfinished if kind == "unfinished" else status, config, written_at
     )
-    if kind not in FINISHED and summary is None:  # what it paid so far (its invocations)
-        context = replace(context, cost_usd=invocations_cost(path))
+    spend = job_spend(path, summary)
+    context = replace(  # one set of numbers: the context's cost is the spend's
+        context,
+        cost_usd=spend.cost_usd,
+        abandoned=spend.abandoned,
+        abandoned_cost_usd=spend.abandoned_cost_usd,
+    )
     name = name or path.name
     error = status.get("error")
     error = None if error is None else str(error)
-    return Job(name, path, kind, error, overrides, summary, config, context)
+    return Job(name, path, kind, error, overrides, summary, config, context, spend)
+
+
+def job_spend(path: Path, summary: RunSummary | None) -> Spend:
+    """What the run in `path` paid over all its invocations: from its summary's usage (the
+    sum over them), else (no summary: interrupted, killed, running; or one without usage)
+    from `invocations.jsonl`."""
+    if summary is not None and summary.usage is not None:
+        wall = summary.counts.wall_time_s if summary.counts is not None else 0.0
+        return Spend.of(summary.usage, wall)
+    return invocations_spend(path)
 
 
 def not_started_job(path: Path, overrides: list[str], config: dict[str, object], name: str) -> Job:
@@ -242,7 +260,7 @@ def sweep_context(jobs: list[Job]) -> dict[str, list[list[str]]]:
         ("count", count_field(jobs)),
         ("sampling", _distinct([c.sampling for c in contexts])),
         ("date", _distinct([dates[0], dates[-1]]).replace("; ", " to ") if dates else "unknown"),
-        ("cost", "unknown" if total(costs) is None else f"${total(costs):.4f}{note}"),
+        ("cost", cost_field(total(costs), note, paid)),
         # each label lists its deviations `; `-joined: the jobs' distinct labels are ` | `-joined
         ("protocol", " | ".join(dict.fromkeys(protocols)) if protocols else "unknown"),
     ]
@@ -257,6 +275,17 @@ def sweep_context(jobs: list[Job]) -> dict[str, list[list[str]]]:
         for label, names in named.items()
     ]  # fmt: skip
     return {"fields": [list(f) for f in fields], "banners": banners}
+
+
+def cost_field(spent: float | None, note: str, paid: list[RunContext]) -> str:
+    """The comparison's cost: measured (then `note`), and the estimate of what its jobs
+    abandoned in flight, labelled, when they abandoned any."""
+    cost = "unknown" if spent is None else f"${spent:.4f}{note}"
+    abandoned = [c for c in paid if c.abandoned]
+    if not abandoned:
+        return cost
+    estimate = total([c.abandoned_cost_usd for c in abandoned])
+    return f"{cost}; + {abandoned_text(sum(c.abandoned for c in abandoned), estimate)}"
 
 
 def count_field(jobs: list[Job]) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from healthbench_exp.output.html.charts import context_parts, listed, records, text
-from healthbench_exp.output.run_context import abandoned_sum_text
+from healthbench_exp.sweep.abandoned import abandoned_of, cost_total_text
 from healthbench_exp.sweep.bridged import bridged_cell, has_bridged
 from healthbench_exp.sweep.judge_table import judge_table_markdown
 from healthbench_exp.sweep.jury import has_jury, jury_cell
@@ -86,8 +86,12 @@ def _score_cells(r: Mapping[str, object]) -> list[object]:
             None,
             f"{r['wall_time_s']:.1f}",
         ]
-    estimate = _usd(r["estimated_cost_usd"]) if r["status"] == "dry_run" else None
-    return [None, None, None, None, None, None, None, None, estimate, None]
+    if r["status"] == "dry_run":
+        return [None, None, None, None, None, None, None, None, _usd(r["estimated_cost_usd"]), None]
+    # no score: what it paid all the same (a job that paid is never shown as free)
+    wall = r.get("wall_time_s")
+    spent = [r.get("tokens"), _usd(r.get("cost_usd")), None]
+    return [None, None, None, None, None, None, *spent, None if wall is None else f"{wall:.1f}"]
 
 
 def deviation_lines(rows: Sequence[Mapping[str, object]]) -> list[str]:
@@ -174,12 +178,14 @@ def markdown(data: Mapping[str, object]) -> str:
         header = ["A", "B", "judges", "n", "agreement", "Cohen's kappa"]
         lines += ["", "## Judge agreement (items both jobs' judges graded)", ""]
         lines += _table(header, rows)
-    if data.get("cost_usd") is not None:
+    sums = abandoned_of(data)
+    if data.get("cost_usd") is not None or sums:  # with the estimate of what was abandoned
         cost = dict(context_parts(data)[0]).get("cost", "")
         note = " (from illustrative prices, not a provider's bill)" * ("illustrative" in cost)
-        lines += ["", f"Cost of the sweep: {_usd(data['cost_usd'])}{note}"]
-    if abandoned := abandoned_sum_text(data):  # estimated, apart from the measured cost
-        lines += ["", f"Abandoned in flight over the jobs, not in the cost: {abandoned}"]
+        spent = data.get("cost_usd")
+        known = float(spent) if isinstance(spent, int | float) else None
+        total_text = cost_total_text(known, note, sums)
+        lines += ["", f"Cost of the sweep: {total_text}"]
     if data.get("estimated_cost_usd") is not None:
         lines += ["", f"Estimated cost of the sweep (dry run): {_usd(data['estimated_cost_usd'])}"]
     if data.get("estimated_usage"):

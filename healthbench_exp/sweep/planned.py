@@ -23,6 +23,7 @@ from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from healthbench_exp.config.schema import Config
+from healthbench_exp.core.usage_record import Spend
 
 MULTIRUN_FILE = "multirun.yaml"
 JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
@@ -139,14 +140,14 @@ def finish_command(path: Path, status: str, overrides: list[str]) -> str | None:
     return f"python -m healthbench_exp resume={shlex.quote(str(path))}"
 
 
-def invocations_cost(path: Path) -> float | None:
-    """What the run in `path` paid so far: the `total_cost_usd` of its invocations that
-    measured what its last one did (`invocations.jsonl`; an interrupted one records its own);
-    0.0 with none recorded; None when a price is unknown."""
+def invocations_spend(path: Path) -> Spend:
+    """What the run in `path` paid so far (`core.usage_record.Spend`): its invocations that
+    measured what its last one did (`invocations.jsonl`; an interrupted one records its own, a
+    killed one is recorded by its resume), summed; nothing with none recorded."""
     try:
         text = (path / "invocations.jsonl").read_text(encoding="utf-8")
     except OSError:
-        return 0.0
+        return Spend(cost_usd=0.0, tokens=0, wall_time_s=0.0)
     entries = []
     for line in text.splitlines():
         try:
@@ -155,16 +156,13 @@ def invocations_cost(path: Path) -> float | None:
             continue
         if isinstance(entry, dict) and isinstance(entry.get("usage"), dict):
             entries.append(entry)
-    spent = 0.0
+    same: list[dict[str, object]] = []
     last = entries[-1].get("measured_config_sha256") if entries else None
     for entry in reversed(entries):
         if entry.get("measured_config_sha256") != last:
             break
-        cost = entry["usage"].get("total_cost_usd")
-        if not isinstance(cost, int | float):
-            return None
-        spent += cost
-    return spent
+        same.insert(0, entry)
+    return Spend.of_invocations(same)
 
 
 def unfinished_lines(rows: list[dict[str, object]]) -> list[str]:

@@ -7,9 +7,11 @@ End to end: `python -m healthbench_exp -m ...` in a subprocess, as a user runs i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.test_e2e import run_cli
 from tests.signal_runs import jobs_run, no_key_env, refused_sweep, run_sweep
 
 MISSING_KEY = "HB_SWEEP_CHECK_UNSET_KEY"
@@ -86,3 +88,36 @@ def test_a_sweep_whose_jobs_all_pass_runs_every_job(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert [p.name for p in jobs_run(sweep)] == ["0", "1"]
+
+
+SAMPLE = Path(__file__).parents[2] / "healthbench_exp" / "data" / "sample.jsonl"
+
+
+def single_run_error(data: Path, tmp_path: Path) -> str:
+    """The one line a single run refuses `data` with (before its first request)."""
+    result = run_cli(*DEMO, f"dataset.path={data}", f"hydra.run.dir={tmp_path / 'single'}")
+    assert result.returncode == 2, result.stderr
+    return result.stderr.strip().splitlines()[-1].removeprefix("error: ")
+
+
+def test_a_broken_data_file_of_job_1_refuses_the_sweep_before_job_0(tmp_path: Path) -> None:
+    """Job 0 reads a good file, job 1 a copy with a broken JSON line and a row without
+    `rubrics`: the sweep is refused before job 0, naming the line and id as a single run does."""
+    rows = SAMPLE.read_text(encoding="utf-8").splitlines()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*rows[:3], rows[3][:-40], *rows[4:]]) + "\n", encoding="utf-8")
+    no_rubrics = tmp_path / "no_rubrics.jsonl"
+    row = json.loads(rows[5])
+    del row["rubrics"]
+    no_rubrics.write_text("\n".join([*rows[:5], json.dumps(row), *rows[6:]]) + "\n")
+
+    result = refused_sweep(
+        tmp_path / "s", *DEMO, f"dataset.path={SAMPLE},{broken},{no_rubrics}"
+    )  # jobs 1 and 2 refused: nothing of job 0 ran
+    for number, data in ((1, broken), (2, no_rubrics)):
+        said = single_run_error(data, tmp_path / str(number))
+        assert "line" in said and (data.name in said or str(data) in said), said
+        assert f"job {number}: {said}" in result.stderr or (
+            f"sweep job {number} (" in result.stderr and said in result.stderr
+        ), result.stderr
+    assert row["prompt_id"] in result.stderr  # the row without rubrics, by its id

@@ -172,6 +172,16 @@ def score_sections(metrics: Metrics, headline: str) -> list[str]:
     return out
 
 
+def wall_text(summary: RunSummary) -> str:
+    """`wall time 12.3 s`, over every invocation of the run as its cost is (`over 2
+    invocations` when it took more than one; an older summary: its last invocation's)."""
+    usage, counts = summary.usage, summary.eval_counts
+    if usage is None or usage.wall_time_s is None:
+        return f"wall time {counts.wall_time_s:.1f} s"
+    count = len(usage.invocations or [])
+    return f"wall time {usage.wall_time_s:.1f} s" + (f" over {count} invocations" * (count > 1))
+
+
 def run_page(summary: RunSummary, context: RunContext) -> str:
     """A run's report.html: header, scores and charts, consensus criteria, the example pager."""
     metrics, counts = summary.metrics, summary.eval_counts
@@ -181,7 +191,7 @@ def run_page(summary: RunSummary, context: RunContext) -> str:
         f"<p class='muted'>{counts.rows} rows, {counts.rows_scored} scored, "
         f"{counts.rows_failed} failed, {not_run} not run, "
         f"{counts.ungraded_criteria} ungraded criteria, "
-        f"wall time {counts.wall_time_s:.1f} s</p>",
+        f"{wall_text(summary)}</p>",
     ]
     if OVERALL_SCORE in metrics:
         body += score_sections(metrics, summary.headline or OVERALL_SCORE)

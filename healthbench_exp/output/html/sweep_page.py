@@ -31,7 +31,7 @@ from healthbench_exp.output.html.charts import (
 from healthbench_exp.output.html.judge_table import judge_table_html
 from healthbench_exp.output.html.jury import sweep_jury_html
 from healthbench_exp.output.html.regrade_page import regrades_html
-from healthbench_exp.output.run_context import Banner, abandoned_sum_text
+from healthbench_exp.output.run_context import Banner
 
 
 def _link_base(job: Mapping[str, object], out_dir: Path) -> str:
@@ -143,9 +143,7 @@ def _headline_chart(done: list[Mapping[str, object]]) -> str:
 
 def sweep_header(data: Mapping[str, object]) -> str:
     """The comparison's opening: inputs, banners naming their runs, and the context table."""
-    fields, banners = context_parts(data)
-    if abandoned := abandoned_sum_text(data):  # estimated, apart from the measured cost
-        fields.append(("abandoned in flight", f"{abandoned}, not in the cost above"))
+    fields, banners = context_parts(data)  # `cost`: with the estimate of what was abandoned
     rows = [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in fields]
     return (
         "<h1>HealthBench comparison</h1>"
