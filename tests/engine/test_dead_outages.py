@@ -164,6 +164,7 @@ def test_each_refused_attempt_is_seen_and_read_as_a_refusal(http_client: HttpCli
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"  # nothing listens there
 
     async def scenario() -> tuple[list[str], str, bool]:
+        seen: list[str] = []
         endpoint = ChatEndpoint(
             "judge",
             EndpointConfig(name="judge", base_url=url, api_key_env=None),
@@ -172,9 +173,8 @@ def test_each_refused_attempt_is_seen_and_read_as_a_refusal(http_client: HttpCli
             temperature=None,
             max_tokens=None,
             transport=Transport(max_retries=2, timeout_s=30.0, http_client=http_client),
+            on_attempt_failed=lambda kind, error: seen.append(kind),
         )
-        seen: list[str] = []
-        endpoint.on_attempt_failed = lambda kind, error: seen.append(kind)
         before = endpoint.last_reply_at
         try:
             await endpoint.complete([{"role": "user", "content": "hi"}])
