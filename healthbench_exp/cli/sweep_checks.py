@@ -35,6 +35,7 @@ from healthbench_exp.cli.compose import to_config, translate_dry_run, with_jury
 from healthbench_exp.cli.hydra_errors import composition_error
 from healthbench_exp.cli.startup import check_models, problems_found_offline, retired_presets
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.model.retired import ModelRetired
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -124,7 +125,7 @@ def refusal(problems: Sequence[JobProblem], jobs: int) -> str:
 def refuse(problems: Sequence[JobProblem], jobs: int) -> None:
     """Print the error that refuses the sweep (`refusal`) and exit 2."""
     print(f"error: {refusal(problems, jobs)}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(Exit.REFUSED)
 
 
 class SweepChecksCallback(Callback):

@@ -66,11 +66,10 @@ class Reached:
 @dataclass(frozen=True)
 class Evaluation:
     """What an evaluation that ran to its end returns: the roles' counters
-    (`model.roles.OpenRoles.stats`: calls, tokens, the evaluation time, the budget's state) and
-    why the run was halted (`model.health.Halt.reason`; empty: it was not)."""
+    (`model.roles.OpenRoles.stats`: calls, tokens, the evaluation time, the budget's state).
+    Why it was halted, if it was, the run's `RunControl` says."""
 
     counters: dict[str, object]
-    halted: str
 
 
 async def evaluate_rows(
@@ -171,10 +170,10 @@ async def evaluate(
     control: RunControl,
 ) -> Evaluation:
     """Open the roles inside the running loop (with `control`'s stop and watches), evaluate
-    `items` (emptied, see `evaluate_rows`), close the roles; return the roles' counters and
-    the halt's reason. However the evaluation ends (a signal, a fatal error too: what was paid)
-    `control` keeps the counters (`RunControl.counted`), and while the endpoints are open its
-    grace counts their requests in flight (`engine.grace`)."""
+    `items` (emptied, see `evaluate_rows`), close the roles; return the roles' counters.
+    However the evaluation ends (a signal, a fatal error too: what was paid) `control` keeps
+    the counters (`RunControl.counted`), and while the endpoints are open its grace counts
+    their requests in flight (`engine.grace`)."""
     async with open_roles(
         reached.roles,
         reached.urls,
@@ -192,7 +191,7 @@ async def evaluate(
                 await evaluate_rows(task, items, opened, settings, on_result, control)
         finally:
             control.counted(opened.stats(started))
-        return Evaluation(control.counters, control.halt.reason)
+        return Evaluation(control.counters)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.outcome import Tally, run_outcome
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
@@ -182,7 +183,7 @@ def account_invocation(
     short = (
         summary.counts is not None
         and run_outcome(Tally.of(summary), max_failure_fraction, files.directory).status
-        != "completed"
+        != Status.COMPLETED
     )
     return replace(
         summary,

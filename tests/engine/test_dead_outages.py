@@ -21,7 +21,7 @@ import pytest
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.endpoint_errors import RequestFailed
-from healthbench_exp.core.outcome import EXIT_UNGRADED
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS, answer_failure
 from healthbench_exp.model.transport import Transport
@@ -44,7 +44,7 @@ def run_against(model_url: str, judge_url: str, run_dir: Path, *settings: str) -
         f"hydra.run.dir={run_dir}",
         *settings,
     )
-    assert result.returncode == EXIT_UNGRADED, result.stderr
+    assert result.returncode == Exit.UNGRADED, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.stderr
