@@ -16,16 +16,18 @@ import pytest
 from healthbench_exp.cli.endings import ENDINGS, Ending, JobDir, ending_in, ending_of
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
-from healthbench_exp.core.run_end import Exit, Status
+from healthbench_exp.core.run_end import Exit, RunEnded, Status
 from healthbench_exp.data.rows import DataError
 from healthbench_exp.engine.stops import (
     FailureShareExceeded,
     JudgeGaveNothing,
     ModelGaveNothing,
     RunInterrupted,
+    raise_if_given_up,
 )
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import QuotaExhausted
+from healthbench_exp.model.health import SERVER_ERRORS, EndpointHealth
 
 # what ended the job, and the status and exit code it must end with
 EXPECTED: list[tuple[BaseException, Status, int]] = [
@@ -73,3 +75,24 @@ def test_a_status_is_its_string_on_disk() -> None:
 def test_what_is_no_ending_of_the_job_goes_on(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         ending_of(SystemExit(0), JobDir(tmp_path, fresh=False))
+
+
+@pytest.mark.parametrize(
+    ("role", "status", "exit_code"), [("model", "failed", 2), ("judge", "ungraded", 5)]
+)
+def test_a_dead_endpoint_ends_the_run_resumable(
+    role: str, status: str, exit_code: int, tmp_path: Path
+) -> None:
+    """A run an endpoint given up on ended: its own status and exit code, and the line ends
+    with the command that finishes the run."""
+    health = EndpointHealth(role, "http://127.0.0.1:9/v1", 3, 0.0)
+    for _ in range(3):
+        health.attempt_failed(SERVER_ERRORS, "HTTP 500")
+    assert health.dead
+    with pytest.raises(RunEnded) as stopped:
+        raise_if_given_up({role: health}, tmp_path)
+    ending = ending_of(stopped.value, JobDir(tmp_path, fresh=True))
+    assert (ending.status, ending.exit_code) == (status, exit_code)
+    assert ending.message is not None
+    assert f"the {role} endpoint http://127.0.0.1:9/v1 answered nothing usable" in ending.message
+    assert ending.message.endswith(f"finish with: python -m healthbench_exp resume={tmp_path}")
