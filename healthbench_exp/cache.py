@@ -22,6 +22,7 @@ import sqlite3
 import sys
 
 from healthbench_exp.core import standard_streams
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.model.cache import cache_dir
 from healthbench_exp.model.cache_admin import Selection
 from healthbench_exp.model.cache_commands import clear, parse_age, parse_size, prune, stats
@@ -92,12 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             lines = prune(directory, selection, args.yes)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     except sqlite3.Error as exc:
         print(f"error: cannot read the response cache in {directory} ({exc})", file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     print("\n".join(lines))
-    return 0
+    return Exit.COMPLETED
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from healthbench_exp.cli.resume import plan_resume
 from healthbench_exp.cli.typed_paths import from_where_typed
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core import standard_streams
+from healthbench_exp.core.run_end import Exit, Status
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_held, signals_interrupt
 from healthbench_exp.model.cache_file import discard_call_journal
@@ -104,20 +105,20 @@ def run_app(cfg: DictConfig) -> float | None:
     refused = ownership.foreign(output_dir)  # a job of a sweep (a run was checked as it began)
     if refused is not None:
         print(f"error: {refused}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(Exit.REFUSED)
     fresh = startup.is_fresh(output_dir)  # a failed start leaves only its log in a fresh one
     # a resume changes nothing in its run's directory (not even .hydra/, which Hydra was told
     # not to write) until its start-up checks pass: a refused resume leaves the run as it was
     started = not ownership.is_resume(output_dir)
     if started:
-        run_dir.write_status("running")
+        run_dir.write_status(Status.RUNNING)
     try:
         cfg = from_where_typed(cfg)  # hydra.job.chdir=true moved the job
         config, plain = to_config(cfg)
         readiness = startup.check(config, dry_run=config.dry_run.requested)
         if not started:
             save_hydra_config(run_dir, cfg)
-            run_dir.write_status("running")
+            run_dir.write_status(Status.RUNNING)
             started = True
         job = jobs.JobContext(
             overrides=list(hydra_config.overrides.task),
@@ -127,7 +128,7 @@ def run_app(cfg: DictConfig) -> float | None:
         if config.dry_run.requested:
             estimate = jobs.estimate_job(config, run_dir, plain)
             print(format_estimate(estimate, output_dir))
-            run_dir.write_status("dry_run")
+            run_dir.write_status(Status.DRY_RUN)
             return None
         record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
@@ -156,7 +157,7 @@ def end(
     unwritten = None
     if ending.writes:
         unwritten = run_dir.try_write_status(ending.status, ending.message)
-    if ending.status == "completed":
+    if ending.status == Status.COMPLETED:
         if unwritten:
             print(f"error: {unwritten}", file=sys.stderr)
         else:
@@ -202,14 +203,14 @@ def main() -> None:
         if plan is not None:
             if plan.completed:
                 print(plan.completed_message())
-                raise SystemExit(0)
+                raise SystemExit(Exit.COMPLETED)
             # the run's own directory is open to its resume, whose job Hydra does not let write
             # .hydra/: the app writes it once the resume's start-up checks pass
             ownership.allow_resume(plan.run_dir)
             sys.argv[1:] = [*plan.arguments, "hydra.output_subdir=null"]
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(Exit.REFUSED) from None
     logging.raiseExceptions = False  # a full disk is reported once by the run, not per log call
     try:
         # Ctrl-C and SIGTERM stop the run cleanly (see run_stops); Hydra raises what it finds
@@ -229,7 +230,7 @@ def main() -> None:
         if problem is None:
             raise
         print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(Exit.REFUSED) from None
 
 
 if __name__ == "__main__":

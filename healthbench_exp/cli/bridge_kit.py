@@ -43,6 +43,7 @@ run's exit code, the command that finishes it and those of the runs not started.
 from __future__ import annotations
 
 import re
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -63,6 +64,7 @@ from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.data.rows import DataError
 from healthbench_exp.output.bridge_kit_files import (
@@ -207,25 +209,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if wants_help(argv):
         print(usage())
-        return 0
+        return Exit.COMPLETED
     try:
         kit = plan(argv)
     except (ConfigError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     except KeyboardInterrupt:  # Ctrl-C while the sample was drawn: no run started
         print("bridge kit interrupted before its first run; nothing was sent", file=sys.stderr)
-        return 130
+        return Exit.signalled(signal.SIGINT)
     for number, (label, arguments, run_dir) in enumerate(kit.runs):
         code, signals = run_to_its_end(arguments)
-        if code != 0 or signals:
+        if code != Exit.COMPLETED or signals:
             rest = [(other, args) for other, args, _ in kit.runs[number + 1 :]]
             print("\n".join(stopped_lines(label, code, signals, run_dir, rest)), file=sys.stderr)
-            return code or 128 + signals[0]  # a run that finished as the signal came
+            return code or Exit.signalled(signals[0])  # a run that finished as the signal came
     dirs = [run_dir for _, _, run_dir in kit.runs]
     if kit.dry:
         print("\n".join(dry_run_lines(dirs, kit.pilot)))
-        return 0
+        return Exit.COMPLETED
     named = ",".join(str(d) for d in dirs)
     print(
         f"bridge sources: {named}\n  name them in runs graded by the new judge: "
@@ -237,4 +239,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_check(kit.out / CHECK, check)
         print("\n".join(check_lines(check)))
         print(f"  the check: {kit.out / CHECK}")
-    return 0
+    return Exit.COMPLETED

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from healthbench_exp.core.run_end import Status
+
 # signals a terminal sends its whole foreground process group (the run gets them itself)
 FROM_THE_TERMINAL = (signal.SIGINT, signal.SIGHUP)
 STOPPING = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM) + (
@@ -99,7 +101,7 @@ def stopped_lines(
         f"bridge kit stopped: {label}'s run ended{why} with exit code {code}"
         + (f" ({status})" if status else "")
     ]
-    if status not in (None, "completed", "dry_run"):
+    if status not in (None, Status.COMPLETED, Status.DRY_RUN):
         lines.append(f"  finish it: python -m healthbench_exp resume={run_dir}")
     for other, arguments in not_started:
         lines.append(f"  not started, {other}: python -m healthbench_exp {shlex.join(arguments)}")

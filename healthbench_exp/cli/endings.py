@@ -1,21 +1,25 @@
 """How a job ends: each way is one row, from what ended it to (status, exit code, message).
 
-`ENDINGS` maps the exception that ended a job to its `Ending` (first matching row wins, like
-lightning-hydra-template's `task_wrapper`); `finished` gives the ending of a job that returned
-its summary. The app (`cli.app.run_app`) applies any ending the same way (`cli.app.end`):
-status.json, the one line printed (and logged), the exit code, or None for a sweeper.
+`ENDINGS` maps the exception that ended a job to its `Ending` (like lightning-hydra-template's
+`task_wrapper`): the row of the exception's own class, else of its nearest parent class that
+has one (`ending_of`), so the rows' order means nothing. An exception that ends a run early
+carries its status and exit code (`core.run_end.RunEnded`); `finished` gives the ending of a
+job that returned its summary. The app (`cli.app.run_app`) applies any ending the same way
+(`cli.app.end`): status.json, the one line printed (and logged), the exit code, or None for a
+sweeper.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from healthbench_exp.cli.resume import finish_command
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
-from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
+from healthbench_exp.core.outcome import Tally, run_outcome
+from healthbench_exp.core.run_end import Exit, RunEnded, Status
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops
@@ -23,15 +27,13 @@ from healthbench_exp.engine.stops import RunInterrupted
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
 from healthbench_exp.model.endpoint import QuotaExhausted
 
-EXIT_BUDGET = 4
-
 
 @dataclass(frozen=True)
 class Ending:
     """How a job ended: `status.json`'s status and error, the exit code, and how it is told."""
 
-    status: str
-    exit_code: int
+    status: Status
+    exit_code: int  # an `Exit`, or 128 + a signal's number (`Exit.signalled`)
     message: str | None  # status.json's error; the line printed (None: completed)
     error_prefix: bool = True  # the printed line starts with "error: "
     logged: bool = False  # the line also goes to the run's log file
@@ -53,11 +55,11 @@ class JobDir:
 
 
 def _ungraded(exc: BaseException, job: JobDir) -> Ending:
-    return Ending("ungraded", EXIT_UNGRADED, str(exc), logged=True)
+    return Ending(Status.UNGRADED, Exit.UNGRADED, str(exc), logged=True)
 
 
-def _over_fraction(exc: BaseException, job: JobDir) -> Ending:
-    assert isinstance(exc, run_stops.FailureShareExceeded)
+def _ended(exc: BaseException, job: JobDir) -> Ending:
+    assert isinstance(exc, RunEnded)
     return Ending(exc.status, exc.exit_code, str(exc), logged=True)
 
 
@@ -67,14 +69,14 @@ def _refused(exc: BaseException, job: JobDir) -> Ending:
         message = f"{exc}; nothing in {job.output_dir} was changed"
     if isinstance(exc, QuotaExhausted) or not job.fresh:  # what finished is kept: finish it
         message = f"{message}; then finish with: {run_stops.resume_hint(job.output_dir)}"
-    return Ending("failed", 2, message, logged=True, discard=job.fresh)
+    return Ending(Status.FAILED, Exit.REFUSED, message, logged=True, discard=job.fresh)
 
 
 def _interrupted(exc: BaseException, job: JobDir) -> Ending:
     assert isinstance(exc, RunInterrupted)
     resume = f"finish with: {run_stops.resume_hint(job.output_dir)}"
     return Ending(
-        "interrupted",
+        exc.status,
         exc.exit_code,
         f"{exc}; {resume}",
         error_prefix=False,
@@ -86,35 +88,47 @@ def _interrupted(exc: BaseException, job: JobDir) -> Ending:
 def _unexpected(exc: BaseException, job: JobDir) -> Ending:
     line = run_stops.failure_line(exc, job.output_dir)  # a disk that refuses an output
     if line is not None:
-        return Ending("failed", run_stops.FAILED_EXIT_CODE, line, discard=job.fresh)
+        return Ending(Status.FAILED, Exit.ERROR, line, discard=job.fresh)
     message = f"{type(exc).__name__}: {exc}"
-    return Ending("failed", run_stops.FAILED_EXIT_CODE, message, discard=job.fresh, traceback=True)
+    return Ending(Status.FAILED, Exit.ERROR, message, discard=job.fresh, traceback=True)
 
 
-ENDINGS: tuple[
-    tuple[type[BaseException] | tuple[type[BaseException], ...], Callable[..., Ending]], ...
-] = (
-    (run_stops.FailureShareExceeded, _over_fraction),  # halted: failures beyond the fraction
+EndingOf = Callable[[BaseException, JobDir], Ending]
+
+# each class that ends a job, with its ending; a class not listed ends as its nearest parent
+ENDINGS: tuple[tuple[type[BaseException], EndingOf], ...] = (
+    (RunEnded, _ended),  # stopped early, with its own status and exit code (a dead endpoint,
+    # the failure fraction): what finished is recorded, resumable
     (UnparseableJudge, _ungraded),  # stopped early: the judge sent no readable verdict
-    ((ConfigError, DataError, FatalEndpointError), _refused),  # exit 2: fix, then run or resume
-    (RunInterrupted, _interrupted),  # Ctrl-C, SIGTERM, SIGHUP, SLURM's limit: 130/143/129
+    (ConfigError, _refused),  # exit 2: fix, then run or resume
+    (DataError, _refused),
+    (FatalEndpointError, _refused),  # an exhausted quota too (then resume)
+    (RunInterrupted, _interrupted),  # Ctrl-C, SIGTERM, SIGHUP, SLURM's limit: 130/143/129/140
     (Exception, _unexpected),  # a full disk (one line), or a bug (its traceback)
 )
 
 
+def ending_in(table: Iterable[tuple[type[BaseException], EndingOf]], kind: type) -> EndingOf | None:
+    """The ending `table` gives an exception of class `kind`: its own class's row, else that
+    of its nearest parent in its method resolution order (any order of the rows gives the
+    same); None when no class of it has a row."""
+    rows: Mapping[type, EndingOf] = dict(table)
+    return next((rows[parent] for parent in kind.__mro__ if parent in rows), None)
+
+
 def ending_of(exc: BaseException, job: JobDir) -> Ending:
-    """The ending of a job that `exc` ended: the first row of `ENDINGS` it matches (a resume
-    that had not started writes nothing: its run's directory stays as it was)."""
-    for kinds, ending in ENDINGS:
-        if isinstance(exc, kinds):
-            return ending(exc, job) if job.started else replace(ending(exc, job), writes=False)
-    raise exc  # SystemExit and the like are not endings of the job
+    """The ending of a job that `exc` ended (`ENDINGS`, by `ending_in`; a resume that had not
+    started writes nothing: its run's directory stays as it was)."""
+    ending = ending_in(ENDINGS, type(exc))
+    if ending is None:
+        raise exc  # SystemExit and the like are not endings of the job
+    return ending(exc, job) if job.started else replace(ending(exc, job), writes=False)
 
 
 def finished(record: RunSummary, max_failure_fraction: float, output_dir: Path) -> Ending:
     """The ending of a job that returned its summary: partial (its budget), or `run_outcome`'s
     completed / failed / ungraded."""
     if record.budget_stopped:
-        return Ending("partial", EXIT_BUDGET, finish_command(output_dir, record))
+        return Ending(Status.PARTIAL, Exit.BUDGET, finish_command(output_dir, record))
     outcome = run_outcome(Tally.of(record), max_failure_fraction, output_dir)
     return Ending(outcome.status, outcome.exit_code, outcome.message)

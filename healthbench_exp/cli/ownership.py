@@ -27,6 +27,7 @@ from healthbench_exp.cli.hydra_errors import omegaconf_error
 from healthbench_exp.cli.run_lock import busy
 from healthbench_exp.cli.startup import is_fresh
 from healthbench_exp.core.run_config import RunConfig
+from healthbench_exp.core.run_end import Exit, Status
 from healthbench_exp.core.summary import read_summary
 from healthbench_exp.output.files import foreign_files
 
@@ -109,7 +110,7 @@ def refusal(run_dir: Path) -> str | None:
     what, status = describe(run_dir)
     finish = (
         ""
-        if status in ("completed", "dry_run")
+        if status in (Status.COMPLETED, Status.DRY_RUN)
         else f"finish it with: python -m healthbench_exp resume={run_dir}, or "
     )
     return (
@@ -148,7 +149,7 @@ def _directory(config: DictConfig, kind: str) -> Path:
         return Path(str(config.hydra[kind].dir))
     except OmegaConfBaseException as exc:
         print(f"error: {omegaconf_error(exc, sys.argv[1:])}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(Exit.REFUSED) from None
 
 
 class RunDirCallback(Callback):
@@ -161,11 +162,11 @@ class RunDirCallback(Callback):
         problem = busy(run_dir) or refusal(run_dir)
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
-            raise SystemExit(2)
+            raise SystemExit(Exit.REFUSED)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: object) -> None:
         sweep_dir = _directory(config, "sweep")
         problem = busy(sweep_dir) or sweep_refusal(sweep_dir)  # a running sweep: "in use"
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
-            raise SystemExit(2)
+            raise SystemExit(Exit.REFUSED)

@@ -27,6 +27,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from healthbench_exp.config.schema import ConfigError
+from healthbench_exp.core.run_end import Status
 
 # keys the source run fixes: its data, its rows, its replies (a prefix ends in ".")
 FIXED = ("model", "dataset", "difficulty", "sampling", "completions", "task", "experiment")
@@ -62,7 +63,7 @@ def check_source(run_dir: Path) -> dict[str, object]:
     summary = _read_json(run_dir / "summary.json")
     if summary.get("task") == "meta_eval":
         raise ConfigError(f"{where}: a meta-eval run; only an eval run's replies can be regraded")
-    if status != "completed" or summary.get("partial") or not summary:
+    if status != Status.COMPLETED or summary.get("partial") or not summary:
         raise ConfigError(
             f"{where}: not a finished eval run (status: {status or 'unknown'}); regrade a "
             f"completed one, or finish this one first with resume={run_dir}"

@@ -33,6 +33,7 @@ from healthbench_exp.cli.compose import to_config, with_jury
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.measured import flat_keys, measured_changes
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.model.costs import budget_to_finish
 
@@ -128,7 +129,7 @@ def plan_resume(argv: list[str], config_dir: str) -> ResumePlan | None:
     cfg = compose(config_dir, arguments)
     composed = flat_keys(_plain(cfg))
     changes = measured_changes(saved, composed, flat_keys(_plain(OmegaConf.structured(Config))))
-    completed = _status(run_dir) == "completed"
+    completed = _status(run_dir) == Status.COMPLETED
     given = [a for a in argv if not a.startswith("resume=")]
     problems = value_problems(config_dir, cfg, arguments) if completed and given else []
     if changes:

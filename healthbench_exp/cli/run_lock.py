@@ -29,6 +29,8 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from healthbench_exp.core.run_end import Exit
+
 LOCK_FILE = ".lock"
 MIN_FREE_BYTES = 64 * 1024  # what a run needs before its first result: .hydra/, log, status
 
@@ -254,7 +256,7 @@ def acquire_or_exit(directory: Path) -> RunLock:
         return acquire(directory)
     except (RunDirBusy, RunDirUnwritable) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(Exit.REFUSED) from None
 
 
 class RunLockCallback(Callback):

@@ -38,6 +38,7 @@ from healthbench_exp.cli.hydra_errors import composition_error
 from healthbench_exp.cli.job import build_task
 from healthbench_exp.cli.startup import check_models, problems_found_offline, retired_presets
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.data.rows import DataError
 from healthbench_exp.model.retired import ModelRetired
 
@@ -156,7 +157,7 @@ def refusal(problems: Sequence[JobProblem], jobs: int) -> str:
 def refuse(problems: Sequence[JobProblem], jobs: int) -> None:
     """Print the error that refuses the sweep (`refusal`) and exit 2."""
     print(f"error: {refusal(problems, jobs)}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(Exit.REFUSED)
 
 
 class SweepChecksCallback(Callback):

@@ -17,10 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from healthbench_exp.core.counts import RunCounts
+from healthbench_exp.core.run_end import Exit, Status
 from healthbench_exp.core.summary import RunSummary
-
-EXIT_FAILED = 3
-EXIT_UNGRADED = 5
 
 
 def verdicts_of(kind: str) -> str:
@@ -98,8 +96,8 @@ def failed_calls_text(summary: RunSummary) -> str:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # completed | failed | ungraded
-    exit_code: int
+    status: Status  # completed | failed | ungraded
+    exit_code: Exit
     message: str | None  # why it is not `completed`: one line
 
 
@@ -157,7 +155,7 @@ def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -
         tally.criteria_ungraded > 0 and nothing_scored
     )
     if not (rows_over or criteria_over or nothing_scored):
-        return Outcome("completed", 0, None)
+        return Outcome(Status.COMPLETED, Exit.COMPLETED, None)
     reasons = []
     if rows_over:
         reasons.append(f"{tally.rows_failed} of {tally.rows} rows failed ({failed_share:.1%})")
@@ -180,5 +178,5 @@ def run_outcome(tally: Tally, max_failure_fraction: float, output_dir: object) -
             f"python -m healthbench_exp resume={output_dir}"
         )
     if rows_over or not criteria_over:  # rows that failed outright weigh more than ungraded
-        return Outcome("failed", EXIT_FAILED, message)
-    return Outcome("ungraded", EXIT_UNGRADED, message)
+        return Outcome(Status.FAILED, Exit.FAILED, message)
+    return Outcome(Status.UNGRADED, Exit.UNGRADED, message)

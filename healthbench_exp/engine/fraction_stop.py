@@ -24,6 +24,7 @@ from healthbench_exp.core.outcome import (
     run_outcome,
     ungraded_text,
 )
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.stops import FailureShareExceeded, resume_hint, spent_text
 from healthbench_exp.model.health import EndpointHealth, Halt
@@ -114,7 +115,7 @@ def raise_if_over_fraction(
         return
     final = Tally.of(summary)
     outcome = run_outcome(final, max_failure_fraction, output_dir)
-    if outcome.status == "completed":  # (cannot be: the stop is taken only when certain)
+    if outcome.status == Status.COMPLETED:  # (cannot be: the stop is taken only when certain)
         return
     raise FailureShareExceeded(
         f"stopped early: {stop.final_reason(final)}; {spent_text(summary)}what finished is "

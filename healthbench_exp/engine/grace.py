@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable
 
-from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.health import Halt
 
 log = logging.getLogger(__name__)
@@ -26,30 +25,22 @@ log = logging.getLogger(__name__)
 
 class StopGrace:
     """One run's grace for its requests in flight at a stopping signal (see the module
-    docstring): `grace_s` seconds (0: none, the run is cancelled at once); `attach`ed to the
-    run's endpoints once they are open."""
+    docstring): `grace_s` seconds (0: none, the run is cancelled at once); `halt` is the run's
+    stop, `in_flight` counts the requests sent and not answered yet over every endpoint of the
+    run (0 while none is open). Part of the run's `engine.control.RunControl`, made with it."""
 
-    def __init__(self, grace_s: float) -> None:
+    def __init__(self, grace_s: float, halt: Halt, in_flight: Callable[[], int]) -> None:
         self.grace_s = grace_s
-        self.endpoints: Sequence[ChatEndpoint] = ()
-        self.halt: Halt | None = None
-
-    def attach(self, endpoints: Sequence[ChatEndpoint], halt: Halt) -> None:
-        """Watch these endpoints (the run's, open) and halt the run through `halt`."""
-        self.endpoints, self.halt = endpoints, halt
-
-    def in_flight(self) -> int:
-        """The requests sent and not answered yet, over every endpoint of the run."""
-        return sum(endpoint.stats.in_flight for endpoint in self.endpoints)
+        self.halt = halt
+        self.in_flight = in_flight
 
     def begin(self, signum: int, why: str) -> float | None:
         """The first stopping signal (`signum`; `why`: what it means): halt the run and say so
         on the console; return how long to wait for the requests in flight, or None to leave
-        at once (no grace, nothing in flight, or the endpoints not open yet)."""
-        if self.halt is not None:
-            self.halt.leave(f"the run is stopping on {why}")
+        at once (no grace, or nothing in flight: the endpoints not open yet, or idle)."""
+        self.halt.leave(f"the run is stopping on {why}")
         count = self.in_flight()
-        if not self.grace_s or not count or self.halt is None:
+        if not self.grace_s or not count:
             return None
         again = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         log.warning(

@@ -1,6 +1,8 @@
 """The async loop every task runs in: rows in flight, progress, stall notices, the event loop.
 
-`evaluate` runs a task's rows: up to `task.concurrency` at once, each with `task.run_item`;
+`evaluate` opens the run's roles and runs a task's rows (`evaluate_rows`), returning the
+roles' counters (`Evaluation`); the run's stop and watches are its `engine.control.RunControl`.
+`evaluate_rows` runs them: up to `task.concurrency` at once, each with `task.run_item`;
 a row is started when a place frees (its asyncio task created then, not every row's up front),
 and its item is dropped from the list of rows as it starts, so a finished row's data is freed;
 every finished row goes to `on_result` with its position at once (the sinks write it, so a
@@ -24,13 +26,13 @@ from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
 from healthbench_exp.core.run_files import RunFiles
 from healthbench_exp.data.rows import DataError
-from healthbench_exp.engine.fraction_stop import FractionStop
+from healthbench_exp.engine.control import RunControl
 from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.engine.progress import Progress
 from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.model.event_loop import event_loop_factory
-from healthbench_exp.model.health import EndpointHealth, Guarded
+from healthbench_exp.model.health import Guarded
 from healthbench_exp.model.roles import JUDGE, MODEL, OpenRoles, Roles, open_roles
 from healthbench_exp.model.stall import watch_endpoints
 from healthbench_exp.tasks.base import Clients, Juror, Task
@@ -51,14 +53,32 @@ class LoopSettings:
     files: RunFiles  # the run directory: a batched judge records its batches through it
 
 
-async def evaluate(
+@dataclass(frozen=True)
+class Reached:
+    """The roles of a run and how each is reached: its URL (None: the provider's default) and
+    its API key, by role name."""
+
+    roles: Roles
+    urls: dict[str, str | None]
+    keys: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What an evaluation that ran to its end returns: the roles' counters
+    (`model.roles.OpenRoles.stats`: calls, tokens, the evaluation time, the budget's state).
+    Why it was halted, if it was, the run's `RunControl` says."""
+
+    counters: dict[str, object]
+
+
+async def evaluate_rows(
     task: Task[Item, Result],
     items: list[Item],
     roles: OpenRoles,
     settings: LoopSettings,
     on_result: Callable[[int, Result], None],
-    healths: dict[str, EndpointHealth],
-    fraction: list[FractionStop] | None = None,
+    control: RunControl,
 ) -> None:
     """Run every item; call `on_result(position, result)` as each finishes. `items` is emptied
     as the rows start (`drain`): a started row's item is held by its row alone.
@@ -71,32 +91,16 @@ async def evaluate(
     propagates. An endpoint given up on (`model.health`: it answered nothing usable) halts the
     run (so does the budget): its waiting calls end `not run`, no request is sent to any
     endpoint after that, and the rows not yet started are each recorded `not run` at once,
-    without a call; `healths` (filled here, by role) says why. So does a run whose failed rows
-    or ungraded criteria are certain to pass `runner.max_failure_fraction`
-    (`engine.fraction_stop`, checked as each row finishes; appended to `fraction`, it says
-    why). A batched judge is not watched (its replies come when the batch ends).
+    without a call; `control.healths` says why. So does a run whose failed rows or ungraded
+    criteria are certain to pass `runner.max_failure_fraction` (`control.fraction`, checked as
+    each row finishes). A batched judge is not watched (its replies come when the batch ends).
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
     places = total if batched else task.concurrency(total)
     progress = Progress(total, runner.progress, roles.endpoints, task.tally, unit=task.unit)
     watch = UnparseableWatch(settings.early_stop_unparseable, gate=not batched)
-    halt = roles.halt
-    for name, opened in roles.opened.items():
-        if not opened.role.batch:
-            health = EndpointHealth(
-                name,
-                opened.endpoint.url,
-                runner.dead_endpoint_calls,
-                runner.dead_endpoint_s,
-                halt,
-            )
-            opened.endpoint.on_attempt_failed = health.attempt_failed  # each attempt counts
-            healths[name] = health
-
-    stop = FractionStop(task.criteria(items), runner.max_failure_fraction, halt, healths, task.kind)
-    if fraction is not None:
-        fraction.append(stop)
+    halt, healths, stop = control.halt, control.healths, control.fraction
 
     def client(name: str) -> Completer | None:
         completer = roles.completer(name)
@@ -157,37 +161,37 @@ def drain(items: list[Item]) -> Iterator[tuple[int, Item]]:
         position += 1
 
 
-async def evaluate_with_roles(
+async def evaluate(
     task: Task[Item, Result],
     items: list[Item],
-    roles: Roles,
-    urls: dict[str, str | None],
-    keys: dict[str, str],
+    reached: Reached,
     settings: LoopSettings,
     on_result: Callable[[int, Result], None],
-    healths: dict[str, EndpointHealth],
-    counters: dict[str, object] | None = None,
-    fraction: list[FractionStop] | None = None,
-    grace: StopGrace | None = None,
-) -> dict[str, object]:
-    """Open the roles inside the running loop, evaluate `items` (emptied, see `evaluate`),
-    close the roles; return their counters (`model.roles.OpenRoles.stats`). `healths` gets
-    each watched endpoint's `EndpointHealth`, by role (see `evaluate`); `counters` gets the
-    counters however the evaluation ends (a signal, a fatal error too: what was paid);
-    `grace` watches the open endpoints (`engine.grace`: a stopping signal waits for their
-    requests in flight)."""
+    control: RunControl,
+) -> Evaluation:
+    """Open the roles inside the running loop (with `control`'s stop and watches), evaluate
+    `items` (emptied, see `evaluate_rows`), close the roles; return the roles' counters.
+    However the evaluation ends (a signal, a fatal error too: what was paid) `control` keeps
+    the counters (`RunControl.counted`), and while the endpoints are open its grace counts
+    their requests in flight (`engine.grace`)."""
     async with open_roles(
-        roles, urls, keys, settings.runner, settings.cache, settings.budget, settings.files
+        reached.roles,
+        reached.urls,
+        reached.keys,
+        settings.runner,
+        settings.cache,
+        settings.budget,
+        settings.files,
+        control.halt,
+        control.healths,
     ) as opened:
-        if grace is not None:
-            grace.attach(opened.endpoints, opened.halt)
         started = time.monotonic()
         try:
-            await evaluate(task, items, opened, settings, on_result, healths, fraction)
+            with control.watching(opened.endpoints):
+                await evaluate_rows(task, items, opened, settings, on_result, control)
         finally:
-            if counters is not None:
-                counters.update(opened.stats(started))
-        return opened.stats(started)
+            control.counted(opened.stats(started))
+        return Evaluation(control.counters)
 
 
 @contextlib.contextmanager

@@ -4,9 +4,10 @@ they hand each part the section it reads.
 
 One run: read the API keys; start the built-in endpoint if a role uses it, and the model server
 of each served role (`engine.serve`: they get ready while the task loads its rows); check every
-endpoint is reachable; `start` the sinks; run the rows in
-the async loop (`loop.evaluate`), each result to every sink and to the task's summarizer as it
-finishes (no list of every result is kept); summarize; record
+endpoint is reachable; `start` the sinks; run the rows in the async loop (`loop.evaluate`,
+under the run's one `control.RunControl`: its stop, grace, endpoint health, failure-fraction
+stop and counters), each result to every sink and to the task's summarizer as it finishes (no
+list of every result is kept); summarize; record
 this invocation's usage in `invocations.jsonl`; then the sinks `finish` in the order given (the
 CLI puts the local files first and W&B last). Anything raised on the way `fail`s the sinks that
 had not finished and propagates: ConfigError / DataError / FatalEndpointError before or instead
@@ -33,10 +34,12 @@ from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.outcome import Tally, run_outcome
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.run_files import INVOCATIONS_FILE, RunFiles
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary, Usage
 from healthbench_exp.engine.builtin import builtin_server
+from healthbench_exp.engine.control import RunControl
 from healthbench_exp.engine.endpoints import (
     endpoint_identity,
     reachable_endpoints,
@@ -44,14 +47,11 @@ from healthbench_exp.engine.endpoints import (
     resolve_keys,
 )
 from healthbench_exp.engine.estimate import estimate_run
-from healthbench_exp.engine.fraction_stop import FractionStop, raise_if_over_fraction
-from healthbench_exp.engine.grace import StopGrace
-from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
+from healthbench_exp.engine.loop import LoopSettings, Reached, evaluate, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
-from healthbench_exp.engine.stops import RunInterrupted, raise_if_given_up, signals_held
+from healthbench_exp.engine.stops import RunInterrupted, signals_held
 from healthbench_exp.model.costs import sum_costs
-from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Roles
@@ -105,7 +105,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     )
     demo = any(role.endpoint.builtin for role in needed.values())
     finished = 0
-    counters: dict[str, object] = {}  # the roles' counters, however the evaluation ended
+    control: RunControl | None = None  # made once the endpoints are reachable
     accounted = False  # this invocation's usage is in invocations.jsonl
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
@@ -124,25 +124,12 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
                     sink.on_result(result, position)
                 summarizer.add(position, result)
 
-            healths: dict[str, EndpointHealth] = {}
-            fraction: list[FractionStop] = []  # the failure-fraction stop, once evaluation began
-            grace = StopGrace(config.runner.stop_grace_s)  # a signal's wait for requests in flight
-            stats = run_async(
-                evaluate_with_roles(
-                    task,
-                    items,
-                    roles,
-                    urls,
-                    keys,
-                    loop,
-                    on_result,
-                    healths,
-                    counters,
-                    fraction,
-                    grace,
-                ),
-                grace,
+            control = RunControl(config.runner, roles, urls, task.criteria(items), task.kind)
+            reached = Reached(roles, urls, keys)
+            evaluation = run_async(
+                evaluate(task, items, reached, loop, on_result, control), control.grace
             )
+        stats = evaluation.counters
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = summarizer.summary(measured)
@@ -162,12 +149,12 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             sink.finish(summary)
             finished += 1
         # what finished is written: now say why it ended
-        raise_if_given_up(healths, output_dir, summary)
-        for stop in fraction:
-            raise_if_over_fraction(stop, output_dir, summary, config.runner.max_failure_fraction)
+        control.raise_if_stopped(output_dir, summary)
     except BaseException as exc:
-        if counters and not accounted:  # cut short: what it paid is still the run's
-            cut = record_cut_short(settings, roles, counters, began, time.monotonic() - started)
+        if control is not None and control.counters and not accounted:  # cut short: paid still
+            cut = record_cut_short(
+                settings, roles, control.counters, began, time.monotonic() - started
+            )
             if isinstance(exc, RunInterrupted) and (note := abandoned_text(cut)):
                 exc.add(note)
         for sink in sinks[finished:]:
@@ -204,7 +191,7 @@ def account_invocation(
     short = (
         summary.counts is not None
         and run_outcome(Tally.of(summary), max_failure_fraction, files.directory).status
-        != "completed"
+        != Status.COMPLETED
     )
     return replace(
         summary,

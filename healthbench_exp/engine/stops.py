@@ -34,10 +34,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.core.run_end import Exit, RunEnded, Status
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.grace import StopGrace
-from healthbench_exp.grading.verdict_watch import UnparseableJudge
-from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import EndpointHealth
 
 if TYPE_CHECKING:
@@ -57,7 +56,6 @@ WHY = {
 }
 # errors of the file system a user fixes by freeing space, choosing a writable place or a permission
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
-FAILED_EXIT_CODE = 1
 
 
 def signal_text(signum: int) -> str:
@@ -75,10 +73,12 @@ class RunInterrupted(BaseException):
         self.signum = signum
         super().__init__(f"interrupted by {signal_text(signum)}")
 
+    status = Status.INTERRUPTED
+
     @property
     def exit_code(self) -> int:
         """The shell's convention for a process ended by a signal: 128 + its number."""
-        return 128 + self.signum
+        return Exit.signalled(self.signum)
 
     def add(self, note: str) -> None:
         """Add `note` to the line that tells the stop (what it abandoned in flight, counted)."""
@@ -228,23 +228,25 @@ def resume_hint(output_dir: Path) -> str:
     return f"python -m healthbench_exp resume={output_dir}"
 
 
-class JudgeGaveNothing(UnparseableJudge):
-    """The judge endpoint was given up on: the run ends `ungraded` (exit 5), resumable; the CLI
-    treats it as the judge that sent no readable verdict it is a kind of."""
+class JudgeGaveNothing(RunEnded):
+    """The judge endpoint was given up on: the run ends `ungraded` (exit 5), resumable (its
+    line ends with the resume command)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line, Status.UNGRADED, Exit.UNGRADED)
 
 
-class ModelGaveNothing(QuotaExhausted):
-    """The model endpoint was given up on: the run ends `failed`, resumable; like an exhausted
-    quota, the CLI adds the resume command."""
+class ModelGaveNothing(RunEnded):
+    """The model endpoint was given up on: the run ends `failed` (exit 2), resumable (its line
+    ends with the resume command)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line, Status.FAILED, Exit.REFUSED)
 
 
-class FailureShareExceeded(Exception):
+class FailureShareExceeded(RunEnded):
     """The failure-fraction stop halted the run (`engine.fraction_stop`): it ends with
     `run_outcome`'s status and exit code (`failed` 3 or `ungraded` 5), resumable."""
-
-    def __init__(self, line: str, status: str, exit_code: int) -> None:
-        super().__init__(line)
-        self.status, self.exit_code = status, exit_code
 
 
 def raise_if_given_up(
@@ -266,7 +268,7 @@ def raise_if_given_up(
     if model is not None and model.dead:
         raise ModelGaveNothing(
             f"stopped early: {model.reason()}; {spent}what finished is recorded, the rest is "
-            "not run"
+            f"not run; then finish with: {resume_hint(output_dir)}"
         )
 
 

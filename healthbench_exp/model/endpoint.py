@@ -73,18 +73,23 @@ class RateLimited(Exception):
         self.wait_s = wait_s
 
 
+def _not_watched(kind: str, error: str) -> None:
+    """An endpoint no run watches counts its failed attempts nowhere."""
+
+
 @dataclass(frozen=True)
 class Shared:
     """What the endpoints of a run share: the response cache, the cap on requests in flight
     together (`runner.max_in_flight`), the budget (`budget.max_usd`), the event loop's turns
-    (`LoopTurns`) and the run's stop (`model.health.Halt`: once set, no request is sent; the
-    budget sets it when it refuses a request)."""
+    (`LoopTurns`) and the run's stop (`halt`, `model.health.Halt`: once set, no request is
+    sent; the budget sets it when it refuses a request; the run's `engine.control.RunControl`
+    owns it)."""
 
+    halt: Halt
     cache: ResponseCache | None = None
     limit: asyncio.Semaphore | None = None
     budget: Budget | None = None
     turns: LoopTurns = field(default_factory=LoopTurns)
-    halt: Halt = field(default_factory=Halt)
     journal: SpendJournal | None = None  # the run's spend journal (`model.spend_journal`)
 
 
@@ -103,9 +108,10 @@ class ChatEndpoint:
         transport: Transport | None = None,
         shared: Shared | None = None,
         identity: str | None = None,
+        on_attempt_failed: Callable[[str, str], None] | None = None,
     ) -> None:
         transport = transport or Transport()
-        shared = shared or Shared()
+        shared = shared or Shared(Halt())  # an endpoint on its own (a probe): its own stop
         cache = shared.cache
         self.role = role
         self.config = config
@@ -121,8 +127,8 @@ class ChatEndpoint:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
         self.last_reply_at = self.busy_since = time.monotonic()
         # every attempt that brought nothing usable, by kind (`model.health.KINDS`) and its
-        # error: the run's `EndpointHealth.attempt_failed` once the engine watches it
-        self.on_attempt_failed: Callable[[str, str], None] = lambda kind, error: None
+        # error: the run's `EndpointHealth.attempt_failed` when the run watches it
+        self.on_attempt_failed: Callable[[str, str], None] = on_attempt_failed or _not_watched
         self.halt = shared.halt
         # 429s are not retried by the client (see SdkClients) but here, without a bound
         settings: ClientSettings = {

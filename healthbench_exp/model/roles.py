@@ -38,7 +38,7 @@ from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.cache_file import CALL_JOURNAL
 from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
-from healthbench_exp.model.health import Halt
+from healthbench_exp.model.health import EndpointHealth, Halt
 from healthbench_exp.model.limits import EndpointStats
 from healthbench_exp.model.ratelimit import share_buckets
 from healthbench_exp.model.spend_journal import SpendJournal
@@ -192,11 +192,6 @@ class OpenRoles:
         return None if entry is None else entry.completer
 
     @property
-    def halt(self) -> Halt:
-        """The run's stop, shared by its endpoints (`model.endpoint.Shared`)."""
-        return self.endpoints[0].halt
-
-    @property
     def endpoints(self) -> list[ChatEndpoint]:
         """Every open endpoint (the progress line and the stall watch show them)."""
         return [entry.endpoint for entry in self.opened.values()]
@@ -225,10 +220,13 @@ async def open_roles(
     cache_config: CacheConfig,
     budget_config: BudgetConfig,
     files: RunFiles,
+    halt: Halt,
+    healths: Mapping[str, EndpointHealth],
 ) -> AsyncIterator[OpenRoles]:
     """Open every needed role (its URL in `urls`, its key in `keys`), sharing the response cache,
-    the in-flight cap and the budget; a batched judge's batches are recorded in the run's
-    directory, through `files`.
+    the in-flight cap, the budget and the run's stop (`halt`); each endpoint with a health in
+    `healths` (by role) reports every failed attempt to it. A batched judge's batches are
+    recorded in the run's directory, through `files`.
     Closed on exit.
 
     With `cache.enabled=false` the roles share the run's own call journal instead
@@ -246,6 +244,7 @@ async def open_roles(
     )
     journal = SpendJournal(files)  # what this invocation pays, kept if it is killed
     shared = Shared(
+        halt=halt,
         cache=cache,
         limit=asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None,
         budget=budget_of(budget_config, files.directory),
@@ -262,6 +261,7 @@ async def open_roles(
             transport=Transport.of(runner, role.endpoint),
             shared=shared,
             identity=role.identity,
+            on_attempt_failed=healths[name].attempt_failed if name in healths else None,
         )
         for name, role in roles.needed.items()
     }

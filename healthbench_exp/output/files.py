@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from healthbench_exp.core.errors import OutputWriteError
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.run_files import SPEND_JOURNAL
 from healthbench_exp.core.strict_json import dumps
 from healthbench_exp.core.summary import RunSummary
@@ -214,21 +215,21 @@ def foreign_files(output_dir: Path) -> list[str]:
     )
 
 
-def write_status(output_dir: Path, status: str, error: str | None = None) -> None:
+def write_status(output_dir: Path, status: Status, error: str | None = None) -> None:
     """`status.json`: running, completed or failed (with the error), for sweep summaries.
 
     A final status refreshes the run's report.html (written before the status was known), so
     its banners say how the run ended; a report that cannot be refreshed is only logged.
     """
     write_json(output_dir / "status.json", {"status": status, "error": error})
-    if status != "running" and (output_dir / "report.html").exists():
+    if status != Status.RUNNING and (output_dir / "report.html").exists():
         try:
             pages.refresh_report(output_dir)
         except Exception as exc:  # the status is written; the report is optional
             logging.getLogger("healthbench_exp").warning("report.html not refreshed: %s", exc)
 
 
-def try_write_status(output_dir: Path, status: str, error: str | None = None) -> str | None:
+def try_write_status(output_dir: Path, status: Status, error: str | None = None) -> str | None:
     """`write_status` for a run that is already failing: None when written, else a line saying
     that status.json could not be written and why (so the caller reports it, not a traceback)."""
     try:

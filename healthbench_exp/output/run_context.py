@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from healthbench_exp.core.run_config import DatasetPart, EndpointPart, RunConfig, SamplingPart
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import Completions, EvalCounts, RunSummary
 from healthbench_exp.core.usage_record import is_illustrative
 
-NOT_FINAL = ("running", None)
+NOT_FINAL = (Status.RUNNING, None)
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def banners(
         out.append(Banner("DEMO", "built-in offline endpoint: the scores mean nothing"))
     status = status or {}
     state = status.get("status")
-    if (summary is not None and summary.budget_stopped) or state == "partial":
+    if (summary is not None and summary.budget_stopped) or state == Status.PARTIAL:
         counts = summary.counts if summary is not None else None
         not_run = counts.rows_not_run if counts is not None else None
         reason = _text(status, "error") or (
@@ -209,7 +210,7 @@ def banners(
     if summary is not None and summary.partial and not summary.is_meta_eval:
         # stopped early (a dead endpoint), or too much failed or ungraded: the scores are partial
         out.append(Banner("PARTIAL", f"{scored_of(summary)}; the scores cover those only"))
-    if state not in (*NOT_FINAL, "completed"):
+    if state not in (*NOT_FINAL, Status.COMPLETED):
         out.append(Banner(str(state).upper(), _text(status, "error") or str(state)))
     return out
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.run_files import INVOCATIONS_FILE
 from healthbench_exp.output.files import output_errors, try_write_status, write_json, write_status
 
@@ -64,11 +65,11 @@ class RunDirectory:
 
     # -- for the CLI ---------------------------------------------------------------------------
 
-    def write_status(self, status: str, error: str | None = None) -> None:
+    def write_status(self, status: Status, error: str | None = None) -> None:
         """`status.json` (`output.files.write_status`)."""
         write_status(self.directory, status, error)
 
-    def try_write_status(self, status: str, error: str | None = None) -> str | None:
+    def try_write_status(self, status: Status, error: str | None = None) -> str | None:
         """`status.json` for a run that is already failing: None, or why it was not written
         (`output.files.try_write_status`)."""
         return try_write_status(self.directory, status, error)

@@ -34,6 +34,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
+from healthbench_exp.core.run_end import Exit, Status
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.grading.scoring import ci95, tag_metric_names
 from healthbench_exp.output.files import write_json
@@ -107,7 +108,7 @@ def job_row(job: Job) -> dict[str, object]:
         **abandoned_columns(context),
     }
     summary = job.summary
-    if job.status == "dry_run":
+    if job.status == Status.DRY_RUN:
         estimate = read_object(job.path / "estimate.json")
         return {**row, "estimated_cost_usd": estimate.get("total_cost_usd")}
     if summary is None or summary.counts is None:  # unfinished: what it paid so far
@@ -221,10 +222,10 @@ def summarize(inputs: list[Path]) -> SweepSummary:
         "judge_agreement": judge_agreement(jobs, labels),
         "judge_table": judge_table(jobs, labels),
         "regrades": regrade_comparisons(jobs, labels),
-        "failed": sum(r["status"] not in ("completed", "dry_run") for r in rows),
-        "cost_usd": total([number(r, "cost_usd") for r in rows if r["status"] != "dry_run"]),
+        "failed": sum(r["status"] not in (Status.COMPLETED, Status.DRY_RUN) for r in rows),
+        "cost_usd": total([number(r, "cost_usd") for r in rows if r["status"] != Status.DRY_RUN]),
         "estimated_cost_usd": total(
-            [number(r, "estimated_cost_usd") for r in rows if r["status"] == "dry_run"]
+            [number(r, "estimated_cost_usd") for r in rows if r["status"] == Status.DRY_RUN]
         ),
         "estimated_usage": sweep_estimate(jobs),
         **abandoned_sums(rows),
@@ -258,7 +259,7 @@ class SweepSummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
         if not tell_sweep(Path(config.hydra.sweep.dir)):
-            raise SystemExit(1)
+            raise SystemExit(Exit.ERROR)
 
 
 def tell_sweep(sweep_dir: Path) -> bool:
@@ -285,7 +286,7 @@ def unfinished_told(rows: list[dict[str, object]]) -> str | None:
     interrupted (1); 1 of 4 jobs ended not_started (3)`); None when every one completed."""
     unfinished: dict[str, list[str]] = {}  # status -> jobs
     for row in rows:
-        if row["status"] not in ("completed", "dry_run"):
+        if row["status"] not in (Status.COMPLETED, Status.DRY_RUN):
             unfinished.setdefault(text(row, "status"), []).append(text(row, "job"))
     if not unfinished:
         return None
@@ -350,8 +351,8 @@ def new_out_dir(root: Path = Path("aggregates")) -> Path:
 
 
 def choose_out_dir(inputs: list[Path], out: Path | None, runs: list[Path]) -> Path:
-    """Where the comparison goes (see `parse_args`); SystemExit(2) if `out` is a run directory
-    or inside one."""
+    """Where the comparison goes (see `parse_args`); SystemExit(Exit.REFUSED) if `out` is a run
+    directory or inside one."""
     if out is not None:
         target = out.resolve()
         for run in runs:
@@ -366,7 +367,7 @@ def choose_out_dir(inputs: list[Path], out: Path | None, runs: list[Path]) -> Pa
 
 def _fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(Exit.REFUSED)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -390,7 +391,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {told}", file=sys.stderr)
         for line in unfinished_lines(data["jobs"]):
             print(line, file=sys.stderr)
-        raise SystemExit(1)
+        raise SystemExit(Exit.ERROR)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.grading.agreement import cohen_agreement
 from healthbench_exp.grading.comparison import paired_bootstrap
 from healthbench_exp.sweep.jobs import Job
@@ -64,7 +65,7 @@ def judge_agreement(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, o
     done = [
         j
         for j in jobs
-        if j.status == "completed"
+        if j.status == Status.COMPLETED
         and ((j.path / "meta_eval.jsonl").exists() or (j.path / "per_criterion.jsonl").exists())
     ]
     verdicts = {j.name: judge_verdicts(j) for j in done}
@@ -154,7 +155,9 @@ def paired_comparisons(
 ) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """Paired bootstrap A - B for every pair of completed eval jobs on the same examples; and
     each other pair of them with the reason it was not compared."""
-    done = [j for j in jobs if j.status == "completed" and (j.path / "examples.jsonl").exists()]
+    done = [
+        j for j in jobs if j.status == Status.COMPLETED and (j.path / "examples.jsonl").exists()
+    ]
     scores = {j.name: prompt_scores(j) for j in done}
     pairs: list[dict[str, object]] = []
     skipped: list[dict[str, object]] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.output.html.charts import number
 from healthbench_exp.sweep.jobs import Job, read_object, total
 
@@ -21,7 +22,7 @@ def sweep_estimate(jobs: list[Job]) -> dict[str, dict[str, float | None]] | None
     """The dry-run estimates of the sweep's jobs summed per role (model, judge): calls, calls
     the cache holds, tokens to pay (input, cached input, output, reasoning) and dollars (None
     when some job's cost is unknown). None when no job is a dry run."""
-    estimates = [read_object(j.path / "estimate.json") for j in jobs if j.status == "dry_run"]
+    estimates = [read_object(j.path / "estimate.json") for j in jobs if j.status == Status.DRY_RUN]
     if not estimates:
         return None
     sums: dict[str, dict[str, float | None]] = {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from healthbench_exp.core.run_config import RunConfig
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.core.usage_record import Spend
 from healthbench_exp.output.run_context import RunContext, abandoned_text, run_context
@@ -110,10 +111,11 @@ def load_job(path: Path, name: str | None = None) -> Job:
     status = read_object(path / "status.json")
     summary = read_summary(path)
     state = status.get("status")
-    if state == "dry_run" and (path / "estimate.json").exists():
-        kind = "dry_run"
-    elif state in (None, "running"):
-        kind = "completed" if summary is not None and state is None else "unfinished"
+    kind: str  # a `core.run_end.Status`, or "unfinished" (killed, or still running)
+    if state == Status.DRY_RUN and (path / "estimate.json").exists():
+        kind = Status.DRY_RUN
+    elif state in (None, Status.RUNNING):
+        kind = Status.COMPLETED if summary is not None and state is None else "unfinished"
     else:
         kind = str(state)  # completed, partial, failed, or any other final status
     record = next((path / n for n in ("summary.json", "status.json") if (path / n).exists()), None)
@@ -245,8 +247,8 @@ def sweep_context(jobs: list[Job]) -> dict[str, list[list[str]]]:
     of its runs, each naming the runs it concerns."""
     contexts = [j.context for j in jobs]
     dates = sorted(c.date for c in contexts if c.date)
-    costs = [j.context.cost_usd for j in jobs if j.status != "dry_run"]
-    paid = [j.context for j in jobs if j.status != "dry_run"]
+    costs = [j.context.cost_usd for j in jobs if j.status != Status.DRY_RUN]
+    paid = [j.context for j in jobs if j.status != Status.DRY_RUN]
     note = " (from illustrative prices)" if any(c.cost_note for c in paid) else ""
     by_status: dict[str, int] = defaultdict(int)
     for j in jobs:
@@ -292,7 +294,7 @@ def count_field(jobs: list[Job]) -> str:
     """What the finished runs graded (each distinct count once), and how many runs did not
     finish (their rows are not in the comparison)."""
     done = [j.context.count for j in jobs if j.summary is not None and j.summary.counts]
-    dry = all(j.status == "dry_run" for j in jobs)
+    dry = all(j.status == Status.DRY_RUN for j in jobs)
     counted = _distinct(list(done)) if done else "not run" if dry else "none finished"
     short = sum(j.status not in FINISHED for j in jobs)
     return f"{counted}; {short} of {len(jobs)} runs not finished" if short else counted

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.usage_record import RoleUsage
 from healthbench_exp.grading.paper_figure import (
     MODEL_CRITERION_MEAN,
@@ -121,7 +122,7 @@ def judge_table(jobs: list[Job], labels: dict[str, str]) -> list[dict[str, objec
     entries = []
     for job in jobs:
         if (
-            job.status == "completed"
+            job.status == Status.COMPLETED
             and job.summary is not None
             and job.summary.is_meta_eval
             and job.summary.counts is not None

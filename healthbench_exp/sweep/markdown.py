@@ -15,6 +15,7 @@ import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.output.html.charts import context_parts, listed, records, text
 from healthbench_exp.sweep.abandoned import abandoned_of, cost_total_text
 from healthbench_exp.sweep.bridged import bridged_cell, has_bridged
@@ -86,7 +87,7 @@ def _score_cells(r: Mapping[str, object]) -> list[object]:
             None,
             f"{r['wall_time_s']:.1f}",
         ]
-    if r["status"] == "dry_run":
+    if r["status"] == Status.DRY_RUN:
         return [None, None, None, None, None, None, None, None, _usd(r["estimated_cost_usd"]), None]
     # no score: what it paid all the same (a job that paid is never shown as free)
     wall = r.get("wall_time_s")

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from healthbench_exp.core.run_end import Exit
+
 
 def written_or_exit(write: Callable[[], None], out_dir: Path) -> None:
     """Run `write` (which writes the comparison's files into `out_dir`); if the system refuses
@@ -19,4 +21,4 @@ def written_or_exit(write: Callable[[], None], out_dir: Path) -> None:
             "--out folder you can write",
             file=sys.stderr,
         )
-        raise SystemExit(2) from None
+        raise SystemExit(Exit.REFUSED) from None

@@ -23,11 +23,12 @@ from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from healthbench_exp.config.schema import Config
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.usage_record import Spend
 
 MULTIRUN_FILE = "multirun.yaml"
 JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
-FINISHED = frozenset({"completed", "dry_run"})
+FINISHED = frozenset({Status.COMPLETED, Status.DRY_RUN})
 NOT_STARTED = "not_started"  # a planned job with no directory: it never began
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.grading.agreement import cohen_agreement
 from healthbench_exp.grading.comparison import paired_bootstrap
 from healthbench_exp.grading.jury import pair_stats
@@ -173,7 +174,7 @@ def regrade_comparisons(jobs: list[Job], labels: dict[str, str]) -> list[dict[st
     for job in jobs:
         completions = job.summary.completions if job.summary is not None else None
         origin = completions.regrade_of if completions is not None else None
-        if job.status != "completed" or not origin:
+        if job.status != Status.COMPLETED or not origin:
             continue
         source_path = Path(str(origin.get("run"))).resolve()
         entry: dict[str, object] = {
@@ -185,7 +186,7 @@ def regrade_comparisons(jobs: list[Job], labels: dict[str, str]) -> list[dict[st
             "model": origin.get("model"),
         }
         source = by_path.get(source_path)
-        if source is None or source.status != "completed":
+        if source is None or source.status != Status.COMPLETED:
             why = "not among the runs compared" if source is None else f"status {source.status}"
             entries.append({**entry, "compared": False, "reason": f"the source run is {why}"})
             continue

@@ -36,6 +36,7 @@ from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError, JudgeConfig
 from healthbench_exp.core.bridged import METHODS
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import EVAL, read_summary
 from healthbench_exp.grading.bridge import Pair, bridge_refusal, stratum_of
 from healthbench_exp.tasks.calibration_source import judge_differences, run_status
@@ -84,7 +85,7 @@ def _finished(path: Path, where: str) -> Mapping[str, object]:
             f"{where}: not a finished eval run (no summary.json with {CRITERIA_FILE})"
         )
     status = run_status(path)
-    if summary.partial or status not in (None, "completed"):
+    if summary.partial or status not in (None, Status.COMPLETED):
         raise ConfigError(f"{where}: the run did not finish ({status or 'partial'})")
     return summary.config
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig, TaskKind
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import META_EVAL, Calibrated, CalibratedCategory, read_summary
 from healthbench_exp.grading.calibration import calibrate, usable_pairs
 
@@ -107,7 +108,7 @@ def load_source(directory: str, judge: JudgeConfig) -> CalibrationSource:
             f"{RECORDS}); run `python -m healthbench_exp task=meta_eval` with this judge first"
         )
     status = run_status(path)
-    if summary.partial or status not in (None, "completed"):
+    if summary.partial or status not in (None, Status.COMPLETED):
         raise ConfigError(
             f"{where}: the meta-eval run did not finish ({status or 'partial'}); resume it first"
         )

@@ -16,7 +16,7 @@ import pytest
 
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import RequestFailed
-from healthbench_exp.core.outcome import EXIT_UNGRADED
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.model.health import (
     BARE_429,
     NO_REPLY,
@@ -48,7 +48,7 @@ def test_a_judge_that_fails_every_call_ends_the_run_in_minutes(
     # first call (the time to dead per fault is asserted from the stop line in
     # test_dead_outages.py); this bound is the whole run's wall time, loose for a loaded machine
     assert elapsed < 180, elapsed
-    assert result.returncode == EXIT_UNGRADED, result.stderr
+    assert result.returncode == Exit.UNGRADED, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
     line = errors[0]

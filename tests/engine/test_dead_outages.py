@@ -21,7 +21,7 @@ import pytest
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.endpoint_errors import RequestFailed
-from healthbench_exp.core.outcome import EXIT_UNGRADED
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS, answer_failure
 from healthbench_exp.model.transport import Transport
@@ -44,7 +44,7 @@ def run_against(model_url: str, judge_url: str, run_dir: Path, *settings: str) -
         f"hydra.run.dir={run_dir}",
         *settings,
     )
-    assert result.returncode == EXIT_UNGRADED, result.stderr
+    assert result.returncode == Exit.UNGRADED, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.stderr
@@ -164,6 +164,7 @@ def test_each_refused_attempt_is_seen_and_read_as_a_refusal(http_client: HttpCli
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"  # nothing listens there
 
     async def scenario() -> tuple[list[str], str, bool]:
+        seen: list[str] = []
         endpoint = ChatEndpoint(
             "judge",
             EndpointConfig(name="judge", base_url=url, api_key_env=None),
@@ -172,9 +173,8 @@ def test_each_refused_attempt_is_seen_and_read_as_a_refusal(http_client: HttpCli
             temperature=None,
             max_tokens=None,
             transport=Transport(max_retries=2, timeout_s=30.0, http_client=http_client),
+            on_attempt_failed=lambda kind, error: seen.append(kind),
         )
-        seen: list[str] = []
-        endpoint.on_attempt_failed = lambda kind, error: seen.append(kind)
         before = endpoint.last_reply_at
         try:
             await endpoint.complete([{"role": "user", "content": "hi"}])

@@ -16,13 +16,8 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.config.schema import DatasetConfig, DataSource
-from healthbench_exp.core.outcome import (
-    EXIT_FAILED,
-    EXIT_UNGRADED,
-    Tally,
-    certainly_over,
-    run_outcome,
-)
+from healthbench_exp.core.outcome import Tally, certainly_over, run_outcome
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.data.healthbench import load_examples
 from healthbench_exp.model.health import SERVER_ERRORS
 from tests.e2e.test_e2e import run_cli
@@ -61,7 +56,7 @@ def test_the_failure_fraction_stops_the_run_once_certain_and_nothing_more_is_sen
     criteria = sum(len(e.rubrics) for e in sample)  # 106 over 24 rows
     most = max(len(e.rubrics) for e in sample)
     result, model, judge, run_dir = run_with_outage(tmp_path, loopback_server, FRACTION)
-    assert result.returncode == EXIT_UNGRADED, result.stderr
+    assert result.returncode == Exit.UNGRADED, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     counts = summary["counts"]
@@ -107,7 +102,7 @@ def test_failed_rows_past_the_fraction_stop_the_run_naming_the_model(
         "model.builtin=false", f"model.base_url={model.base_url}",
         "judge.builtin=false", f"judge.base_url={judge.base_url}", f"hydra.run.dir={run_dir}",
     )  # fmt: skip
-    assert result.returncode == EXIT_FAILED, result.stderr
+    assert result.returncode == Exit.FAILED, result.stderr
     counts = json.loads((run_dir / "summary.json").read_text())["counts"]
     # 3 failed rows (> 2.4) stop it; the other row in flight may have sent its call (before: 24)
     assert model.stats()["chat_requests"] <= 4 + 3 + ROWS_IN_FLIGHT - 1

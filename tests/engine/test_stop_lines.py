@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from healthbench_exp.config.schema import DatasetConfig, DataSource
-from healthbench_exp.core.outcome import EXIT_FAILED, EXIT_UNGRADED
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.data.healthbench import load_examples
 from tests.e2e.test_e2e import run_cli
 
@@ -50,7 +50,7 @@ def test_failed_rows_of_a_completions_file_do_not_blame_a_model_endpoint(
         *QUIET, "completions=file", f"completions.path={replies}", "runner.max_concurrent=1",
         "runner.max_failure_fraction=0.01", f"hydra.run.dir={run_dir}",
     )  # fmt: skip
-    assert result.returncode == EXIT_FAILED, result.stderr
+    assert result.returncode == Exit.FAILED, result.stderr
     line = error_line(result.stderr)
     assert "more than runner.max_failure_fraction=0.01" in line, line
     assert "model endpoint's answers failed" not in line, line
@@ -101,7 +101,7 @@ def test_a_meta_eval_stopped_by_the_failure_fraction_says_what_it_spent(
     # other call then in flight at most
     sent = judge.stats()["chat_requests"]
     assert sent <= 10 + 5 + 1, (sent, result.stderr)
-    assert result.returncode == EXIT_UNGRADED, result.stderr
+    assert result.returncode == Exit.UNGRADED, result.stderr
     line = error_line(result.stderr)
     assert "more than runner.max_failure_fraction=0.1" in line, line
     spent = meta_eval_spent(line)
@@ -127,7 +127,7 @@ def test_a_meta_eval_stopped_by_its_dead_judge_says_what_it_spent(
         *QUIET, "task=meta_eval", "judge.builtin=false", f"judge.base_url={judge.base_url}",
         "runner.max_concurrent=2", f"hydra.run.dir={run_dir}",
     )  # fmt: skip
-    assert result.returncode == EXIT_UNGRADED, result.stderr
+    assert result.returncode == Exit.UNGRADED, result.stderr
     line = error_line(result.stderr)
     assert "stopped early:" in line and judge.base_url in line, line
     spent = meta_eval_spent(line)

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the `launchers` extra")
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.output.files import write_status
 from healthbench_exp.sweep.aggregate import summarize
 from hydra_plugins.healthbench_exp_launcher._jobs import (
@@ -36,7 +37,7 @@ def test_a_slurm_state_says_whether_the_job_ended() -> None:
 def test_a_job_that_never_started_is_listed_failed_by_its_overrides(tmp_path) -> None:
     sweep = tmp_path / "sweep"
     (sweep / "0").mkdir(parents=True)
-    write_status(sweep / "0", "completed")
+    write_status(sweep / "0", Status.COMPLETED)
     assert record_failure(sweep / "1", OVERRIDES, "SLURM ended it: FAILED") == "failed"
     status = json.loads((sweep / "1" / "status.json").read_text())
     assert status == {"status": "failed", "error": "SLURM ended it: FAILED"}  # nothing to resume
@@ -48,7 +49,7 @@ def test_a_job_that_never_started_is_listed_failed_by_its_overrides(tmp_path) ->
 def test_a_started_job_killed_mid_run_is_failed_with_the_resume_command(tmp_path) -> None:
     job = tmp_path / "1"
     job.mkdir()
-    write_status(job, "running")
+    write_status(job, Status.RUNNING)
     (job / "examples.jsonl").write_text("")
     assert record_failure(job, OVERRIDES, "SLURM ended it: OUT_OF_MEMORY") == "failed"
     error = json.loads((job / "status.json").read_text())["error"]
@@ -61,7 +62,7 @@ def test_a_job_that_recorded_its_own_end_keeps_it(tmp_path) -> None:
     """The time-limit signal: the job wrote `interrupted` with its resume command itself."""
     job = tmp_path / "1"
     job.mkdir()
-    write_status(job, "interrupted", "interrupted by SIGUSR2; finish with: ...")
+    write_status(job, Status.INTERRUPTED, "interrupted by SIGUSR2; finish with: ...")
     assert record_failure(job, OVERRIDES, "SLURM ended it: FAILED") == "interrupted"
     status = json.loads((job / "status.json").read_text())
     assert status["status"] == "interrupted" and "SIGUSR2" in status["error"]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.output.html.bridged import sweep_bridged_html
 from healthbench_exp.output.html.charts import (
     banner_html,
@@ -87,7 +88,7 @@ def _job_row(
         for name, present in _files(job).items()
         if present
     )
-    css = "" if job["status"] in ("completed", "dry_run") else "failed"
+    css = "" if job["status"] in (Status.COMPLETED, Status.DRY_RUN) else "failed"
     headline = text(job, "headline")
     metric = f"<br><span class='muted'>{escape(headline)}</span>" if headline else ""
     return (
@@ -163,7 +164,7 @@ def sweep_report(data: Mapping[str, object], out_dir: Path) -> str:
     if jobs:
         varying = _varying(jobs)
         header = ["job", "label", "status", *(name for name, _ in varying)]
-        estimates = any(j["status"] == "dry_run" for j in jobs)
+        estimates = any(j["status"] == Status.DRY_RUN for j in jobs)
         header += ["protocol", "headline", "overall score", "95% CI", "n", "ungraded", "cost $"]
         header += ["estimated $", "wall s"] if estimates else ["wall s"]
         rows = [_job_row(j, out_dir, estimates, varying) for j in jobs]
@@ -200,7 +201,9 @@ def sweep_report(data: Mapping[str, object], out_dir: Path) -> str:
             "<h2>Judge agreement (items both judges graded)</h2>"
             + table(["A", "B", "judges", "n", "agreement", "Cohen's kappa"], rows)
         )
-    done = [j for j in jobs if j["status"] == "completed" and j.get("overall_score") is not None]
+    done = [
+        j for j in jobs if j["status"] == Status.COMPLETED and j.get("overall_score") is not None
+    ]
     if done:
         body.append("<h2>Headline score per run</h2>" + _headline_chart(done))
         columns = [text(j, "label") for j in done]

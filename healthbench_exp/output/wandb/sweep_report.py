@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.core.types import AXES, THEMES
 from healthbench_exp.output.wandb.mode import api_key, base_url
 
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         url = make_report(arguments)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(Exit.REFUSED) from None
     print(url)
 
 

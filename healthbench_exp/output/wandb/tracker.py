@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 from healthbench_exp.config.schema import WandbConfig
 from healthbench_exp.core.counts import RunCounts
 from healthbench_exp.core.lifeline import TERMINAL_STOPS, preexec_ignoring, signals_held_at_fork
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.version import __version__
 from healthbench_exp.output.wandb.mode import Readiness, resolve_mode
@@ -303,7 +304,7 @@ class Tracker:
         finished run. A run that never opened (no result yet) stays unopened; never raises."""
         if self.plan is None or not self.opened:
             return
-        self._send({"op": "fail", "exit_code": getattr(error, "exit_code", 1)})
+        self._send({"op": "fail", "exit_code": getattr(error, "exit_code", Exit.ERROR)})
         self._close()
 
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.output.wandb.content import log_eval, log_meta_eval
 
@@ -91,7 +92,7 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
         record = output_dir / "wandb" / "run.json"
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps({"run_id": run.id, "project": first["init"]["project"]}))
-    exit_code = 1  # the job's process went away without saying how it ended
+    exit_code: int = Exit.ERROR  # the job's process went away without saying how it ended
     for line in commands:
         command = json.loads(line)
         try:
@@ -103,7 +104,7 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
                     log_meta_eval(run, summary, output_dir)
                 else:
                     log_eval(run, summary, output_dir)
-                exit_code = 0
+                exit_code = Exit.COMPLETED
                 break
             elif command["op"] == "fail":
                 exit_code = command["exit_code"]
@@ -111,7 +112,7 @@ def serve(commands: IO[str], channel: IO[str]) -> None:
         except Exception as exc:
             emit(channel, "warning", message=f"{type(exc).__name__}: {exc}")
             if command["op"] == "finish":
-                exit_code = 1
+                exit_code = Exit.ERROR
                 break
     try:
         run.finish(exit_code=exit_code)
