@@ -2,65 +2,54 @@
 waited for to its end, whatever stops it.
 
 A stop reaches a run once, and the run ends as the main command ends it (its results written,
-`status.json` saying `interrupted` or `partial`, the command that finishes it): a Ctrl-C or a
-closed terminal is delivered by the terminal to the kit and the run alike (one foreground
-process group), so the kit only waits; a SIGTERM (or SIGUSR2, SLURM's warning), or a SIGINT /
-SIGHUP sent to the kit alone (no terminal of its own in the foreground), is passed on to the
-run. The kit then says which run stopped, how to finish it, and the command of each model's run
-not started.
+`status.json` saying `interrupted` or `partial`, the command that finishes it). The kit passes
+on its stop level (`core.stop_signals`' one rule), never a raw signal: each stopping signal the
+kit receives raises its level, which it writes to a file the run finds in its environment; the
+run's level is max(its own signals, the kit's), so a Ctrl-C at a terminal, a `kill -TERM
+-PGID` (SLURM's scancel) or a signal under nohup reaches the run once, whether it landed on the
+kit, on the run or on both. The kit then says which run stopped, how to finish it, and the
+command of each model's run not started.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shlex
 import signal
-import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
 from healthbench_exp.core.run_end import Status
-
-# signals a terminal sends its whole foreground process group (the run gets them itself)
-FROM_THE_TERMINAL = (signal.SIGINT, signal.SIGHUP)
-STOPPING = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM) + (
-    (signal.SIGUSR2,) if hasattr(signal, "SIGUSR2") else ()
+from healthbench_exp.core.stop_signals import (
+    STOP_COUNT,
+    STOPPING_SIGNALS,
+    level_env,
+    pass_on,
+    start_child,
 )
+
 MAIN_COMMAND = (sys.executable, "-m", "healthbench_exp")
-
-
-def terminal_delivers_to_the_run() -> bool:
-    """Whether this process's group is the foreground group of its terminal: the terminal's
-    Ctrl-C and hang-up then reach the run (the same group) without the kit."""
-    try:
-        tty = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
-    except OSError:  # no controlling terminal
-        return False
-    try:
-        return os.tcgetpgrp(tty) == os.getpgrp()
-    except OSError:
-        return False
-    finally:
-        os.close(tty)
+LEVEL_FILE = "stop_level"  # in a folder of the kit's own for each run
 
 
 @contextlib.contextmanager
-def _passed_on(child: subprocess.Popen[bytes]) -> Iterator[list[int]]:
-    """Within, a stopping signal does not stop the kit: it is passed on to `child` unless the
-    terminal delivered it there too; the signals received are listed."""
+def _passed_on(level_file: Path) -> Iterator[list[int]]:
+    """Within, a stopping signal does not stop the kit: when it raises the kit's stop level,
+    the level is passed on through `level_file` (the run reads it); the signals that raised
+    the level are listed."""
     received: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        if signum not in FROM_THE_TERMINAL or not terminal_delivers_to_the_run():
-            with contextlib.suppress(ProcessLookupError):
-                child.send_signal(signum)
+        stop = STOP_COUNT.delivered(signum)
+        if stop is not None:
+            received.append(signum)
+            pass_on(level_file, stop.level, stop.signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in STOPPING}
+    previous = {s: signal.signal(s, on_signal) for s in STOPPING_SIGNALS}
     try:
         yield received
     finally:
@@ -71,9 +60,11 @@ def _passed_on(child: subprocess.Popen[bytes]) -> Iterator[list[int]]:
 def run_to_its_end(arguments: Sequence[str]) -> tuple[int, list[int]]:
     """`python -m healthbench_exp <arguments>` in a child process, waited for to its end
     (never killed by the kit); its exit code, and the stopping signals the kit received."""
-    child = subprocess.Popen([*MAIN_COMMAND, *arguments])
-    with _passed_on(child) as received:
-        code = child.wait()  # PEP 475: resumed after each handler
+    with tempfile.TemporaryDirectory(prefix="healthbench-kit-") as folder:
+        level_file = Path(folder) / LEVEL_FILE
+        child = start_child([*MAIN_COMMAND, *arguments], env=level_env(level_file))
+        with _passed_on(level_file) as received:
+            code = child.wait()  # PEP 475: resumed after each handler
     return code, received
 
 

@@ -5,14 +5,16 @@ jobs not started listed with their overrides, the finish commands last.
 Left alone, a stopping signal in the sweep's main process aborts joblib's pool, which kills the
 workers mid-job (status.json left `running`, a stale `.lock`, nothing of the job's spend
 recorded, "leaked semaphore objects"). So `ParallelStopCallback` (registered in
-`conf/config.yaml`) gives the main process, for the sweep, a handler that marks the sweep
-stopping (`<sweep dir>/.stopping`: a job that starts after it removes its folder and returns) and
-passes the signal on to its worker processes (a Ctrl-C at a terminal reached them already),
-which end their jobs as interrupted and return; joblib's pool then ends as usual, and the
-callback's `on_multirun_end` writes the sweep's summary (`tell_sweep`) and exits 128 + the
-signal's number. A second signal does not wait for the jobs: it is passed on too (each job
-leaves at once, its requests in flight counted as abandoned) and ends the sweep at once
-(`cli.app.main` still writes the summary).
+`conf/config.yaml`) gives the main process, for the sweep, a handler that passes its stop level
+on (`core.stop_signals`' one rule): it writes the level to `<sweep dir>/.stopping`, which the
+workers find in their environment (a job that starts after it removes its folder and returns;
+a job running takes its level as max(its own signals, this level), so a Ctrl-C or a
+`kill -INT/-TERM -PGID` that reached it directly too counts once). Each job ends as
+interrupted once its requests in flight answered (`engine.grace`) and returns; joblib's pool
+then ends as usual, and the callback's `on_multirun_end` writes the sweep's summary
+(`tell_sweep`) and exits 128 + the signal's number. A second signal does not wait for the
+jobs: level 2 is passed on (each job leaves at once, its requests in flight counted as
+abandoned) and ends the sweep at once (`cli.app.main` still writes the summary).
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from types import FrameType
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from healthbench_exp.engine.stops import STOPPING_SIGNALS, RunInterrupted, signals_held
+from healthbench_exp.core.stop_signals import (
+    LEAVE,
+    STOP_COUNT,
+    STOP_LEVEL_ENV,
+    STOPPING_SIGNALS,
+    pass_on,
+)
+from healthbench_exp.engine.stops import RunInterrupted, signals_held
 from healthbench_exp.sweep.aggregate import tell_sweep
 
 STOP_MARKER = ".stopping"
@@ -72,29 +81,19 @@ def stopped_sweep() -> Path | None:
     return _stopping[0]
 
 
-def child_processes() -> list[int]:
-    """The process ids of this process's children (Linux: /proc; elsewhere none are known)."""
-    children: list[int] = []
-    for task in Path(f"/proc/{os.getpid()}/task").glob("*"):
-        with contextlib.suppress(OSError, ValueError):
-            children += [int(p) for p in (task / "children").read_text().split()]
-    return children
-
-
 def stop_jobs(signum: int, frame: FrameType | None) -> None:
-    """The main process's handler for the STOPPING_SIGNALS during a parallel sweep: mark the
-    sweep stopping and pass the signal on to the workers (the pool goes on to its end, each job
-    ending once its requests in flight answered, `engine.grace`); a second signal is passed on
-    too (each job leaves at once, counting what it abandons) and raises RunInterrupted."""
-    second = bool(_received)
-    _received.append(signum)
-    with contextlib.suppress(OSError):
-        (_stopping[0] / STOP_MARKER).touch()
-    for pid in child_processes():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
-    if second:
-        raise RunInterrupted(signum)
+    """The main process's handler for the STOPPING_SIGNALS during a parallel sweep: when its
+    stop level rose, mark the sweep stopping with that level, which the workers' jobs take as
+    theirs (the pool goes on to its end, each job ending once its requests in flight answered,
+    `engine.grace`); at level 2 (a second signal: each job leaves at once, counting what it
+    abandons) raise RunInterrupted."""
+    stop = STOP_COUNT.delivered(signum)
+    if stop is None:
+        return
+    _received.append(stop.signum)
+    pass_on(_stopping[0] / STOP_MARKER, stop.level, stop.signum)
+    if stop.level >= LEAVE:
+        raise RunInterrupted(stop.signum)
 
 
 class ParallelStopCallback(Callback):
@@ -109,10 +108,13 @@ class ParallelStopCallback(Callback):
             return
         with contextlib.suppress(OSError):  # left by a sweep killed as it stopped (kill -9)
             (_stopping[0] / STOP_MARKER).unlink()
+        # the workers joblib starts from now take the sweep's stop level from its marker
+        os.environ[STOP_LEVEL_ENV] = str(_stopping[0] / STOP_MARKER)
         for s in STOPPING_SIGNALS:
             signal.signal(s, stop_jobs)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: object) -> None:
+        os.environ.pop(STOP_LEVEL_ENV, None)
         sweep_dir = stopped_sweep() if _received else None
         if sweep_dir is None:
             return

@@ -10,7 +10,8 @@ Two mechanisms, both used:
 
 A Python server the harness starts (the built-in endpoint) calls `die_with_parent(pid)` first
 thing: both mechanisms in its own process. A server that is another program (vLLM, llama.cpp)
-gets the signal between fork and exec (`preexec_die_with_parent`), and a guard process
+gets the signal between fork and exec (`preexec_die_with_parent`, through
+`core.stop_signals.start_child`), and a guard process
 (`python -m healthbench_exp.core.lifeline --parent P --group G`) that stops the server's whole
 process group (its workers included) when the harness is gone.
 """
@@ -25,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 WATCH_S = 0.25  # between two looks at the parent
@@ -57,57 +58,6 @@ def preexec_die_with_parent() -> None:  # pragma: no cover - in the child betwee
     """For `Popen(preexec_fn=...)`: the child gets SIGTERM when the harness dies."""
     if _PRCTL is not None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-# what the harness handles itself and then stops its helpers: Ctrl-C and a closed terminal's
-# SIGHUP, which reach the whole process group
-TERMINAL_STOPS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGHUP") if hasattr(signal, name)
-)
-
-
-# the signals the harness stops on (`engine.stops.STOPPING_SIGNALS`), held while it forks a child
-HELD_AT_FORK = tuple(
-    getattr(signal, name)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR2")
-    if hasattr(signal, name)
-)
-
-
-def preexec_ignoring(*signums: int) -> Callable[[], None]:
-    """For `Popen(preexec_fn=...)` inside `signals_held_at_fork`: the child ignores `signums`
-    from its birth (an ignored disposition outlives exec, and Python leaves an ignored SIGINT
-    ignored), so a signal sent to the whole process group while it starts up (the W&B worker
-    imports for seconds) cannot end it before its own `main` would have ignored it; the harness
-    stops it. The other held signals get their default disposition (as exec would give them)
-    before the child unblocks them: a signal that came while it was forked is never run by the
-    parent's handler copied into the child, which would write it to the parent's event-loop
-    wakeup fd (the child shares it until exec), so the run would see one signal twice."""
-
-    def ignore() -> None:  # pragma: no cover - in the child between fork and exec
-        for signum in HELD_AT_FORK:
-            signal.signal(signum, signal.SIG_IGN if signum in signums else signal.SIG_DFL)
-        for signum in signums:
-            signal.signal(signum, signal.SIG_IGN)
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_AT_FORK)
-
-    return ignore
-
-
-@contextlib.contextmanager
-def signals_held_at_fork() -> Iterator[None]:
-    """Within, the calling thread holds (blocks) HELD_AT_FORK: wrap a `Popen` whose preexec is
-    `preexec_ignoring`, so a signal to the group while the child is forked waits for the parent
-    (delivered once, on exit) and, in the child, meets the dispositions its preexec sets."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_AT_FORK)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def watch_parent(parent: int, on_gone: Callable[[], None], every: float = WATCH_S) -> None:

@@ -36,8 +36,9 @@ from pathlib import Path
 
 from healthbench_exp.config.schema import EndpointConfig, ServeConfig, ServeKind
 from healthbench_exp.core.endpoint_errors import FatalEndpointError
-from healthbench_exp.core.lifeline import guard_command, has_death_signal, preexec_die_with_parent
+from healthbench_exp.core.lifeline import guard_command, has_death_signal
 from healthbench_exp.core.run_files import RunFiles
+from healthbench_exp.core.stop_signals import STOPPING_SIGNALS, start_child
 from healthbench_exp.engine.serve_commands import log_name, program, serve_command
 from healthbench_exp.engine.serve_commands import serve_identity as serve_identity  # re-exported
 
@@ -99,19 +100,23 @@ class ModelServer:
             started = datetime.now(UTC).isoformat(timespec="milliseconds")
             log.write(f"=== {started} healthbench-exp started: {' '.join(command)}\n".encode())
             log.flush()
-            self.process = subprocess.Popen(
+            self.process = start_child(
                 command,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: stopped as a whole
-                preexec_fn=preexec_die_with_parent if has_death_signal() else None,
+                # its own process group: stopped as a whole, by the run alone (a signal to the
+                # run's group, even one landing while it is forked, reaches the run only)
+                start_new_session=True,
+                die_with_parent=has_death_signal(),
             )
-        # stops the server's process group if the harness dies without stopping it (kill -9)
-        self.guard = subprocess.Popen(
+        # stops the server's process group if the harness dies without stopping it (kill -9);
+        # it outlives every stopping signal to the harness's group: the run stops it
+        self.guard = start_child(
             guard_command(self.process.pid),
             stdin=subprocess.DEVNULL,
-            start_new_session=True,  # not stopped by the Ctrl-C meant for the harness
+            start_new_session=True,
+            ignoring=STOPPING_SIGNALS,
         )
         return self
 

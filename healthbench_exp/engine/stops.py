@@ -1,15 +1,17 @@
 """How a run stops before its end: a signal, or a disk that refuses its output.
 
 - SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed: a tmux session or an ssh connection
-  ended) and SIGUSR2 become `RunInterrupted`: in the event loop the first one halts the run and
-  lets its requests in flight answer for `runner.stop_grace_s` (`engine.grace`), then (or at a
-  second signal) cancels the run's main task, so every request slot, client, server and file is
-  closed on the way out (what finished is already in `examples.jsonl`); outside the loop the
-  signal raises it where the program is. The app records `status.json: interrupted` with the
-  resume command and exits 128 + the signal's number (130, 143, 129, 140), without a
-  traceback. SIGUSR2 is the warning SLURM sends a job of the SLURM launchers before its time
-  limit (submitit's `--signal=USR2@<s>`), and SIGTERM what it sends at the limit or on
-  scancel: either way the job ends resumable.
+  ended) and SIGUSR2 (`core.stop_signals.STOPPING_SIGNALS`) become `RunInterrupted`, counted
+  once however many ways one reached the run (`core.stop_signals`: directly and through a
+  parallel sweep's main process or the bridge kit): in the event loop the first one halts the
+  run and lets its requests in flight answer for `runner.stop_grace_s` (`engine.grace`), then
+  (or at a second signal) cancels the run's main task, so every request slot, client, server
+  and file is closed on the way out (what finished is already in `examples.jsonl`); outside
+  the loop the signal raises it where the program is. The app records `status.json:
+  interrupted` with the resume command and exits 128 + the signal's number (130, 143, 129,
+  140), without a traceback. SIGUSR2 is the warning SLURM sends a job of the SLURM launchers
+  before its time limit (submitit's `--signal=USR2@<s>`), and SIGTERM what it sends at the
+  limit or on scancel: either way the job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
   attempts was a success, or none in `runner.dead_endpoint_s` after 3 failed attempts) halts
   the run (nothing more is sent) and ends it once its rows are recorded and the summary
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.run_end import Exit, RunEnded, Status
+from healthbench_exp.core.stop_signals import LEAVE, STOP_COUNT, STOPPING_SIGNALS, Stop
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.model.health import EndpointHealth
@@ -44,11 +47,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-STOPPING_SIGNALS = (
-    signal.SIGINT,
-    signal.SIGTERM,
-    *(getattr(signal, name) for name in ("SIGHUP", "SIGUSR2") if hasattr(signal, name)),
-)  # SIGHUP and SIGUSR2: not on Windows
 WHY = {
     "SIGINT": " (Ctrl-C)",
     "SIGHUP": " (the terminal closed)",
@@ -56,6 +54,7 @@ WHY = {
 }
 # errors of the file system a user fixes by freeing space, choosing a writable place or a permission
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
+PARENT_WATCH_S = 0.05  # between two looks at the parent's stop level, while a run waits
 
 
 def signal_text(signum: int) -> str:
@@ -89,11 +88,17 @@ class RunInterrupted(BaseException):
 # raised while a finalizer or a weakref callback runs is printed and dropped by Python, so
 # `interruptible` stops the run at its start for a signal whose exception never arrived
 _received: list[int] = []
+_scopes: list[None] = []  # the `signals_interrupt` scopes entered and not left, nested
 
 
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
-    _received.append(signum)
-    raise RunInterrupted(signum)
+    """Raise RunInterrupted when the stop level rose (`core.stop_signals`): a signal that also
+    came through the parent (a parallel sweep's job, a run of the bridge kit) counts once."""
+    stop = STOP_COUNT.delivered(signum)
+    if stop is None:
+        return
+    _received.append(stop.signum)
+    raise RunInterrupted(stop.signum)
 
 
 def _unraisable_hook(previous: Callable[[UnraisableHookArgs], object]) -> Callable[..., None]:
@@ -121,10 +126,14 @@ def signals_interrupt() -> Iterator[None]:
     sys.unraisablehook = _unraisable_hook(previous_hook)
     for s in STOPPING_SIGNALS:
         signal.signal(s, _raise_interrupted)
+    _scopes.append(None)
     try:
         yield
     finally:
+        _scopes.pop()
         _received.clear()  # delivered, or the scope ended without a run to stop
+        if not _scopes:  # the outermost scope: the next run starts counting afresh
+            STOP_COUNT.reset()
         for s, handler in previous.items():
             signal.signal(s, handler)
         sys.unraisablehook = previous_hook
@@ -164,35 +173,54 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
     """Await `coroutine` as the loop's main task; a STOPPING_SIGNAL stops it, and once it has
     ended (every `finally` and `async with` run) RunInterrupted is raised.
 
-    The first signal, with a `grace` (`engine.grace`), halts the run and lets the requests in
-    flight answer: the task is cancelled when its grace ends, or at a second signal, unless it
-    ended first; without a grace (or nothing in flight) the signal cancels it at once. Another
-    signal while it unwinds cancels again. A signal `signals_interrupt` received before, whose
-    exception Python dropped (raised in a finalizer), stops it before it starts."""
+    The stop level (`core.stop_signals`: the signals this process received, or its parent's
+    level, whichever is higher) decides: at 1, with a `grace` (`engine.grace`), the run halts
+    and lets the requests in flight answer: the task is cancelled when its grace ends, or when
+    the level reaches 2 (a second signal), unless it ended first; without a grace (or nothing
+    in flight) the stop cancels it at once. A signal that does not raise the level (one Ctrl-C
+    reaching a job directly and through its parent) changes nothing. Another rise while it
+    unwinds cancels again. A signal `signals_interrupt` received before, whose exception Python
+    dropped (raised in a finalizer), or a parent already stopping, stops it before it starts."""
     task = asyncio.current_task()
     if threading.current_thread() is not threading.main_thread() or task is None:
         return await coroutine
-    if _received:
+    pending = STOP_COUNT.noticed()
+    before = _received[0] if _received else (pending.signum if pending else None)
+    if before is not None:
         if asyncio.iscoroutine(coroutine):
             coroutine.close()
-        raise RunInterrupted(_received[0])
+        raise RunInterrupted(before)
     loop = asyncio.get_running_loop()
     received: list[int] = []
 
     timers: list[asyncio.TimerHandle] = []
 
-    def on_signal(signum: int) -> None:
-        received.append(signum)
-        if len(received) == 1 and grace is not None:
-            wait = grace.begin(signum, signal_text(signum))
+    def on_stop(stop: Stop | None) -> None:
+        if stop is None:  # counted already
+            return
+        first = not received
+        received.append(stop.signum)
+        if first and stop.level < LEAVE and grace is not None:
+            wait = grace.begin(stop.signum, signal_text(stop.signum))
             if wait is not None:  # the task ends by itself once its rows in progress end
                 timers.append(loop.call_later(wait, task.cancel))
                 return
         task.cancel()
 
+    def on_signal(signum: int) -> None:
+        on_stop(STOP_COUNT.delivered(signum))
+
+    watch: list[asyncio.TimerHandle] = []
+
+    def watch_parent() -> None:  # the parent's level, looked at every PARENT_WATCH_S
+        on_stop(STOP_COUNT.noticed())
+        watch[:] = [loop.call_later(PARENT_WATCH_S, watch_parent)]
+
     previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
     for s in STOPPING_SIGNALS:
         loop.add_signal_handler(s, on_signal, s)
+    if STOP_COUNT.parent_file is not None:
+        watch_parent()
     try:
         result = await coroutine
     except asyncio.CancelledError:
@@ -200,7 +228,7 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
             raise RunInterrupted(received[0]) from None
         raise
     finally:
-        for timer in timers:
+        for timer in (*timers, *watch):
             timer.cancel()
         for s, handler in previous.items():
             loop.remove_signal_handler(s)  # this resets the handler to the default: restore

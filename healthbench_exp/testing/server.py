@@ -41,12 +41,8 @@ from dataclasses import fields
 from typing import Any
 
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.core.lifeline import (
-    TERMINAL_STOPS,
-    die_with_parent,
-    preexec_ignoring,
-    signals_held_at_fork,
-)
+from healthbench_exp.core.lifeline import die_with_parent
+from healthbench_exp.core.stop_signals import TERMINAL_STOPS, start_child
 from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.testing.limits import ROLES
 from healthbench_exp.testing.routes import OfflineServer, serve
@@ -150,16 +146,15 @@ class ServerProcess:
         if self.process is None:
             module = "healthbench_exp.offline_server"
             parent = f"--parent-pid={os.getpid()}"  # it dies with this process
-            with signals_held_at_fork():
-                self.process = subprocess.Popen(
-                    [sys.executable, "-m", module, "--port=0", parent, *self.args],
-                    stdout=subprocess.PIPE,
-                    text=True,
-                    # Ctrl-C, a closed terminal or a SIGTERM to the group (`scancel`, `kill
-                    # -TERM -PGID`) reaches the harness's whole group: the run's requests in
-                    # flight still get their answers, then the harness stops it (SIGKILL)
-                    preexec_fn=preexec_ignoring(*TERMINAL_STOPS, signal.SIGTERM),
-                )
+            self.process = start_child(
+                [sys.executable, "-m", module, "--port=0", parent, *self.args],
+                stdout=subprocess.PIPE,
+                text=True,
+                # Ctrl-C, a closed terminal or a SIGTERM to the group (`scancel`, `kill
+                # -TERM -PGID`) reaches the harness's whole group: the run's requests in
+                # flight still get their answers, then the harness stops it (SIGKILL)
+                ignoring=(*TERMINAL_STOPS, signal.SIGTERM),
+            )
         return self
 
     def wait_ready(self) -> str:

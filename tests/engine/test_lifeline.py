@@ -186,13 +186,13 @@ def test_the_guard_alone_stops_a_group_whose_harness_died(tmp_path) -> None:
 # itself inside the hold too. The loop must see SIGTERM once: its own.
 FORKED_UNDER_A_SIGNAL = """
 import asyncio, os, signal, subprocess, sys
-from healthbench_exp.core.lifeline import preexec_ignoring, signals_held_at_fork
+from healthbench_exp.core.stop_signals import child_preexec, signals_held_at_fork
 HOLD = sys.argv[1] == "held"
 seen = []
 
 async def main():
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, seen.append, "TERM")
-    ignore = preexec_ignoring(signal.SIGTERM)
+    ignore = child_preexec((signal.SIGTERM,), die_with_parent=False)
 
     def preexec():
         os.kill(os.getpid(), signal.SIGTERM)  # in the child, between fork and exec

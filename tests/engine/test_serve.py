@@ -36,6 +36,7 @@ from healthbench_exp.engine.endpoints import endpoint_identity
 from healthbench_exp.output.run_dir import RunDirectory
 from tests import zygote
 from tests.e2e.test_e2e import REPO
+from tests.signal_deliveries import Delivery, abandoned_calls, deliver, start
 
 STAND_IN_BIN = REPO / "tests" / "bin"
 LIGHT = ("experiment=demo", "wandb=disabled", "runner.progress=false", "sampling.num_examples=3")
@@ -288,3 +289,35 @@ def test_a_built_in_model_with_a_served_kind_names_the_preset_to_use() -> None:
     config = Config(model=EndpointConfig(name="m", builtin=True, serve=served))
     with pytest.raises(ConfigError, match=r"choose model=llamacpp model\.name=<model>"):
         validate(config)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_served_model_outlives_a_signal_to_the_runs_group_until_the_run_stops_it(
+    tmp_path, stop: signal.Signals
+) -> None:
+    """A signal to the run's whole process group (a terminal's Ctrl-C, `kill -TERM -PGID`,
+    SLURM's scancel) does not reach the served model's server, which was started in a session
+    of its own with the stopping signals held at its fork (`core.stop_signals.start_child`): the
+    run's calls in flight are answered within its grace, and the run itself stops the server."""
+    run_dir = tmp_path / "run"
+    started = start(
+        [sys.executable, "-m", "healthbench_exp", *LIGHT, "model=vllm", "model.name=org/slow",
+         "offline_server.latency_ms=1500", f"hydra.run.dir={run_dir}"],
+        tmp_path / "run.log", terminal=False, env={"PATH": stand_in_env()["PATH"]},
+    )  # fmt: skip
+    log = run_dir / "healthbench.log"
+    try:
+        wait_for(lambda: log.exists() and "served at" in log.read_text(), 120, "the served model")
+        wait_for(lambda: requests_in_flight(log) > 0, 60, "judge requests held by the endpoint")
+        deliver(started, Delivery(stop, to_group=True, terminal=False))
+        code = started.process.wait(timeout=120)
+    finally:
+        if started.process.poll() is None:
+            started.process.kill()
+        started.close()
+    assert code == 128 + stop, started.output()[-3000:]
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+    assert abandoned_calls(run_dir) == 0, started.output()[-3000:]
+    (life,) = server_lives(run_dir / "vllm.log")
+    assert_gone(life)
+    assert "healthbench-exp: the server stopped (SIGTERM)" in (run_dir / "vllm.log").read_text()

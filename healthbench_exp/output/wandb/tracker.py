@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import WandbConfig
 from healthbench_exp.core.counts import RunCounts
-from healthbench_exp.core.lifeline import TERMINAL_STOPS, preexec_ignoring, signals_held_at_fork
 from healthbench_exp.core.run_end import Exit
+from healthbench_exp.core.stop_signals import TERMINAL_STOPS, start_child
 from healthbench_exp.core.summary import RunSummary, WandbInfo
 from healthbench_exp.core.version import __version__
 from healthbench_exp.output.wandb.mode import Readiness, resolve_mode
@@ -169,11 +169,8 @@ class Tracker:
         logs = plan.output_dir / "wandb"
         try:
             logs.mkdir(parents=True, exist_ok=True)
-            with (
-                open(logs / "worker.log", "a", encoding="utf-8") as stderr,
-                signals_held_at_fork(),
-            ):
-                self.worker = subprocess.Popen(
+            with open(logs / "worker.log", "a", encoding="utf-8") as stderr:
+                self.worker = start_child(
                     [sys.executable, "-m", "healthbench_exp.output.wandb.worker"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -182,7 +179,7 @@ class Tracker:
                     encoding="utf-8",
                     # a signal to the process group reaches the run, which finishes this W&B
                     # run as interrupted: the worker ignores it from its start
-                    preexec_fn=preexec_ignoring(*TERMINAL_STOPS, signal.SIGTERM),
+                    ignoring=(*TERMINAL_STOPS, signal.SIGTERM),
                 )
         except OSError as exc:
             self.warn(f"could not start ({exc}); nothing is tracked")
