@@ -24,15 +24,9 @@ from healthbench_exp.grading.bridge import ESTIMATORS
 
 # worlds where label_shift falls short of the bar (docs/bridge.md would say so), each checked by
 # a strict xfail below, so the day it meets the bar the test says to move it back: none since
-# the interval holds the percentiles where a stratum's pi is at a bound (near 0.05 it covered
-# 0.925 here without that)
-SHORT_OF_THE_BAR = {
-    # SPEC 7.5 pools se and sp together where n1 < 30: a negative stratum rarely met has few
-    # pairs with O met, so its sp (from hundreds with O not met) takes the sign's, 0.06 off its
-    # own: pi off by 0.1 in one stratum, clipped to 0 in the other (se and sp pooled apart:
-    # bias 0.000, coverage 0.95; docs/bridge.md)
-    "negative criteria met 0.01-0.03, their sp 0.84 and 0.72, +0.15": "bias -0.015 (seed 0)",
-}
+# revision 3 pools se and sp each on its own count (the negative criteria met 0.01-0.03 fell
+# short under revision 2: bias -0.015)
+SHORT_OF_THE_BAR: dict[str, str] = {}
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
 ]
