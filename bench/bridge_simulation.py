@@ -1,4 +1,4 @@
-"""The bridge's simulation study (SPEC 7.5 revision 2): worlds with known truth, where the bridge's
+"""The bridge's simulation study (SPEC 7.5 revision 3): worlds with known truth, where the bridge's
 estimators (the package's own, `grading.bridge.methods.ESTIMATORS`, with their own interval
 forms) are scored against the reference grader O's own score on the run's replies, and against
 the run's model's expected score. Pure numpy; `bench/bridge_study.py` prints the table.
@@ -14,8 +14,13 @@ grows with the criterion's points (from -points_spread at 3 points to +points_sp
 The new judge N says met with probability se_s where O said met and 1 - sp_s where O did
 not; se_s and sp_s are J's mean 0.5 + J / 2 moved by a per-stratum offset, the same for both
 models (`rates_change` moves se on the run's model only: a world where the assumption fails;
-`strata_se` sets se per stratum instead, cycling through its values; `negative_sp` the sp of
-the two negative strata). With
+`strata_se` sets se per stratum instead, cycling through its values; `negative_sp` and
+`negative_se` the sp and se of the negative strata). `negative_strata` and `negative_slots` set
+how many negative strata and criteria an example has (slots cycle over the strata);
+`negative_shift` moves the run's negative criteria (default: minus half of `shift`);
+`rare_bridge_share` and `rare_run_share`, where set, are the bridge's and the run's prevalence
+on the first negative stratum's criteria (a verdict rare in the bridge's replies given far more
+often in the run's). With
 `reply_correlation` r, each of a reply's verdicts follows, with probability r, the reply's one
 leniency draw v (N says met where v < se_s if O said met, v < 1 - sp_s if not; the marginal
 rates unchanged): a judge lenient or strict on a reply as a whole, its errors correlated within
@@ -60,6 +65,7 @@ CLUSTER_SHARE = 0.1  # share of examples with a consensus criterion (one cluster
 SPARSE_CLUSTERS = 12  # `sparse`: that many cluster strata, a consensus criterion in 30%
 SPARSE_SHARE = 0.3
 BY_PAIR = "label_shift, pairs one by one"  # the study's own variant (`LabelShiftByPair`)
+REVISION_2 = "label_shift, revision 2"  # the pooling rule before revision 3, for comparison
 
 
 class LabelShiftByPair(LabelShift):
@@ -71,7 +77,22 @@ class LabelShiftByPair(LabelShift):
     by_example = False
 
 
-STUDY_ESTIMATORS: dict[str, Estimator] = {**ESTIMATORS, BY_PAIR: LabelShiftByPair()}
+class LabelShiftRevision2(LabelShift):
+    """`label_shift` pooling as revision 2 did (both rates where n1 or n0 is under 30; J_s on
+    the stratum's own rates): the package's one implementation (`LabelShift(2)`), run beside
+    revision 3 in the rare-verdict worlds for docs/bridge.md's comparison."""
+
+    name = REVISION_2
+
+    def __init__(self) -> None:
+        super().__init__(2)
+
+
+STUDY_ESTIMATORS: dict[str, Estimator] = {
+    **ESTIMATORS,
+    BY_PAIR: LabelShiftByPair(),
+    REVISION_2: LabelShiftRevision2(),
+}
 
 
 @dataclass(frozen=True)
@@ -88,7 +109,13 @@ class World:
     sparse: bool = False  # many rare cluster strata (pooled on both sides)
     rates_change: float = 0.0  # the judge's se on the run's model minus on the bridge's
     strata_se: tuple[float, ...] = ()  # se per stratum (cycled) instead of J's mean
-    negative_sp: tuple[float, float] = (0.0, 0.0)  # sp of the two negative strata (0: J's mean)
+    negative_sp: tuple[float, ...] = (0.0, 0.0)  # sp of the negative strata (0: J's mean)
+    negative_se: tuple[float, ...] = ()  # se of the negative strata (0 or none: as the others)
+    negative_strata: int = 2
+    negative_slots: int = NEGATIVE_SLOTS  # negative criteria per example (cycling the strata)
+    negative_shift: float | None = None  # the run's negative criteria moved (None: -shift / 2)
+    rare_bridge_share: float = 0.0  # the bridge's prevalence on the first negative stratum
+    rare_run_share: float = 0.0  # the run's prevalence on the first negative stratum (0: moved)
     reply_correlation: float = 0.0  # share of verdicts that follow the reply's leniency
     prevalence: tuple[float, float] = (0.3, 0.6)  # range of a positive stratum's base share
     negative_prevalence: tuple[float, float] = (0.1, 0.25)  # of a negative one's
@@ -134,7 +161,68 @@ SCENARIOS = (
         negative_sp=(0.84, 0.72),
     ),
     World("se 0.1 lower on the run's model (assumption broken)", shift=0.15, rates_change=-0.1),
+    *(
+        World(f"{name}, {shift:+.2f}", shift=shift, **options)
+        for name, options in (
+            (
+                "rare: negatives met 0.01-0.03, one stratum",
+                {"negative_prevalence": (0.01, 0.03), "negative_strata": 1, "negative_sp": (0.84,)},
+            ),
+            (
+                "rare: negatives met 0.01-0.03, two strata",
+                {"negative_prevalence": (0.01, 0.03), "negative_sp": (0.84, 0.72)},
+            ),
+            (
+                "rare: negatives met 0.01-0.03, three strata",
+                {
+                    "negative_prevalence": (0.01, 0.03),
+                    "negative_strata": 3,
+                    "negative_sp": (0.84, 0.72, 0.9),
+                },
+            ),
+            (
+                "rare: negatives met 0.01-0.03, a third of the criteria",
+                {
+                    "negative_prevalence": (0.01, 0.03),
+                    "negative_slots": 4,
+                    "negative_sp": (0.84, 0.72),
+                },
+            ),
+            (
+                "rare: negatives met 0.03, n1 near 30",
+                {
+                    "negative_prevalence": (0.028, 0.032),
+                    "negative_slots": 4,
+                    "negative_sp": (0.84, 0.72),
+                },
+            ),
+            (
+                "rare: positives met 0.97-0.98 (mirror)",
+                {"prevalence": (0.97, 0.98), "strata_se": (0.7, 0.92, 0.8, 0.86, 0.75, 0.9)},
+            ),
+            (
+                "rare: mirror and rare negatives together",
+                {
+                    "prevalence": (0.97, 0.98),
+                    "strata_se": (0.7, 0.92, 0.8, 0.86, 0.75, 0.9),
+                    "negative_prevalence": (0.01, 0.03),
+                    "negative_sp": (0.84, 0.72),
+                },
+            ),
+            (
+                "rare: edge, a rare stratum's se 0.60 against 0.93, the run meets it 0.17",
+                {
+                    "negative_strata": 3,
+                    "negative_se": (0.6, 0.93, 0.93),
+                    "rare_bridge_share": 0.025,
+                    "rare_run_share": 0.17,
+                },
+            ),
+        )
+        for shift in (0.15, -0.15)
+    ),
 )
+RARE_VERDICT = tuple(w for w in SCENARIOS if w.name.startswith("rare: "))
 
 
 @dataclass(frozen=True)
@@ -171,13 +259,16 @@ class WorldLayout:
         clusters = SPARSE_CLUSTERS if world.sparse else 1
         names = [(f"axis:{a}", True) for a in range(AXES)]
         names += [(f"cluster:{c}", True) for c in range(clusters)]
-        names += [("axis:n0", False), ("axis:n1", False)]
+        strata = world.negative_strata
+        names += [(f"axis:n{k}", False) for k in range(strata)]
         cells = Cells(names)
         axis = [cells.index[(f"axis:{i % AXES}", True)] for i in range(POSITIVE_SLOTS)]
-        negative = [cells.index[(f"axis:n{i % 2}", False)] for i in range(NEGATIVE_SLOTS)]
+        negative = [
+            cells.index[(f"axis:n{i % strata}", False)] for i in range(world.negative_slots)
+        ]
         cluster = [cells.index[(f"cluster:{c}", True)] for c in range(clusters)]
         points = [3 + (7 * i) % 8 for i in range(POSITIVE_SLOTS)]
-        points += [-(2 + (5 * i) % 7) for i in range(NEGATIVE_SLOTS)] + [5]
+        points += [-(2 + (5 * i) % 7) for i in range(world.negative_slots)] + [5]
         stratum_share = rng.uniform(*world.prevalence, len(names))
         negative_share = rng.uniform(*world.negative_prevalence, len(names))
         slot_stratum = np.array([*axis, *negative, cluster[0]])
@@ -187,6 +278,8 @@ class WorldLayout:
             negative_share[slot_stratum],
         )
         share[-1] = stratum_share[cluster[0]]
+        if world.rare_bridge_share:
+            share[slot_stratum == cells.index[("axis:n0", False)]] = world.rare_bridge_share
         offset = world.spread * rng.uniform(-1, 1, len(points))
         offset += world.points_spread * (np.abs(points) - 6.5) / 3.5
         base = np.clip(share + offset, 0.02, 0.98)
@@ -195,7 +288,12 @@ class WorldLayout:
         if world.strata_se:
             se = np.resize(np.array(world.strata_se), len(names))
         sp = np.clip(0.5 + world.j / 2 - tilt, 0.02, 0.99)
-        sp[-2:] = np.where(np.array(world.negative_sp) > 0, world.negative_sp, sp[-2:])
+        # the negative strata are the last `strata` of `cells.strata` (axis:n0, axis:n1, ...)
+        chosen_sp = np.resize(np.array(world.negative_sp, dtype=float), strata)
+        sp[-strata:] = np.where(chosen_sp > 0, chosen_sp, sp[-strata:])
+        if world.negative_se:
+            chosen_se = np.resize(np.array(world.negative_se, dtype=float), strata)
+            se[-strata:] = np.where(chosen_se > 0, chosen_se, se[-strata:])
         return cls(
             cells,
             slot_stratum,
@@ -210,7 +308,11 @@ class WorldLayout:
     def prevalence(self, world: World) -> np.ndarray:
         """The run's model's prevalence per slot."""
         positive = self.slot_points > 0
-        moved = self.base + np.where(positive, world.shift, -world.shift / 2)
+        negative_shift = -world.shift / 2 if world.negative_shift is None else world.negative_shift
+        moved = self.base + np.where(positive, world.shift, negative_shift)
+        if world.rare_run_share:
+            first = self.cells.index[("axis:n0", False)]
+            moved = np.where(self.slot_stratum == first, world.rare_run_share, moved)
         clipped: np.ndarray = np.clip(moved, 0.01, 0.99)
         return clipped
 
