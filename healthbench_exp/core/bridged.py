@@ -95,6 +95,22 @@ class BridgeStratum(Record):
 
 
 @dataclass
+class RareVerdict(Record):
+    """A stratum and sign where one of the reference grader's verdicts is rare in the bridge
+    (fewer than the minimum pairs: `label_shift` takes its sign's pooled rate for it) while a
+    run gives that verdict far more often (`grading.bridge.rare`): the bridged figure rests
+    on the pooled rate there, and the stratum needs more bridge replies of that kind."""
+
+    stratum: str
+    sign: str  # positive | negative
+    verdict: str  # met | not: the reference grader's verdict rare in the bridge
+    bridge_n: int  # bridge pairs with that verdict
+    bridge_share: float  # their share of the stratum's bridge pairs
+    run_share: float  # the run's share of that verdict (its pi; the kit: a source's own)
+    source: str | None = field(default=None, metadata=OMIT_NONE)  # the kit: the model left out
+
+
+@dataclass
 class HoldoutError(Record):
     """The bridge checked on itself: k-fold by example, each held-out bridge example's bridged
     score (from the other folds' q) minus the reference grader's own score on it."""
@@ -204,3 +220,6 @@ class BridgeCheck(Record):
     transport: list[LeaveOneOut]
     spread: dict[str, list[SpreadCell]]  # method -> cells
     refused: dict[str, str] = field(default_factory=dict)  # method -> its one-line refusal
+    # each source left out as the run: strata whose rare verdict it gives far more often than
+    # the other sources' replies did (`grading.bridge.rare`)
+    rare_verdicts: list[RareVerdict] = field(default_factory=list)
