@@ -177,3 +177,22 @@ def test_the_table_says_where_an_interval_is_wider_than_needed() -> None:
     for row in rows:
         assert row[6].endswith("(wider than needed)") == (float(row[6].split()[0]) >= 0.99), row
     assert {r[1] for r in rows if "correlated" in r[0]} == {"label_shift", "calibration", BY_PAIR}
+
+
+def test_the_rare_verdict_table_puts_revision_2_beside_revision_3() -> None:
+    """`bench/bridge_study.py --rare-verdict`: one row per rare-verdict world, revision 2's bias
+    and coverage beside revision 3's (docs/bridge.md's second table)."""
+    script = Path(__file__).parents[2] / "bench" / "bridge_study.py"
+    table = subprocess.run(
+        [sys.executable, str(script), "--rare-verdict", "--replicates", "2", "--resamples", "5",
+         "--run-examples", "100"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
+    assert rows[0][2:6] == ["revision 2: bias", "coverage", "revision 3: bias", "coverage"]
+    assert [r[0].removeprefix("| ") for r in rows[1:]] == [
+        w.name.removeprefix("rare: ") for w in RARE_VERDICT
+    ]
+    assert "runs of at most 100 examples" in table
