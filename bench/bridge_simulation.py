@@ -7,8 +7,7 @@ A world (`World`, with the study's worlds `SCENARIOS` and `RARE_VERDICT`, in
 `bench/bridge_worlds.py`): examples of one fixed layout (POSITIVE_SLOTS positive criteria over
 five axis strata, NEGATIVE_SLOTS negative ones over two, and a consensus criterion in some
 examples, of one cluster stratum or, `sparse`, of one of SPARSE_CLUSTERS rare ones). O says met
-on a
-criterion with its prevalence: its stratum's base share (the bridge's model), plus `shift` on
+on a criterion with its prevalence: its stratum's base share (the bridge's model), plus `shift` on
 positive criteria for the run's model (minus half of it on negative ones: a stronger model also
 avoids more), plus, with `spread`, an offset per criterion slot drawn from [-spread, spread]
 (prevalence that varies between the criteria of a stratum), or, with `points_spread`, one that
