@@ -1,12 +1,13 @@
-"""The bridge's simulation study (SPEC 7.5 revision 2): worlds with known truth, where the bridge's
+"""The bridge's simulation study (SPEC 7.5 revision 3): worlds with known truth, where the bridge's
 estimators (the package's own, `grading.bridge.methods.ESTIMATORS`, with their own interval
 forms) are scored against the reference grader O's own score on the run's replies, and against
 the run's model's expected score. Pure numpy; `bench/bridge_study.py` prints the table.
 
-A world (`World`): examples of one fixed layout (POSITIVE_SLOTS positive criteria over five axis
-strata, NEGATIVE_SLOTS negative ones over two, and a consensus criterion in some examples, of
-one cluster stratum or, `sparse`, of one of SPARSE_CLUSTERS rare ones). O says met on a
-criterion with its prevalence: its stratum's base share (the bridge's model), plus `shift` on
+A world (`World`, with the study's worlds `SCENARIOS` and `RARE_VERDICT`, in
+`bench/bridge_worlds.py`): examples of one fixed layout (POSITIVE_SLOTS positive criteria over
+five axis strata, NEGATIVE_SLOTS negative ones over two, and a consensus criterion in some
+examples, of one cluster stratum or, `sparse`, of one of SPARSE_CLUSTERS rare ones). O says met
+on a criterion with its prevalence: its stratum's base share (the bridge's model), plus `shift` on
 positive criteria for the run's model (minus half of it on negative ones: a stronger model also
 avoids more), plus, with `spread`, an offset per criterion slot drawn from [-spread, spread]
 (prevalence that varies between the criteria of a stratum), or, with `points_spread`, one that
@@ -14,8 +15,13 @@ grows with the criterion's points (from -points_spread at 3 points to +points_sp
 The new judge N says met with probability se_s where O said met and 1 - sp_s where O did
 not; se_s and sp_s are J's mean 0.5 + J / 2 moved by a per-stratum offset, the same for both
 models (`rates_change` moves se on the run's model only: a world where the assumption fails;
-`strata_se` sets se per stratum instead, cycling through its values; `negative_sp` the sp of
-the two negative strata). With
+`strata_se` sets se per stratum instead, cycling through its values; `negative_sp` and
+`negative_se` the sp and se of the negative strata). `negative_strata` and `negative_slots` set
+how many negative strata and criteria an example has (slots cycle over the strata);
+`negative_shift` moves the run's negative criteria (default: minus half of `shift`);
+`rare_bridge_share` and `rare_run_share`, where set, are the bridge's and the run's prevalence
+on the first negative stratum's criteria (a verdict rare in the bridge's replies given far more
+often in the run's). With
 `reply_correlation` r, each of a reply's verdicts follows, with probability r, the reply's one
 leniency draw v (N says met where v < se_s if O said met, v < 1 - sp_s if not; the marginal
 rates unchanged): a judge lenient or strict on a reply as a whole, its errors correlated within
@@ -42,8 +48,10 @@ example's positive points, averaged over whether the consensus criterion is pres
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -53,13 +61,20 @@ from healthbench_exp.grading.bridge.estimate import Counts, Estimator, Layout, b
 from healthbench_exp.grading.bridge.label_shift import LabelShift
 from healthbench_exp.grading.bridge.methods import ESTIMATORS
 
+# the worlds, beside this file: importable whether this runs as `bench.bridge_simulation` (the
+# tests) or beside a script (`bench/bridge_study.py`)
+sys.path.insert(0, str(Path(__file__).parent))
+from bridge_worlds import RARE_VERDICT, SCENARIOS, World
+
+__all__ = ["RARE_VERDICT", "SCENARIOS", "World", "study"]
+
 POSITIVE_SLOTS = 8  # positive criteria per example, over AXES strata
 AXES = 5
-NEGATIVE_SLOTS = 3  # negative criteria per example, over two strata
 CLUSTER_SHARE = 0.1  # share of examples with a consensus criterion (one cluster stratum)
 SPARSE_CLUSTERS = 12  # `sparse`: that many cluster strata, a consensus criterion in 30%
 SPARSE_SHARE = 0.3
 BY_PAIR = "label_shift, pairs one by one"  # the study's own variant (`LabelShiftByPair`)
+REVISION_2 = "label_shift, revision 2"  # the pooling rule before revision 3, for comparison
 
 
 class LabelShiftByPair(LabelShift):
@@ -71,70 +86,22 @@ class LabelShiftByPair(LabelShift):
     by_example = False
 
 
-STUDY_ESTIMATORS: dict[str, Estimator] = {**ESTIMATORS, BY_PAIR: LabelShiftByPair()}
+class LabelShiftRevision2(LabelShift):
+    """`label_shift` pooling as revision 2 did (both rates where n1 or n0 is under 30; J_s on
+    the stratum's own rates): the package's one implementation (`LabelShift(2)`), run beside
+    revision 3 in the rare-verdict worlds for docs/bridge.md's comparison."""
+
+    name = REVISION_2
+
+    def __init__(self) -> None:
+        super().__init__(2)
 
 
-@dataclass(frozen=True)
-class World:
-    """One scenario of the study (see the module docstring)."""
-
-    name: str
-    j: float = 0.6  # the new judge's mean J = se + sp - 1
-    bridge_examples: int = 500
-    run_examples: int = 1000
-    shift: float = 0.0  # the run's model: this much more of each positive criterion met
-    spread: float = 0.0  # prevalence offset between criteria of a stratum (random per slot)
-    points_spread: float = 0.0  # prevalence offset that grows with the criterion's points
-    sparse: bool = False  # many rare cluster strata (pooled on both sides)
-    rates_change: float = 0.0  # the judge's se on the run's model minus on the bridge's
-    strata_se: tuple[float, ...] = ()  # se per stratum (cycled) instead of J's mean
-    negative_sp: tuple[float, float] = (0.0, 0.0)  # sp of the two negative strata (0: J's mean)
-    reply_correlation: float = 0.0  # share of verdicts that follow the reply's leniency
-    prevalence: tuple[float, float] = (0.3, 0.6)  # range of a positive stratum's base share
-    negative_prevalence: tuple[float, float] = (0.1, 0.25)  # of a negative one's
-
-
-SCENARIOS = (
-    World("same model"),
-    World("+0.15 met", shift=0.15),
-    World("-0.15 met", shift=-0.15),
-    World("prevalence varies within strata, +0.15", shift=0.15, spread=0.2),
-    World("sparse strata, +0.15", shift=0.15, sparse=True),
-    World("J 0.4, +0.15", j=0.4, shift=0.15),
-    World("J 0.4, -0.15", j=0.4, shift=-0.15),
-    World("J 0.9, +0.15", j=0.9, shift=0.15),
-    World("J 0.9, -0.15", j=0.9, shift=-0.15),
-    World("bridge 250, +0.15", bridge_examples=250, shift=0.15),
-    World("bridge 250, J 0.4, -0.15", bridge_examples=250, j=0.4, shift=-0.15),
-    World("bridge 1000, +0.15", bridge_examples=1000, shift=0.15),
-    # revision 2: m weighted as the score weights criteria follows prevalence that moves with
-    # points
-    World("prevalence rises with points by 0.1, +0.15", shift=0.15, points_spread=0.1),
-    World("prevalence rises with points by 0.2, +0.15", shift=0.15, points_spread=0.2),
-    World("se 0.95 and 0.6 between strata, -0.15", shift=-0.15, strata_se=(0.95, 0.6)),
-    World("J 0.25, +0.15", j=0.25, shift=0.15),
-    World(
-        "bridge 150, errors correlated within a reply",
-        bridge_examples=150,
-        shift=0.15,
-        reply_correlation=0.8,
-    ),
-    World("bridge 500, errors correlated within a reply", shift=0.15, reply_correlation=0.8),
-    World("run 100, +0.15", run_examples=100, shift=0.15),
-    World("run 250, +0.15", run_examples=250, shift=0.15),
-    World("true score near 0.05", prevalence=(0.05, 0.09), negative_prevalence=(0.01, 0.03)),
-    World("true score near 0.95", prevalence=(0.93, 0.97), negative_prevalence=(0.01, 0.03)),
-    # negative criteria rarely met, as in the real data (their strata near pi 0)
-    World("negative criteria met 0.01-0.03", negative_prevalence=(0.01, 0.03)),
-    World("negative criteria met 0.01-0.03, +0.15", shift=0.15, negative_prevalence=(0.01, 0.03)),
-    World(
-        "negative criteria met 0.01-0.03, their sp 0.84 and 0.72, +0.15",
-        shift=0.15,
-        negative_prevalence=(0.01, 0.03),
-        negative_sp=(0.84, 0.72),
-    ),
-    World("se 0.1 lower on the run's model (assumption broken)", shift=0.15, rates_change=-0.1),
-)
+STUDY_ESTIMATORS: dict[str, Estimator] = {
+    **ESTIMATORS,
+    BY_PAIR: LabelShiftByPair(),
+    REVISION_2: LabelShiftRevision2(),
+}
 
 
 @dataclass(frozen=True)
@@ -171,13 +138,16 @@ class WorldLayout:
         clusters = SPARSE_CLUSTERS if world.sparse else 1
         names = [(f"axis:{a}", True) for a in range(AXES)]
         names += [(f"cluster:{c}", True) for c in range(clusters)]
-        names += [("axis:n0", False), ("axis:n1", False)]
+        strata = world.negative_strata
+        names += [(f"axis:n{k}", False) for k in range(strata)]
         cells = Cells(names)
         axis = [cells.index[(f"axis:{i % AXES}", True)] for i in range(POSITIVE_SLOTS)]
-        negative = [cells.index[(f"axis:n{i % 2}", False)] for i in range(NEGATIVE_SLOTS)]
+        negative = [
+            cells.index[(f"axis:n{i % strata}", False)] for i in range(world.negative_slots)
+        ]
         cluster = [cells.index[(f"cluster:{c}", True)] for c in range(clusters)]
         points = [3 + (7 * i) % 8 for i in range(POSITIVE_SLOTS)]
-        points += [-(2 + (5 * i) % 7) for i in range(NEGATIVE_SLOTS)] + [5]
+        points += [-(2 + (5 * i) % 7) for i in range(world.negative_slots)] + [5]
         stratum_share = rng.uniform(*world.prevalence, len(names))
         negative_share = rng.uniform(*world.negative_prevalence, len(names))
         slot_stratum = np.array([*axis, *negative, cluster[0]])
@@ -187,6 +157,8 @@ class WorldLayout:
             negative_share[slot_stratum],
         )
         share[-1] = stratum_share[cluster[0]]
+        if world.rare_bridge_share:
+            share[slot_stratum == cells.index[("axis:n0", False)]] = world.rare_bridge_share
         offset = world.spread * rng.uniform(-1, 1, len(points))
         offset += world.points_spread * (np.abs(points) - 6.5) / 3.5
         base = np.clip(share + offset, 0.02, 0.98)
@@ -195,7 +167,12 @@ class WorldLayout:
         if world.strata_se:
             se = np.resize(np.array(world.strata_se), len(names))
         sp = np.clip(0.5 + world.j / 2 - tilt, 0.02, 0.99)
-        sp[-2:] = np.where(np.array(world.negative_sp) > 0, world.negative_sp, sp[-2:])
+        # the negative strata are the last `strata` of `cells.strata` (axis:n0, axis:n1, ...)
+        chosen_sp = np.resize(np.array(world.negative_sp, dtype=float), strata)
+        sp[-strata:] = np.where(chosen_sp > 0, chosen_sp, sp[-strata:])
+        if world.negative_se:
+            chosen_se = np.resize(np.array(world.negative_se, dtype=float), strata)
+            se[-strata:] = np.where(chosen_se > 0, chosen_se, se[-strata:])
         return cls(
             cells,
             slot_stratum,
@@ -210,7 +187,11 @@ class WorldLayout:
     def prevalence(self, world: World) -> np.ndarray:
         """The run's model's prevalence per slot."""
         positive = self.slot_points > 0
-        moved = self.base + np.where(positive, world.shift, -world.shift / 2)
+        negative_shift = -world.shift / 2 if world.negative_shift is None else world.negative_shift
+        moved = self.base + np.where(positive, world.shift, negative_shift)
+        if world.rare_run_share:
+            first = self.cells.index[("axis:n0", False)]
+            moved = np.where(self.slot_stratum == first, world.rare_run_share, moved)
         clipped: np.ndarray = np.clip(moved, 0.01, 0.99)
         return clipped
 

@@ -8,6 +8,11 @@ by one (before revision 2) beside `label_shift`'s by example.
     python bench/bridge_study.py --replicates 500  # the docs' table (about 14 min of one core)
     python bench/bridge_study.py                   # 1000 replicates (about 28 min)
     python bench/bridge_study.py --replicates 200  # quicker, noisier
+    python bench/bridge_study.py --rare-verdict --replicates 200  # revision 2 beside 3
+
+`--rare-verdict`: only the worlds where one of the reference grader's verdicts is rare in a
+stratum (`RARE_VERDICT`), `label_shift` (revision 3) beside revision 2's pooling, as the
+second table of docs/bridge.md.
 
 Seeded: the same options print the same table (each world seeded by its name: its rows are
 the same whichever worlds run beside it). The bootstrap uses `--resamples` resamples per
@@ -20,12 +25,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import replace
 
 # one BLAS thread: the study's matrices are small, and threads only contend
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from bridge_simulation import SCENARIOS, study  # beside this script (as bench/common.py is)
+# beside this script (as bench/common.py is)
+from bridge_simulation import RARE_VERDICT, REVISION_2, SCENARIOS, Result, study
 
 WIDER_THAN_NEEDED = 0.99  # coverage at or above it: the table says "wider than needed"
 
@@ -41,9 +48,64 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--resamples", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--run-examples",
+        type=int,
+        default=0,
+        help="cap each world's run at this many examples (0: as the world sets it)",
+    )
+    parser.add_argument(
+        "--rare-verdict",
+        action="store_true",
+        help="only the rare-verdict worlds, label_shift beside its revision 2",
+    )
     args = parser.parse_args()
     started = time.monotonic()
-    results = study(SCENARIOS, args.replicates, args.resamples, args.seed)
+    cap = args.run_examples
+    worlds = [replace(w, run_examples=min(w.run_examples, cap or w.run_examples)) for w in (
+        RARE_VERDICT if args.rare_verdict else SCENARIOS
+    )]  # fmt: skip
+    if args.rare_verdict:
+        # a world at a time (each seeded by its name: the same rows as all at once), each row
+        # printed as it is done
+        print(revisions_table([]))
+        for world in worlds:
+            found = study(
+                [world], args.replicates, args.resamples, args.seed, ("label_shift", REVISION_2)
+            )
+            print(revisions_table(found).splitlines()[-1], flush=True)
+    else:
+        print_table(study(worlds, args.replicates, args.resamples, args.seed))
+    print(
+        f"\n{args.replicates} replicates, {args.resamples} resamples each, seed {args.seed}"
+        + f", runs of at most {cap} examples" * bool(cap)
+        + f"; {time.monotonic() - started:.0f} s"
+    )
+
+
+def revisions_table(results: list[Result]) -> str:
+    """Per world: revision 2's bias and coverage of O's own score beside revision 3's (and
+    revision 3's interval width), one markdown row each."""
+    by_world: dict[str, dict[str, Result]] = {}
+    for r in results:
+        by_world.setdefault(r.world, {})[r.method] = r
+    lines = [
+        "| world | O's own score | revision 2: bias | coverage | revision 3: bias | coverage | "
+        "interval width |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for world, methods in by_world.items():
+        old, new = methods[REVISION_2], methods["label_shift"]
+        lines.append(
+            f"| {world.removeprefix('rare: ')} | {new.truth:.3f} | {old.bias:+.4f} | "
+            f"{coverage_cell(old.coverage)} | {new.bias:+.4f} | {coverage_cell(new.coverage)} | "
+            f"{new.width:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def print_table(results: list[Result]) -> None:
+    """Every world and method, one markdown row each."""
     print(
         "| world | method | O's own score | bias | RMSE | interval width | coverage | "
         "coverage of the expected score |"
@@ -54,10 +116,6 @@ def main() -> None:
             f"| {r.world} | {r.method} | {r.truth:.3f} | {r.bias:+.4f} | {r.rmse:.4f} | "
             f"{r.width:.4f} | {coverage_cell(r.coverage)} | {r.coverage_expected:.3f} |"
         )
-    print(
-        f"\n{args.replicates} replicates, {args.resamples} resamples each, seed {args.seed}; "
-        f"{time.monotonic() - started:.0f} s"
-    )
 
 
 if __name__ == "__main__":

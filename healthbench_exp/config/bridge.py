@@ -1,11 +1,22 @@
 """`bridge.*`: the bridge sources an eval run is rescored through (`tasks.bridge_source`), and
-the estimator that does it."""
+the estimator that does it (`BridgeMethod`, an Enum Hydra checks: a name that is none of its
+values is refused at composition, one line, exit 2)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
-from healthbench_exp.core.bridged import LABEL_SHIFT, METHODS
+from healthbench_exp.core.bridged import CALIBRATION, LABEL_SHIFT
+
+
+class BridgeMethod(Enum):
+    """`bridge.method`: the estimator, by its name in `grading.bridge.ESTIMATORS` (the value)."""
+
+    # the new judge's error rates against the reference grader carried over (any model)
+    label_shift = LABEL_SHIFT
+    # q = P(reference met | new judge's verdict) carried over (only for replies like the bridge's)
+    calibration = CALIBRATION
 
 
 @dataclass
@@ -24,11 +35,4 @@ class BridgeConfig:
     runs: list[str] = field(default_factory=list)
     # label_shift: the judge's error rates carried over (any model); calibration: q carried over
     # (only for replies like the bridge's)
-    method: str = LABEL_SHIFT
-
-
-def method_problem(bridge: BridgeConfig) -> str | None:
-    """`bridge.method` naming no estimator: one line naming the valid ones; else None."""
-    if bridge.method in METHODS:
-        return None
-    return f"bridge.method must be one of {', '.join(METHODS)}, got {bridge.method!r}"
+    method: BridgeMethod = BridgeMethod.label_shift

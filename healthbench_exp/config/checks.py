@@ -6,7 +6,6 @@ run talks to (and so which keys, prices and addresses must exist).
 
 from __future__ import annotations
 
-from healthbench_exp.config.bridge import method_problem
 from healthbench_exp.config.ranges import (
     judge_flip_rates,
     model_strengths,
@@ -59,9 +58,6 @@ def validate(config: Config) -> None:
         rate_limit_schedule(config.offline_server.rate_limit_schedule)
     except ValueError as error:
         bad.append(str(error))
-    method = method_problem(config.bridge)
-    if method is not None:
-        bad.append(method)
     if config.offline_server.limited_role not in ("all", "model", "judge"):
         bad.append(
             "offline_server.limited_role must be all, model or judge, "

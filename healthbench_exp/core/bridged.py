@@ -18,9 +18,15 @@ LABEL_SHIFT = "label_shift"  # `bridge.method`: the judge's error rates carried 
 CALIBRATION = "calibration"  # `bridge.method`: q = P(O met | N's verdict) carried over
 METHODS = (LABEL_SHIFT, CALIBRATION)
 # why a label-shift stratum takes its sign's pooled values (`BridgeStratum.pooled`)
-FEW_PAIRS = "bridge"  # too few bridge pairs with O met, or with O not met
-NEAR_CHANCE = "near_chance"  # its own J = se + sp - 1 below the method's bound
+FEW_O_MET = "few_o_met"  # revision 3: too few bridge pairs with O met: its sign's pooled se
+FEW_O_NOT = "few_o_not"  # revision 3: too few bridge pairs with O not met: its sign's pooled sp
+NEAR_CHANCE = "near_chance"  # J = se + sp - 1 of the rates chosen below the bound: both pooled
 FEW_RUN = "run"  # too few graded criteria in the run: its sign's pooled m, se and sp
+FEW_PAIRS = "bridge"  # revisions 1 and 2 only: too few pairs with O met or not met: both pooled
+# which of a label-shift stratum's error rates are its sign's (`BridgeStratum.pooled_rates`)
+SE = "se"
+SP = "sp"
+BOTH = "both"
 # what each method's weights mean, for a reader ({old}: the reference grader, {new}: the judge)
 DESCRIBES = {
     CALIBRATION: "each counted as met with the probability that {old} said met on criteria of "
@@ -52,7 +58,11 @@ class BridgeStratum(Record):
     sign's pooled values where pooled); `run_n` / `run_met`, the run's graded criteria there and
     those the new judge said met; `pi`, the reference grader's met share on the run
     (Rogan-Gladen); `w_met` / `w_not`, the weight of a criterion the new judge said met / not
-    met; `pooled`: why it takes its sign's pooled values (`bridge`, `near_chance`, `run`).
+    met; `pooled`: why it takes its sign's pooled values (revision 3: `few_o_met`, n1 < 30,
+    its se; `few_o_not`, n0 < 30, its sp; `near_chance`, J of the rates so chosen below 0.1,
+    both; `run`, too few graded criteria in the run, both and the met share; revisions 1 and 2:
+    `bridge`, either count short, both); `pooled_rates`: which rates that pools, `se`, `sp` or
+    `both` (revision 3; `rates_pooled` reads it from `pooled` in an older record).
 
     The other method's fields are None (not written)."""
 
@@ -72,6 +82,32 @@ class BridgeStratum(Record):
     pi: float | None = field(default=None, metadata=OMIT_NONE)
     w_met: float | None = field(default=None, metadata=OMIT_NONE)
     w_not: float | None = field(default=None, metadata=OMIT_NONE)
+    pooled_rates: str | None = field(default=None, metadata=OMIT_NONE)
+
+    @property
+    def rates_pooled(self) -> str | None:
+        """Which error rates are its sign's pooled ones (`se`, `sp`, `both`; None: neither):
+        `pooled_rates` where written (revision 3), else, in a revision 1 or 2 record, `both`
+        wherever `pooled` names a reason (those revisions pooled both rates together)."""
+        if self.pooled_rates is not None or self.se is None:
+            return self.pooled_rates
+        return BOTH if self.pooled else None
+
+
+@dataclass
+class RareVerdict(Record):
+    """A stratum and sign where one of the reference grader's verdicts is rare in the bridge
+    (fewer than the minimum pairs: `label_shift` takes its sign's pooled rate for it) while a
+    run gives that verdict far more often (`grading.bridge.rare`): the bridged figure rests
+    on the pooled rate there, and the stratum needs more bridge replies of that kind."""
+
+    stratum: str
+    sign: str  # positive | negative
+    verdict: str  # met | not: the reference grader's verdict rare in the bridge
+    bridge_n: int  # bridge pairs with that verdict
+    bridge_share: float  # their share of the stratum's bridge pairs
+    run_share: float  # the run's share of that verdict (its pi; the kit: a source's own)
+    source: str | None = field(default=None, metadata=OMIT_NONE)  # the kit: the model left out
 
 
 @dataclass
@@ -152,9 +188,10 @@ class Bridged(Record):
     # several sources: each left out, through each method (leave one model out)
     transport: list[LeaveOneOut] | None = field(default=None, metadata=OMIT_NONE)
     warnings: list[str] = field(default_factory=list)  # what a reader must know (one line each)
-    # the method's revision that produced the score (SPEC 7.5): `label_shift` 2 since
-    # 2026-11-29 (weighted m, J_s down to 0.1, the bridge resampled by example); a record
-    # written before it has none and reads as 1
+    # the method's revision that produced the score (SPEC 7.5): `label_shift` 3 since
+    # 2026-12-02 (se and sp each pooled on its own count), 2 from 2026-11-29 (weighted m, J_s
+    # down to 0.1, the bridge resampled by example); a record written before 2 has none and
+    # reads as 1
     revision: int = 1
 
     @property
@@ -183,3 +220,6 @@ class BridgeCheck(Record):
     transport: list[LeaveOneOut]
     spread: dict[str, list[SpreadCell]]  # method -> cells
     refused: dict[str, str] = field(default_factory=dict)  # method -> its one-line refusal
+    # each source left out as the run: strata whose rare verdict it gives far more often than
+    # the other sources' replies did (`grading.bridge.rare`)
+    rare_verdicts: list[RareVerdict] = field(default_factory=list)

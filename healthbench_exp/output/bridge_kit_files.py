@@ -59,7 +59,8 @@ def write_check(path: Path, check: BridgeCheck) -> Path:
 def check_lines(check: BridgeCheck) -> list[str]:
     """Each source left out, per method: the bridged score from the others against the
     reference grader's own, and whether its interval holds it; each method's spread cells
-    beyond the bridge's interval, or its refusal."""
+    beyond the bridge's interval, or its refusal; each stratum whose verdict rare in the other
+    sources' replies a source's replies get far more often (`BridgeCheck.rare_verdicts`)."""
     lines = [f"leave one model out ({len(check.bridge)} sources, {check.pairs} pairs):"]
     for t in check.transport:
         text = transport_text(t) or t.refused or "not scored"
@@ -71,6 +72,12 @@ def check_lines(check: BridgeCheck) -> list[str]:
             "the bridge's interval"
         )
     lines += [f"  {method}: refused: {why}" for method, why in check.refused.items()]
+    lines += [
+        f"  {r.source}: {r.stratum} {r.sign}: the reference grader's '{r.verdict}' in "
+        f"{r.run_share:.3f} of its pairs, {r.bridge_share:.3f} ({r.bridge_n} pairs) in the "
+        "others': a run like it rests on the pooled rate there; add bridge replies of that kind"
+        for r in check.rare_verdicts
+    ]
     return lines
 
 

@@ -14,6 +14,7 @@ from healthbench_exp.core.bridged import (
     BridgeCheck,
     Bridged,
     LeaveOneOut,
+    RareVerdict,
     SpreadCell,
 )
 from healthbench_exp.grading.bridge import (
@@ -23,6 +24,8 @@ from healthbench_exp.grading.bridge import (
     bridge_run,
     holdout_error,
     leave_one_out,
+    rare_by_source,
+    rare_verdicts,
     spread,
 )
 from healthbench_exp.tasks.bridge_source import KEY, BridgeSource, all_pairs
@@ -54,6 +57,9 @@ def bridged(
     pooled = [s for s in result.strata if s.pooled]
     if pooled:
         warnings.append(estimator.pooling_note(len(pooled)))
+    rare = rare_verdicts(result.strata)
+    if rare:
+        warnings.append(rare_note(rare))
     beyond = [c for c in cells or [] if c.beyond_interval]
     if beyond:
         warnings.append(estimator.varies_note(beyond[0], len(beyond)))
@@ -122,13 +128,30 @@ def bridge_check(
             refusals[method] = str(exc)
             continue
         spreads[method] = spread(pairs, result.cells, result.rate_draws, paths, estimator.by_old)
+    models = [s.model for s in sources]
     return BridgeCheck(
         paths,
-        [s.model for s in sources],
+        models,
         REFERENCE_JUDGE,
         new_judge,
         len(pairs),
         transport_of(sources, samples, seed),
         spreads,
         refusals,
+        rare_by_source(pairs, models),
+    )
+
+
+def rare_note(rare: Sequence[RareVerdict]) -> str:
+    """One line naming the strata whose rare verdict the run gives far more often than the
+    bridge did (`grading.bridge.rare`)."""
+    named = "; ".join(
+        f"{r.stratum} {r.sign} {r.verdict} ({r.bridge_n} pairs, {r.bridge_share:.3f} in the "
+        f"bridge, {r.run_share:.3f} in the run)"
+        for r in rare
+    )
+    return (
+        f"the reference grader's rare verdict in {len(rare)} strata is far more common in the "
+        f"run than in the bridge: {named}; each rests on its sign's pooled rate there (its "
+        "bridged:<tag> figure can be off by 0.05-0.08) and needs more bridge replies of that kind"
     )

@@ -35,7 +35,6 @@ from pathlib import Path
 from healthbench_exp.config.bridge import BridgeConfig
 from healthbench_exp.config.protocol import REFERENCE_JUDGE
 from healthbench_exp.config.schema import ConfigError, JudgeConfig
-from healthbench_exp.core.bridged import METHODS
 from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import EVAL, read_summary
 from healthbench_exp.grading.bridge import Pair, bridge_refusal, stratum_of
@@ -283,9 +282,7 @@ def bridge_problem(bridge: BridgeConfig, judge: JudgeConfig, is_eval: bool) -> s
         sources = load_sources(bridge, judge)
     except ConfigError as exc:
         return str(exc)
-    if bridge.method not in METHODS:  # `validate` names it
-        return None
-    refusal = bridge_refusal(all_pairs(sources), bridge.method)
+    refusal = bridge_refusal(all_pairs(sources), bridge.method.value)
     return None if refusal is None else f"{KEY}: {refusal}"
 
 

@@ -215,7 +215,7 @@ class EvalTask:
             samples, seed = self.runner.bootstrap_samples, self.sampling.seed
             rows = tally.bridge_in_order()
             summary.bridged = bridged(
-                rows, sources, self.judge.name, samples, seed, self.bridge.method
+                rows, sources, self.judge.name, samples, seed, self.bridge.method.value
             )
         return summary
 

@@ -244,4 +244,4 @@ def test_an_unknown_method_is_one_line_naming_the_valid_ones(
     )
     assert result.returncode == 2, result.stderr[-2000:]
     (line,) = [x for x in result.stderr.splitlines() if "bridge.method" in x]
-    assert "bridge.method must be one of label_shift, calibration, got 'q_table'" in line
+    assert "bridge.method takes one of label_shift, calibration, not 'q_table'" in line

@@ -1,9 +1,11 @@
-"""An independent re-statement of the `label_shift` bridge (SPEC 7.5 revision 2, docs/bridge.md)
+"""An independent re-statement of the `label_shift` bridge (SPEC 7.5 revision 3, docs/bridge.md)
 for the tests: plain loops over dicts, written from the spec's formulas, never calling the
 package's bridge code.
 
 Per stratum and sign: se = (a + 0.5) / (n1 + 1), sp = (b + 0.5) / (n0 + 1) from the bridge;
-the sign's pooled se and sp where n1 < 30, n0 < 30 or se + sp - 1 < 0.1; from the run's scored
+each rate on its own count: the sign's pooled se where n1 < 30, the sign's pooled sp where
+n0 < 30; then both pooled where se + sp - 1 of the rates so chosen is below 0.1 (`revision=2`:
+both pooled where n1 < 30 or n0 < 30 or the stratum's own se + sp - 1 < 0.1); from the run's scored
 rows, m = sum(c [N met]) / sum(c), c = |points| / the graded positive points of the
 criterion's example (the sign's pooled m, weighted the same way, se and sp under 30 graded
 criteria, a count); pi = clip((m - (1 - sp)) / (se + sp - 1), 0, 1); w(met) = se pi / (se pi +
@@ -41,6 +43,7 @@ class Stratum:
     w_met: float
     w_not: float
     pooled: list[str]
+    rates: str | None  # which rates are the sign's: se, sp, both (None: neither)
 
 
 def scored(rows: Sequence[RunRow]) -> list[RunRow]:
@@ -58,7 +61,10 @@ def scored(rows: Sequence[RunRow]) -> list[RunRow]:
 
 
 def shift_table(
-    pairs: Sequence[Pair], rows: Sequence[RunRow], weight: Sequence[int] | None = None
+    pairs: Sequence[Pair],
+    rows: Sequence[RunRow],
+    weight: Sequence[int] | None = None,
+    revision: int = 3,
 ) -> dict[tuple[str, bool], Stratum]:
     """Every stratum and sign of the bridge and the run (and ("pooled", sign)); the run's
     counts over its scored rows (each counted `weight` times)."""
@@ -70,11 +76,14 @@ def shift_table(
         den = sum(c.points for c, _ in graded if c.points > 0)
         observed += [(stratum(c), c.points > 0, v, w, abs(c.points) / den) for c, v in graded]
     keys = {(stratum(c), c.points > 0) for row in rows for c in row.criteria}
-    return table_of(pairs, observed, keys)
+    return table_of(pairs, observed, keys, revision)
 
 
 def table_of(
-    pairs: Sequence[Pair], observed: Sequence[tuple[str, bool, bool, float, float]], keys: set
+    pairs: Sequence[Pair],
+    observed: Sequence[tuple[str, bool, bool, float, float]],
+    keys: set,
+    revision: int = 3,
 ) -> dict[tuple[str, bool], Stratum]:
     """The table from the pairs and the run's (stratum, positive, N's verdict, count, c: the
     criterion's |points| over its example's positive points)."""
@@ -118,21 +127,36 @@ def table_of(
         sp = (both_not[k] + 0.5) / (o_not[k] + 1)
         m = run_c_met[k] / run_c[k] if run_c[k] else 0.0
         table[k] = Stratum(
-            o_met[k], o_not[k], se, sp, run_n[k], run_met[k], *weights_for(se, sp, m), []
+            o_met[k], o_not[k], se, sp, run_n[k], run_met[k], *weights_for(se, sp, m), [], None
         )
     for key in keys:
         pool = table[("pooled", key[1])]
         se = (both_met[key] + 0.5) / (o_met[key] + 1)
         sp = (both_not[key] + 0.5) / (o_not[key] + 1)
         reasons = []
-        if o_met[key] < 30 or o_not[key] < 30:
-            reasons.append("bridge")
+        pool_se = pool_sp = False
+        if revision == 2:
+            if o_met[key] < 30 or o_not[key] < 30:
+                reasons.append("bridge")
+                pool_se = pool_sp = True
+        else:
+            if o_met[key] < 30:
+                reasons.append("few_o_met")
+                se, pool_se = pool.se, True
+            if o_not[key] < 30:
+                reasons.append("few_o_not")
+                sp, pool_sp = pool.sp, True
         if se + sp - 1 < 0.1:
             reasons.append("near_chance")
+            pool_se = pool_sp = True
         if run_n[key] < 30:
             reasons.append("run")
-        if reasons:
-            se, sp = pool.se, pool.sp
+            pool_se = pool_sp = True
+        if pool_se:
+            se = pool.se
+        if pool_sp:
+            sp = pool.sp
+        rates = "both" if pool_se and pool_sp else "se" if pool_se else "sp" if pool_sp else None
         k = ("pooled", key[1])
         if run_n[key] < 30:
             m = run_c_met[k] / run_c[k] if run_c[k] else 0.0
@@ -147,6 +171,7 @@ def table_of(
             run_met[key],
             *weights_for(se, sp, m),
             reasons,
+            rates,
         )
     return table
 
@@ -167,7 +192,8 @@ def shift_q(
 def shift_bootstrap(
     rows: Sequence[RunRow], pairs: Sequence[Pair], samples: int, seed: int
 ) -> dict[str, list[float]]:
-    """Each metric's interval, revision 2 (see the module docstring)."""
+    """Each metric's interval, revision 2's resampling (see the module docstring), each
+    resample pooled on its own counts."""
     scored_rows = scored(rows)
     point = metrics_of(scored_rows, shift_q(pairs, scored_rows), None)
     examples = sorted({(p.source, p.example) for p in pairs})

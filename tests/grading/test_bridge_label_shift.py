@@ -3,12 +3,12 @@ by hand from SPEC 7.5 (revised) and an independent loop (tests/grading/bridge_sh
 
 The bridge, per stratum and sign (O's verdict: n pairs, of them N agreeing):
 
-| stratum         | sign | O met: n1, a | O not: n0, b | why pooled            |
-|-----------------|------|--------------|--------------|-----------------------|
-| axis:accuracy   | +    | 60, 50       | 50, 40       |                       |
-| axis:complete   | +    | 20, 15       | 20, 15       | bridge (n1, n0 < 30)  |
-| cluster:c1      | +    | 40, 20       | 40, 20       | near_chance (J = 0)   |
-| axis:accuracy   | -    | 32, 30       | 63, 58       |                       |
+| stratum         | sign | O met: n1, a | O not: n0, b | pooled: why                          |
+|-----------------|------|--------------|--------------|--------------------------------------|
+| axis:accuracy   | +    | 60, 50       | 50, 40       |                                      |
+| axis:complete   | +    | 20, 15       | 20, 15       | both: few_o_met, few_o_not (< 30)    |
+| cluster:c1      | +    | 40, 20       | 40, 20       | both: near_chance (J = 0), run       |
+| axis:accuracy   | -    | 32, 30       | 63, 58       |                                      |
 
 Pooled positive: n1 120, a 85; n0 110, b 75.
 """
@@ -23,9 +23,9 @@ import pytest
 from healthbench_exp.core.bridged import Bridged, BridgeStratum, SpreadCell
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.bridge.calibration import Calibration
-from healthbench_exp.grading.bridge.cells import BridgeData, Pair, RunRow
+from healthbench_exp.grading.bridge.cells import BridgeData, Cells, Pair, RunRow
 from healthbench_exp.grading.bridge.estimate import BridgeRefused, Counts, Layout, bridge_run
-from healthbench_exp.grading.bridge.label_shift import LabelShift
+from healthbench_exp.grading.bridge.label_shift import LabelShift, Shift
 from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
 from healthbench_exp.grading.bridge.rates import rogan_gladen
 from tests.grading.bridge_oracle import make_pairs, metrics_of
@@ -111,7 +111,8 @@ def test_the_strata_table_is_the_hand_computation() -> None:
     # complete +: too few pairs: the pooled rates with its own m (met in even rows: all 10 with
     # C1, 3 of 12 points; 10 of the other 30, 3 of 7)
     complete = rows[("axis:complete", "positive")]
-    assert complete.pooled == ["bridge"] and (complete.n_o_met, complete.n_o_not) == (20, 20)
+    assert complete.pooled == ["few_o_met", "few_o_not"] and complete.pooled_rates == "both"
+    assert (complete.n_o_met, complete.n_o_not) == (20, 20)
     assert (complete.se, complete.sp) == pytest.approx((SE_POOL, SP_POOL), abs=1e-12)
     m_comp = (10 * 3 / 12 + 10 * 3 / 7) / (10 * 3 / 12 + 30 * 3 / 7)
     assert complete.pi == pytest.approx(pi_w(SE_POOL, SP_POOL, m_comp)[0], abs=1e-12)
@@ -121,6 +122,7 @@ def test_the_strata_table_is_the_hand_computation() -> None:
     # C1 met in rows 0, 8, 16, 24, 32, 5 of 12 points
     c1 = rows[("cluster:c1", "positive")]
     assert c1.pooled == ["near_chance", "run"] and c1.run_n == 10 and c1.run_met == 5
+    assert c1.pooled_rates == "both"
     pooled_m = (8 * 4 / 12 + 24 * 4 / 7 + 10 * 3 / 12 + 10 * 3 / 7 + 5 * 5 / 12) / 40
     assert (c1.pi, c1.w_met, c1.w_not) == pytest.approx(pi_w(SE_POOL, SP_POOL, pooled_m), abs=1e-12)
     assert rows[("pooled", "positive")].run_n == 90 and rows[("pooled", "positive")].n_o_met == 120
@@ -144,7 +146,7 @@ def test_the_strata_table_is_the_hand_computation() -> None:
         assert [row.se, row.sp, row.pi, row.w_met, row.w_not] == pytest.approx(
             [o.se, o.sp, o.pi, o.w_met, o.w_not], abs=1e-12
         )
-        assert row.pooled == o.pooled
+        assert (row.pooled, row.pooled_rates) == (o.pooled, o.rates)
         assert row.q_met is None and row.n_met is None  # calibration's fields: not written
     assert set(rows) == {(s, "positive" if p else "negative") for s, p in oracle}
 
@@ -220,9 +222,13 @@ def test_exactly_30_is_own_and_29_pooled_on_either_side() -> None:
         pairs = [*base, *cell("axis:x", [1], (n1, n1 - 3), (n0, n0 - 3))]
         rows = [RunRow([], [crit(1, "axis:x")] * 30, [True] * 10 + [False] * 20)]
         x = next(s for s in bridge_run(rows, pairs, 0, 1, SHIFT).strata if s.stratum == "axis:x")
-        assert x.pooled == ([] if own else ["bridge"])
-        expected = (n1 - 3 + 0.5) / (n1 + 1) if own else (50 + n1 - 3 + 0.5) / (60 + n1 + 1)
-        assert x.se == pytest.approx(expected, abs=1e-12)
+        # revision 3: each rate pooled on its own count only
+        assert x.pooled == ([] if own else ["few_o_met"] if n1 == 29 else ["few_o_not"])
+        se_pooled = n1 == 29
+        se = (50 + n1 - 3 + 0.5) / (60 + n1 + 1) if se_pooled else (n1 - 3 + 0.5) / (n1 + 1)
+        sp_pooled = n0 == 29
+        sp = (50 + n0 - 3 + 0.5) / (60 + n0 + 1) if sp_pooled else (n0 - 3 + 0.5) / (n0 + 1)
+        assert (x.se, x.sp) == pytest.approx((se, sp), abs=1e-12)
     for n, pooled in ((30, []), (29, ["run"])):
         rows = [RunRow([], [crit(1, "axis:b")] * n + [crit(1, "axis:x")] * 40, [True] * (n + 40))]
         pairs = [*base, *cell("axis:x", [1], (60, 30), (60, 30))]
@@ -241,6 +247,7 @@ def test_near_chance_is_j_below_0_1() -> None:
         pairs = [*base, *cell("axis:x", [1], (60, a), (60, b))]
         x = next(s for s in bridge_run(rows, pairs, 0, 1, SHIFT).strata if s.stratum == "axis:x")
         assert x.pooled == (["near_chance"] if near else [])
+        assert x.pooled_rates == ("both" if near else None)
         own = ((a + 0.5) / 61, (b + 0.5) / 61)
         pooled = ((50 + a + 0.5) / 121, (50 + b + 0.5) / 121)
         assert (x.se, x.sp) == pytest.approx(pooled if near else own, abs=1e-12)
@@ -313,21 +320,142 @@ def test_the_estimators_take_a_stack_of_resamples_row_by_row() -> None:
 
 
 def test_a_bridged_record_says_its_revision_and_an_old_one_reads_as_revision_1() -> None:
-    """summary.json's `bridged.revision`: label_shift follows SPEC 7.5 revision 2, calibration
-    the first bridge; a record written before the field existed reads as revision 1."""
-    assert (ESTIMATORS["label_shift"].revision, ESTIMATORS["calibration"].revision) == (2, 1)
+    """summary.json's `bridged.revision`: label_shift follows SPEC 7.5 revision 3, calibration
+    the first bridge; a record written before the field existed reads as revision 1; a
+    revision 2 record's strata (`pooled: ["bridge"]`, no `pooled_rates`) still read, as both
+    rates pooled, and a revision 3 record's `pooled_rates` round-trips."""
+    assert (ESTIMATORS["label_shift"].revision, ESTIMATORS["calibration"].revision) == (3, 1)
+    assert bridge_run(ROWS, PAIRS, 0, 1, SHIFT).strata  # (the package's own record below)
     holdout = {"mean": None, "ci": None, "folds": 5}
     old = {"method": "label_shift", "bridge": ["r"], "old_judge": "o", "new_judge": "n"}
     old |= {"pairs": 0, "strata": [], "metrics": {}, "ci": {}, "holdout_error": holdout}
     record = Bridged.from_dict(old)
     assert record.revision == 1 and "revision" not in old
-    assert Bridged.from_dict(record.to_dict() | {"revision": 2}).revision == 2
+    rates = {"n_o_met": 20, "n_o_not": 90, "se": 0.7, "sp": 0.8, "run_n": 40, "run_met": 9}
+    rates |= {"pi": 0.1, "w_met": 0.3, "w_not": 0.02}
+    stratum_2 = {"stratum": "axis:a", "sign": "positive", "pooled": ["bridge"], **rates}
+    own_2 = stratum_2 | {"stratum": "axis:b", "pooled": []}
+    second = Bridged.from_dict(old | {"revision": 2, "strata": [stratum_2, own_2]})
+    assert second.revision == 2 and [s.pooled_rates for s in second.strata] == [None, None]
+    assert [s.rates_pooled for s in second.strata] == ["both", None]
+    third = bridge_run(
+        [RunRow([], [ACC] * 30 + [COMP] * 30, [True] * 60)],
+        [*PAIRS, *cell("axis:complete", [2], (0, 0), (40, 30))],
+        0,
+        1,
+        SHIFT,
+    )
+    complete = next(s for s in third.strata if s.stratum == "axis:complete")
+    assert (complete.pooled, complete.pooled_rates) == (["few_o_met"], "se")
+    written = complete.to_dict()
+    assert written["pooled_rates"] == "se" and BridgeStratum.from_dict(written) == complete
+    calibration = Calibration().strata(third.cells, _counts(third.cells))
+    assert "pooled_rates" not in calibration[0].to_dict()
+
+
+def _counts(cells: Cells) -> Counts:
+    n, k = BridgeData.of(PAIRS, cells).counts()
+    return Counts(n, k, np.zeros(len(n)), np.zeros(len(n)))
+
+
+# revision 3's hand table: positive strata whose two counts fall on either side of 30
+# | stratum     | O met: n1, a | O not: n0, b | own J | revision 3              | revision 2     |
+# | axis:a      | 60, 50       | 50, 40       | 0.62  | own                     | own            |
+# | axis:rare   | 20, 12       | 200, 190     | 0.54  | se pooled (few_o_met)   | both (bridge)  |
+# | axis:mirror | 200, 180     | 10, 5        | 0.40  | sp pooled (few_o_not)   | both (bridge)  |
+# | axis:lucky  | 10, 1        | 100, 90      | 0.03  | se pooled: J 0.71, kept | both (+ J 0.03)|
+# | axis:odd    | 10, 1        | 100, 20      | -0.66 | se pooled: J 0.01: both | both (+ J<0)   |
+# pooled: n1 300, a 244; n0 460, b 345
+SPLIT = [
+    *cell("axis:a", [1], (60, 50), (50, 40)),
+    *cell("axis:rare", [1], (20, 12), (200, 190)),
+    *cell("axis:mirror", [1], (200, 180), (10, 5)),
+    *cell("axis:lucky", [1], (10, 1), (100, 90)),
+    *cell("axis:odd", [1], (10, 1), (100, 20)),
+]
+SPLIT_ROWS = [
+    RunRow(
+        [],
+        [crit(2, f"axis:{s}") for s in ("a", "rare", "mirror", "lucky", "odd")],
+        [i % 2 == 0, i % 10 == 0, i % 10 != 0, i % 3 == 0, i % 4 == 0],
+    )
+    for i in range(40)
+]
+
+
+def test_each_rate_is_pooled_on_its_own_count_and_j_on_the_rates_chosen() -> None:
+    """SPEC 7.5 revision 3 by hand: n1 < 30 pools se alone, n0 < 30 sp alone, J_s of the rates
+    so chosen below 0.1 pools both; revision 2 (the study's comparison) pools both for either
+    count and checks J on the stratum's own rates."""
+    se_pool, sp_pool = 244.5 / 301, 345.5 / 461
+    expected = {  # stratum: (se, sp, pooled, rates) in revision 3
+        "axis:a": (50.5 / 61, 40.5 / 51, [], None),
+        "axis:rare": (se_pool, 190.5 / 201, ["few_o_met"], "se"),
+        "axis:mirror": (180.5 / 201, sp_pool, ["few_o_not"], "sp"),
+        "axis:lucky": (se_pool, 90.5 / 101, ["few_o_met"], "se"),
+        "axis:odd": (se_pool, sp_pool, ["few_o_met", "near_chance"], "both"),
+    }
+    # the J_s check on the rates chosen: lucky's own J is below 0.1, odd's chosen J is
+    assert 1.5 / 11 + 90.5 / 101 - 1 < 0.1 < se_pool + 90.5 / 101 - 1
+    assert se_pool + 20.5 / 101 - 1 < 0.1
+    result = bridge_run(SPLIT_ROWS, SPLIT, 0, 1, SHIFT)
+    got = {s.stratum: s for s in result.strata if s.stratum != "pooled"}
+    for stratum, (se, sp, pooled, rates) in expected.items():
+        row = got[stratum]
+        assert (row.se, row.sp) == pytest.approx((se, sp), abs=1e-12), stratum
+        assert (row.pooled, row.pooled_rates, row.rates_pooled) == (pooled, rates, rates)
+    oracle = shift_table(SPLIT, SPLIT_ROWS)
+    for row in result.strata:
+        o = oracle[(row.stratum, True)]
+        assert [row.se, row.sp, row.pi, row.w_met, row.w_not] == pytest.approx(
+            [o.se, o.sp, o.pi, o.w_met, o.w_not], abs=1e-12
+        )
+        assert (row.pooled, row.pooled_rates) == (o.pooled, o.rates)
+    old = {s.stratum: s for s in bridge_run(SPLIT_ROWS, SPLIT, 0, 1, LabelShift(2)).strata}
+    assert (old["axis:a"].se, old["axis:a"].pooled) == (pytest.approx(50.5 / 61), [])
+    for stratum in ("axis:rare", "axis:mirror"):
+        assert (old[stratum].se, old[stratum].sp) == pytest.approx((se_pool, sp_pool))
+        assert (old[stratum].pooled, old[stratum].pooled_rates) == (["bridge"], None)
+    for stratum in ("axis:lucky", "axis:odd"):
+        assert old[stratum].pooled == ["bridge", "near_chance"]
+    oracle_2 = shift_table(SPLIT, SPLIT_ROWS, revision=2)
+    for row in old.values():
+        o = oracle_2[(row.stratum, True)]
+        assert [row.se, row.sp, row.pi] == pytest.approx([o.se, o.sp, o.pi], abs=1e-12)
+        assert row.pooled == o.pooled
+    with pytest.raises(ValueError, match="revisions"):
+        LabelShift(1)
+
+
+def test_the_pooling_is_decided_again_in_every_resample() -> None:
+    """A stratum at n1 = 30 (own se) pools its se in the resamples that draw fewer pairs with
+    O met, and keeps its own in those that draw 30 or more (revision 3, stacked resamples)."""
+    cells = bridge_run([], SPLIT, 0, 1, SHIFT).cells
+    n, k = BridgeData.of(SPLIT, cells).counts()
+    at = cells.cell("axis:rare", True, True), cells.cell("axis:rare", True, False)
+    stack_n, stack_k = np.stack([n, n]), np.stack([k, k])
+    # resample 0: axis:rare with 30 pairs with O met (N met 18 of them); resample 1: 29 (17)
+    for r, (o_met_n_met, o_met_n_not) in enumerate(((18, 12), (17, 12))):
+        stack_n[r, at[0]], stack_k[r, at[0]] = 10 + o_met_n_met, o_met_n_met
+        stack_n[r, at[1]], stack_k[r, at[1]] = 190 + o_met_n_not, o_met_n_not
+    zeros = np.zeros_like(stack_n)
+    shift = Shift.of(cells, Counts(stack_n, stack_k, zeros + 40, zeros + 1))
+    i = cells.index[("axis:rare", True)]
+    assert shift.few_o_met[:, i].tolist() == [False, True]
+    assert shift.se[0, i] == pytest.approx(18.5 / 31, abs=1e-12)
+    assert shift.se[1, i] == pytest.approx(shift.pooled["se"][1, i], abs=1e-12)
+    assert shift.sp[:, i] == pytest.approx([190.5 / 201] * 2, abs=1e-12)
 
 
 def test_the_warnings_carry_the_thresholds_the_estimators_use() -> None:
     """The one-line notes of summary.json's `bridged.warnings`, per estimator, with its own
     thresholds (30 pairs, J 0.1, 30 graded criteria), never literals that could drift."""
     assert SHIFT.pooling_note(3) == (
+        "3 strata take their sign's pooled se (fewer than 30 bridge pairs where the reference "
+        "grader said met), pooled sp (fewer than 30 where it said not met), or both (J below "
+        "0.1, or fewer than 30 graded criteria in the run: then the run's pooled met share too)"
+    )
+    assert LabelShift(2).pooling_note(3) == (
         "3 strata take their sign's pooled error rates (fewer than 30 bridge pairs with either "
         "verdict of the reference grader, or J below 0.1) or the run's pooled met share (fewer "
         "than 30 graded criteria)"
@@ -356,7 +484,8 @@ def test_a_run_stratum_the_bridge_never_saw_is_pooled_through_the_bootstrap() ->
     rows = [RunRow([], [ACC, NEG, crit(-1, "axis:zzz")], [True, False, True])] * 40
     result = bridge_run(rows, PAIRS, 20, 2, SHIFT)
     zzz = next(s for s in result.strata if s.stratum == "axis:zzz")
-    assert zzz.pooled == ["bridge", "near_chance"] and (zzz.n_o_met, zzz.n_o_not) == (0, 0)
+    assert zzz.pooled == ["few_o_met", "few_o_not"] and (zzz.n_o_met, zzz.n_o_not) == (0, 0)
+    assert zzz.pooled_rates == "both"
     assert result.ci["bridged_score"] is not None and result.q_draws.shape == (20, 10)
 
 

@@ -1,5 +1,6 @@
 """The bridge's simulation study (`bench/bridge_simulation.py`), reduced (runs of at most 300
-examples, 200 replicates of 60 resamples, every world SPEC 7.5 revision 2 lists), on a fixed
+examples, 200 replicates of 60 resamples, every world SPEC 7.5 revision 3 lists, the
+rare-verdict worlds included), on a fixed
 seed: `label_shift` meets SPEC 7.5's bar (|bias| <= 0.01, coverage of O's own score >= 0.93) in
 every world where the judge's error rates are the same for both models, and the study can tell
 an estimator that does not (calibration on a shifted model; label shift where the rates
@@ -16,22 +17,30 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from bench.bridge_simulation import BY_PAIR, SCENARIOS, Result, World, study
+from bench.bridge_simulation import (
+    BY_PAIR,
+    RARE_VERDICT,
+    REVISION_2,
+    SCENARIOS,
+    Result,
+    World,
+    WorldLayout,
+    study,
+)
 from healthbench_exp.core.bridged import LABEL_SHIFT
 from healthbench_exp.grading.bridge import ESTIMATORS
 
-# worlds where label_shift falls short of the bar (docs/bridge.md would say so), each checked by
-# a strict xfail below, so the day it meets the bar the test says to move it back: none since
-# the interval holds the percentiles where a stratum's pi is at a bound (near 0.05 it covered
-# 0.925 here without that)
+# worlds where label_shift falls short of the bar (docs/bridge.md says so), each checked by a
+# strict xfail below, so the day it meets the bar the test says to move it back (the negative
+# criteria met 0.01-0.03 with their own sp fell short under revision 2, bias -0.015, and meet
+# it since revision 3 pools se and sp each on its own count)
 SHORT_OF_THE_BAR = {
-    # SPEC 7.5 pools se and sp together where n1 < 30: a negative stratum rarely met has few
-    # pairs with O met, so its sp (from hundreds with O not met) takes the sign's, 0.06 off its
-    # own: pi off by 0.1 in one stratum, clipped to 0 in the other (se and sp pooled apart:
-    # bias 0.000, coverage 0.95; docs/bridge.md)
-    "negative criteria met 0.01-0.03, their sp 0.84 and 0.72, +0.15": "bias -0.015 (seed 0)",
+    # the run's model at the ceiling: positives met 0.99, negatives 0.01, O's score 0.987; pi
+    # clipped at 1 in most strata pulls the estimate down (revision 2: -0.061, coverage 0.035)
+    "rare: mirror and rare negatives together, +0.15": "bias -0.015, coverage 0.85 (seed 0)",
 }
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
@@ -56,6 +65,47 @@ def test_every_world_spec_7_5_lists_is_in_the_study() -> None:
     assert any(w.negative_prevalence == (0.01, 0.03) and w.prevalence[0] < 0.5 for w in UNCHANGED)
     assert {round(w.shift, 2) for w in UNCHANGED} == {-0.15, 0.0, 0.15}
     assert set(SHORT_OF_THE_BAR) <= {w.name for w in UNCHANGED}
+
+
+def test_the_rare_verdict_worlds_are_each_shifted_both_ways() -> None:
+    """SPEC 7.5 revision 3: negative criteria met 0.01-0.03 as one stratum, two, three, a third
+    of the criteria, near n1 = 30; the mirror (positive met 0.97-0.98); both together; the edge
+    case; each with the run's model shifted both ways, all with unchanged error rates."""
+    names = {w.name.rsplit(", ", 1)[0] for w in RARE_VERDICT}
+    assert len(names) == 8 and len(RARE_VERDICT) == 16
+    assert all(w in UNCHANGED or replace(w, run_examples=300) in UNCHANGED for w in RARE_VERDICT)
+    for name in names:
+        assert {w.shift for w in RARE_VERDICT if w.name.startswith(name + ",")} == {0.15, -0.15}
+    rng = np.random.default_rng(0)
+    layouts = {w.name: (w, WorldLayout.of(w, rng)) for w in RARE_VERDICT if w.shift > 0}
+    strata = {w.negative_strata for w, _ in layouts.values()}
+    assert strata == {1, 2, 3}
+    third = [w for w, _ in layouts.values() if w.negative_slots * 2 == 8]  # 4 of 12 criteria
+    assert third and all(w.negative_prevalence == (0.01, 0.03) for w in third[:1])
+    mirror = [(w, lay) for w, lay in layouts.values() if w.prevalence == (0.97, 0.98)]
+    assert len(mirror) == 2  # alone and with rare negatives
+    for _, lay in mirror:
+        positive = lay.cells.positive
+        assert lay.se[positive].min() >= 0.7 and lay.se[positive].max() <= 0.92
+    (edge,) = [(w, lay) for w, lay in layouts.values() if w.rare_run_share]
+    world, lay = edge
+    first = lay.cells.index[("axis:n0", False)]
+    at = lay.slot_stratum == first
+    assert lay.base[at].tolist() == [0.025] and lay.prevalence(world)[at].tolist() == [0.17]
+    assert lay.se[first] == 0.6 and lay.se[-2:].tolist() == [0.93, 0.93]
+    # near n1 = 30: two slots of each negative stratum at 0.03 in a 500-example bridge
+    (near,) = [w for w, _ in layouts.values() if "near 30" in w.name]
+    assert near.negative_slots / near.negative_strata * near.bridge_examples * 0.03 == 30
+
+
+def test_revision_2_falls_short_where_revision_3_meets_the_bar() -> None:
+    """The rare negatives in two strata whose sp differ from the sign's (0.84, 0.72): revision
+    2 pools their sp with their se (n1 < 30) and misses O's score; revision 3 does not."""
+    (world,) = [w for w in RARE_VERDICT if w.name.endswith("two strata, +0.15")]
+    reduced = replace(world, run_examples=300)
+    found = {r.method: r for r in study([reduced], 200, 60, seed=0, methods=(REVISION_2,))}
+    old = found[REVISION_2]
+    assert old.bias < -0.01 or old.coverage < 0.93, old
 
 
 # one test per world (they spread over the workers); a world short of the bar fails its own
@@ -127,3 +177,22 @@ def test_the_table_says_where_an_interval_is_wider_than_needed() -> None:
     for row in rows:
         assert row[6].endswith("(wider than needed)") == (float(row[6].split()[0]) >= 0.99), row
     assert {r[1] for r in rows if "correlated" in r[0]} == {"label_shift", "calibration", BY_PAIR}
+
+
+def test_the_rare_verdict_table_puts_revision_2_beside_revision_3() -> None:
+    """`bench/bridge_study.py --rare-verdict`: one row per rare-verdict world, revision 2's bias
+    and coverage beside revision 3's (docs/bridge.md's second table)."""
+    script = Path(__file__).parents[2] / "bench" / "bridge_study.py"
+    table = subprocess.run(
+        [sys.executable, str(script), "--rare-verdict", "--replicates", "2", "--resamples", "5",
+         "--run-examples", "100"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
+    assert rows[0][2:6] == ["revision 2: bias", "coverage", "revision 3: bias", "coverage"]
+    assert [r[0].removeprefix("| ") for r in rows[1:]] == [
+        w.name.removeprefix("rare: ") for w in RARE_VERDICT
+    ]
+    assert "runs of at most 100 examples" in table

@@ -16,7 +16,9 @@ Where each part lives:
   pairs alone (`bridge_refusal`).
 - `checks`: the bridge checked on its own held-out examples (`holdout_error`) and the spread of
   what the method holds fixed between sources (`spread`); `leave_one_out`: each source left out
-  and bridged from the others (`leave_one_out`).
+  and bridged from the others (`leave_one_out`); `rare`: strata whose verdict rare in the
+  bridge a run (or, in the kit's check, a source left out) gives far more often
+  (`rare_verdicts`, `rare_by_source`).
 
 Around it, outside this package: its record (`core.bridged`), its sources read and checked
 (`tasks.bridge_source`), the record assembled for summary.json (`tasks.bridge_result`), its
@@ -30,6 +32,7 @@ from healthbench_exp.grading.bridge.checks import holdout_error, spread
 from healthbench_exp.grading.bridge.estimate import BridgeRefused, Bridging, Estimator, bridge_run
 from healthbench_exp.grading.bridge.leave_one_out import leave_one_out
 from healthbench_exp.grading.bridge.methods import ESTIMATORS, bridge_refusal
+from healthbench_exp.grading.bridge.rare import rare_by_source, rare_verdicts
 
 __all__ = [
     "ESTIMATORS",
@@ -42,6 +45,8 @@ __all__ = [
     "bridge_run",
     "holdout_error",
     "leave_one_out",
+    "rare_by_source",
+    "rare_verdicts",
     "spread",
     "stratum_of",
 ]

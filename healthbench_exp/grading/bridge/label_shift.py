@@ -1,4 +1,4 @@
-"""The `label_shift` estimator of the bridge (SPEC 7.5 revision 2; `grading.bridge.estimate`
+"""The `label_shift` estimator of the bridge (SPEC 7.5 revision 3; `grading.bridge.estimate`
 holds what it shares).
 
 What it assumes: models differ in how many criteria they meet, and the new judge N's error
@@ -6,10 +6,13 @@ rates against the reference grader O, per stratum and sign, do not depend on whi
 the reply. Per stratum s (with its sign):
 
 - From the bridge's pairs: se_s = (a + 0.5) / (n1 + 1), a pairs with O met and N met of n1 with
-  O met; sp_s = (b + 0.5) / (n0 + 1), b with O and N not met of n0 with O not met. A stratum
-  with n1 < 30 or n0 < 30 (`bridge`), or whose own J_s = se_s + sp_s - 1 is below 0.1
-  (`near_chance`; 0.2 in revision 1), takes its sign's pooled se and sp (the pairs of every
-  stratum of that sign).
+  O met; sp_s = (b + 0.5) / (n0 + 1), b with O and N not met of n0 with O not met. Each rate
+  stands on its own count (revision 3): n1 < 30 takes the sign's pooled se (`few_o_met`), n0 <
+  30 the sign's pooled sp (`few_o_not`; pooled: the pairs of every stratum of that sign), the
+  other rate stays the stratum's own. Where J_s = se_s + sp_s - 1 of the rates so chosen is
+  below 0.1 (`near_chance`), the stratum takes both pooled rates. (Revision 2, kept for the
+  study's comparison as `LabelShift(2)`: n1 < 30 or n0 < 30 pooled both (`bridge`), and the
+  J_s check was on the stratum's own rates; revision 1: that check at 0.2.)
 - From the run: m_s, the share of its graded criteria in s that N said met, weighted as the
   score weights criteria: sum(c [N met]) / sum(c), c = |points| / the graded positive points of
   the criterion's example (`Counts.run_weight`); a stratum with fewer than 30 graded criteria
@@ -19,8 +22,9 @@ the reply. Per stratum s (with its sign):
   (1 - sp)(1 - pi)); w_s(not met) = (1 - se) pi / ((1 - se) pi + sp (1 - pi)).
 - Refused (`refusal`) where a sign's pooled J is below 0.2 (N barely tells O's verdicts apart).
 
-In a bootstrap resample every step is recomputed, pooling included; a resample whose pooled J
-falls to 0 or below (possible only near the refusal's bound) divides by a tiny positive J. The
+In a bootstrap resample every step is recomputed, the pooling decisions included (a stratum
+near n1 = 30 pools its se in some resamples and not in others); a resample whose pooled J falls
+to 0 or below (possible only near the refusal's bound) divides by a tiny positive J. The
 bootstrap draws the bridge's examples within each source (`by_example`), and the interval is
 the estimate +- 1.96 bootstrap standard deviations, clipped to [0, 1]; where the estimate has
 some stratum of the run at a bound (pi clipped to 0 or 1), it is widened to hold the 2.5th and
@@ -35,6 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from healthbench_exp.core.bridged import (
+    BOTH,
+    FEW_O_MET,
+    FEW_O_NOT,
     FEW_PAIRS,
     FEW_RUN,
     LABEL_SHIFT,
@@ -42,6 +49,8 @@ from healthbench_exp.core.bridged import (
     NEAR_CHANCE,
     NEGATIVE,
     POSITIVE,
+    SE,
+    SP,
     BridgeStratum,
     SpreadCell,
 )
@@ -50,7 +59,8 @@ from healthbench_exp.grading.bridge.cells import MIN_PAIRS, POOLED, Cells
 from healthbench_exp.grading.bridge.estimate import Counts
 from healthbench_exp.grading.bridge.rates import error_rates, rogan_gladen
 
-REVISION = 2  # of SPEC 7.5's label_shift (summary.json's `bridged.revision`)
+REVISION = 3  # of SPEC 7.5's label_shift (summary.json's `bridged.revision`)
+REVISIONS = (2, 3)  # the pooling rules `LabelShift` computes (2: for the study's comparison)
 MIN_RUN = 30  # a stratum with fewer graded criteria (a count) in the run: its sign's pooled m
 MIN_STRATUM_J = 0.1  # a stratum's own J below this: its sign's pooled rates (revision 1: 0.2)
 MIN_J = 0.2  # a sign's pooled J below this: the bridge is refused
@@ -109,13 +119,18 @@ class Shift:
     pi: np.ndarray
     w_met: np.ndarray
     w_not: np.ndarray
-    few_pairs: np.ndarray  # why pooled
-    near_chance: np.ndarray
-    few_run: np.ndarray
+    few_o_met: np.ndarray  # why pooled: n1 < 30 (revision 3: its se; 2: both)
+    few_o_not: np.ndarray  # n0 < 30 (revision 3: its sp; 2: both)
+    near_chance: np.ndarray  # J below MIN_STRATUM_J (3: of the rates chosen; 2: its own): both
+    few_run: np.ndarray  # fewer than MIN_RUN graded criteria in the run: both, and the pooled m
+    pooled_se: np.ndarray  # whether se is its sign's pooled se
+    pooled_sp: np.ndarray
     pooled: dict[str, np.ndarray]  # the sign's values, by `SignPooled`'s field names
 
     @classmethod
-    def of(cls, cells: Cells, counts: Counts) -> Shift:
+    def of(cls, cells: Cells, counts: Counts, revision: int = REVISION) -> Shift:
+        """Every quantity from the counts (leading axes: resamples, each pooled on its own
+        counts), by the pooling rule of `revision` (3, or 2 for the study's comparison)."""
         n_not, n_met = counts.n[..., 0::2], counts.n[..., 1::2]
         k_not, k_met = counts.k[..., 0::2], counts.k[..., 1::2]
         n1, a = k_met + k_not, k_met
@@ -131,13 +146,24 @@ class Shift:
         pweight_all, pweight_met = _by_sign(positive, weight_all), _by_sign(positive, weight_met)
         se_own, sp_own = error_rates(n1, a, n0, b)
         se_pool, sp_pool = error_rates(pn1, pa, pn0, pb)
-        few_pairs = (n1 < MIN_PAIRS) | (n0 < MIN_PAIRS)
-        # mutmut: no counts give J exactly 0.2 (`<=` for `<` changes nothing; tested both sides)
-        near_chance = se_own + sp_own - 1 < MIN_STRATUM_J  # pragma: no mutate
+        few_o_met, few_o_not = n1 < MIN_PAIRS, n0 < MIN_PAIRS
         few_run = run_n < MIN_RUN
-        pool = few_pairs | near_chance | few_run
-        se = np.where(pool, se_pool, se_own)
-        sp = np.where(pool, sp_pool, sp_own)
+        if revision == 2:
+            # both rates pooled where either count is short; J checked on the own rates
+            few_pairs = few_o_met | few_o_not
+            se_chosen, sp_chosen = se_own, sp_own
+            pooled_se = pooled_sp = few_pairs
+        else:
+            # each rate on its own count; J checked on the rates so chosen
+            se_chosen = np.where(few_o_met, se_pool, se_own)
+            sp_chosen = np.where(few_o_not, sp_pool, sp_own)
+            pooled_se, pooled_sp = few_o_met, few_o_not
+        # mutmut: no counts give J exactly 0.1 (`<=` for `<` changes nothing; tested both sides)
+        near_chance = se_chosen + sp_chosen - 1 < MIN_STRATUM_J  # pragma: no mutate
+        pooled_se = pooled_se | near_chance | few_run
+        pooled_sp = pooled_sp | near_chance | few_run
+        se = np.where(pooled_se, se_pool, se_own)
+        sp = np.where(pooled_sp, sp_pool, sp_own)
         # mutmut: the floors keep 0 / 0 away only where no criterion is weighed (m unused, or
         # the pooled m where few_run takes it anyway)
         m_pool = pweight_met / np.maximum(pweight_all, 1e-300)  # pragma: no mutate
@@ -166,11 +192,27 @@ class Shift:
             pi,
             w_met,
             w_not,
-            few_pairs,
+            few_o_met,
+            few_o_not,
             near_chance,
             few_run,
+            pooled_se,
+            pooled_sp,
             pooled,
         )
+
+    def reasons(self, i: int, revision: int = REVISION) -> list[str]:
+        """Why stratum `i` (of one set of counts) takes pooled values, by `revision`'s names."""
+        if revision == 2:
+            short = [FEW_PAIRS] * bool(self.few_o_met[i] or self.few_o_not[i])
+        else:
+            short = [FEW_O_MET] * bool(self.few_o_met[i]) + [FEW_O_NOT] * bool(self.few_o_not[i])
+        return short + [NEAR_CHANCE] * bool(self.near_chance[i]) + [FEW_RUN] * bool(self.few_run[i])
+
+    def rates_pooled(self, i: int) -> str | None:
+        """Which of stratum `i`'s rates are its sign's: `se`, `sp`, `both`; None: neither."""
+        se, sp = bool(self.pooled_se[i]), bool(self.pooled_sp[i])
+        return BOTH if se and sp else SE if se else SP if sp else None
 
     def signs(self, cells: Cells) -> dict[bool, SignPooled]:
         """Each sign present: its pooled values (one set of counts, not resamples)."""
@@ -183,12 +225,17 @@ class Shift:
 
 
 class LabelShift:
-    """`label_shift` (see the module docstring)."""
+    """`label_shift` (see the module docstring): revision 3, the CLI's and the study's; the
+    study also builds `LabelShift(2)` to put revision 2's figures beside it."""
 
     name = LABEL_SHIFT
     by_old = True  # se and sp: N's agreement among the pairs where O gave a verdict
-    revision = REVISION
     by_example = True  # revision 2: a reply's verdicts travel together
+
+    def __init__(self, revision: int = REVISION) -> None:
+        if revision not in REVISIONS:
+            raise ValueError(f"label_shift computes revisions {REVISIONS}, not {revision}")
+        self.revision = revision
 
     def interval(self, point: float, draws: np.ndarray, cells: Cells, counts: Counts) -> Interval:
         """point +- 1.96 bootstrap standard deviations, clipped to [0, 1] (revision 2, as the
@@ -206,15 +253,22 @@ class LabelShift:
 
     def at_bound(self, cells: Cells, counts: Counts) -> bool:
         """Whether some stratum with graded criteria in the run has pi clipped to 0 or 1."""
-        s = Shift.of(cells, counts)
+        s = Shift.of(cells, counts, self.revision)
         return bool(((s.run_n > 0) & ((s.pi <= 0) | (s.pi >= 1))).any())
 
     def pooling_note(self, strata: int) -> str:
+        if self.revision == 2:
+            return (
+                f"{strata} strata take their sign's pooled error rates (fewer than {MIN_PAIRS} "
+                f"bridge pairs with either verdict of the reference grader, or J below "
+                f"{MIN_STRATUM_J}) or the run's pooled met share (fewer than {MIN_RUN} graded "
+                "criteria)"
+            )
         return (
-            f"{strata} strata take their sign's pooled error rates (fewer than {MIN_PAIRS} "
-            f"bridge pairs with either verdict of the reference grader, or J below "
-            f"{MIN_STRATUM_J}) or the run's pooled met share (fewer than {MIN_RUN} graded "
-            "criteria)"
+            f"{strata} strata take their sign's pooled se (fewer than {MIN_PAIRS} bridge pairs "
+            f"where the reference grader said met), pooled sp (fewer than {MIN_PAIRS} where it "
+            f"said not met), or both (J below {MIN_STRATUM_J}, or fewer than {MIN_RUN} graded "
+            "criteria in the run: then the run's pooled met share too)"
         )
 
     def varies_note(self, first: SpreadCell, cells: int) -> str:
@@ -236,26 +290,25 @@ class LabelShift:
         return out
 
     def weights(self, cells: Cells, counts: Counts) -> np.ndarray:
-        shift = Shift.of(cells, counts)
+        shift = Shift.of(cells, counts, self.revision)
         out = np.empty(np.shape(counts.n))
         out[..., 0::2], out[..., 1::2] = shift.w_not, shift.w_met
         return out
 
     def strata(self, cells: Cells, counts: Counts) -> list[BridgeStratum]:
         """Each stratum and sign as used, then each sign's pooled values."""
-        s = Shift.of(cells, counts)
+        s = Shift.of(cells, counts, self.revision)
         out = []
         for i, (stratum, positive) in enumerate(cells.strata):
-            reasons = [FEW_PAIRS] * bool(s.few_pairs[i]) + [NEAR_CHANCE] * bool(s.near_chance[i])
-            out.append(
-                _row(
-                    stratum,
-                    positive,
-                    reasons + [FEW_RUN] * bool(s.few_run[i]),
-                    (s.n1[i], s.n0[i], s.se[i], s.sp[i], s.run_n[i], s.run_met[i]),
-                    (s.pi[i], s.w_met[i], s.w_not[i]),
-                )
+            row = _row(
+                stratum,
+                positive,
+                s.reasons(i, self.revision),
+                (s.n1[i], s.n0[i], s.se[i], s.sp[i], s.run_n[i], s.run_met[i]),
+                (s.pi[i], s.w_met[i], s.w_not[i]),
             )
+            row.pooled_rates = s.rates_pooled(i) if self.revision >= 3 else None
+            out.append(row)
         for positive, p in s.signs(cells).items():
             out.append(
                 _row(
@@ -270,7 +323,7 @@ class LabelShift:
 
     def refusal(self, cells: Cells, counts: Counts) -> str | None:
         """One line where a sign's pooled J is below MIN_J; else None."""
-        s = Shift.of(cells, counts)
+        s = Shift.of(cells, counts, self.revision)
         for positive, p in s.signs(cells).items():
             # mutmut: no counts give J exactly 0.2 (tested on both sides)
             if p.j < MIN_J:  # pragma: no mutate

@@ -102,9 +102,16 @@ def _stratum_row(s: BridgeStratum, rates: bool) -> str:
         "<tr>"
         + cells(s.stratum, s.sign, numeric=False)
         + numbers
-        + cells(", ".join(s.pooled), numeric=False)
+        + cells(_pooled(s), numeric=False)
         + "</tr>"
     )
+
+
+def _pooled(s: BridgeStratum) -> str:
+    """Which rates a stratum pools and why (`se: few_o_met`); the reasons alone where the
+    record does not say which (calibration, or label_shift before revision 3)."""
+    why = ", ".join(s.pooled)
+    return f"{s.pooled_rates}: {why}" if s.pooled_rates else why
 
 
 def sweep_bridged_html(jobs: Sequence[Mapping[str, object]]) -> str:
