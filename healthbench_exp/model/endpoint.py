@@ -38,7 +38,13 @@ from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
 from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
-from healthbench_exp.model.ratelimit import EndpointPacer, TurnLapsed, classify_429
+from healthbench_exp.model.ratelimit import (
+    EndpointPacer,
+    Refusal,
+    TurnLapsed,
+    brief_refusal,
+    classify_429,
+)
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
@@ -65,11 +71,11 @@ class QuotaExhausted(FatalEndpointError):
 
 
 class RateLimited(Exception):
-    """A rate-limit 429: the request is sent again after `wait_s` (not a failure)."""
+    """A rate-limit 429 (`refusal`): the request is sent again after its wait (not a failure)."""
 
-    def __init__(self, wait_s: float) -> None:
-        super().__init__(f"rate limited; wait {wait_s:.3f} s")
-        self.wait_s = wait_s
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(f"rate limited; wait {refusal.wait_s:.3f} s")
+        self.refusal = refusal
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,8 @@ class ChatEndpoint:
         self.pacer.buckets.heard(headers)
         if status == 429:
             self.stats.rate_limited += 1
-            self.limit.rate_limited()
+            if not brief_refusal(headers):  # a brief one delays its own request alone
+                self.limit.rate_limited()
             self.stats.lowest_limit = self.limit.lowest
         kind = answer_failure(status, headers)
         if kind:
@@ -253,6 +260,7 @@ class ChatEndpoint:
             buckets = pacer.buckets
             _answer_headers.set(None)
             sending = partial(pacer.sending, ticket)  # the level once sent
+            refusal: Refusal | None = None
             try:
                 reply = await self._send(sent, prefix_key, sending)
                 self._learn(ticket)  # answered: learnt from before it ends
@@ -260,10 +268,12 @@ class ChatEndpoint:
                 continue
             except RateLimited as refused:
                 self._learn(ticket, admitted=False)
-                pacer.rate_limited(refused.wait_s, ticket.started_at)
-                continue
+                refusal = refused.refusal
             finally:
                 buckets.ended(ticket)  # never sent: its cost back; unanswered: out of flight
+            if refusal is not None:  # waited out (this request, or the endpoint), sent again
+                await pacer.refused(refusal, ticket.started_at)
+                continue
             pacer.succeeded(ticket.started_at)
             return reply
 
@@ -334,7 +344,7 @@ class ChatEndpoint:
                         f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
                     ) from exc
                 if not refusal.too_large:
-                    raise RateLimited(refusal.wait_s) from None
+                    raise RateLimited(refusal) from None
                 self._failed("RequestTooLarge")  # (its attempt counted in `_answered`)
                 raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
             if exc.status is not None and exc.status < 300:  # a 2xx whose reply is not JSON
