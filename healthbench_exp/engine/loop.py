@@ -90,6 +90,7 @@ async def evaluate(
                 runner.dead_endpoint_calls,
                 runner.dead_endpoint_s,
                 halt,
+                roles.clock.now,
             )
             opened.endpoint.on_attempt_failed = health.attempt_failed  # each attempt counts
             healths[name] = health
@@ -137,7 +138,7 @@ async def evaluate(
 
     try:
         async with (
-            watch_endpoints(progress.endpoints, runner.stall_notice_s, tick),
+            watch_endpoints(progress.endpoints, runner.stall_notice_s, tick, roles.clock),
             asyncio.TaskGroup() as group,
         ):
             for _ in range(places):

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -88,7 +87,7 @@ class BatchJudge:
             if key not in self.pending:
                 future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
                 self.pending[key] = (sent, future)
-                self.last_added = time.monotonic()
+                self.last_added = self.endpoint.clock.now()
             return await asyncio.shield(self.pending[key][1])
         finally:
             if cache is not None and isinstance(found, Claim):
@@ -112,8 +111,8 @@ class BatchJudge:
 
     async def _submit_when_settled(self) -> None:
         while True:
-            await asyncio.sleep(min(0.2, SETTLE_S))
-            settled = time.monotonic() - self.last_added >= SETTLE_S
+            await self.endpoint.clock.sleep(min(0.2, SETTLE_S))
+            settled = self.endpoint.clock.now() - self.last_added >= SETTLE_S
             if self.pending and settled and not self.busy():
                 batch, self.pending = self.pending, {}
                 try:
@@ -178,7 +177,7 @@ class BatchJudge:
                 getattr(counts, "completed", "?"),
                 getattr(counts, "total", "?"),
             )
-            await asyncio.sleep(self.poll_s)
+            await self.endpoint.clock.sleep(self.poll_s)
         answered: set[str] = set()
         if batch.output_file_id:
             content = await self.client.files.content(batch.output_file_id)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, sha
 from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache, prompt_chars
 from healthbench_exp.model.cache_claims import Claim
 from healthbench_exp.model.cache_profiles import Profile
+from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.health import (
     CONNECTION_ERRORS,
@@ -40,6 +40,7 @@ from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
 from healthbench_exp.model.ratelimit import (
     EndpointPacer,
+    RateLimited,
     Refusal,
     TurnLapsed,
     brief_refusal,
@@ -70,21 +71,16 @@ class QuotaExhausted(FatalEndpointError):
     """429 `insufficient_quota` (billing, credit): stop the run; once fixed, resume it."""
 
 
-class RateLimited(Exception):
-    """A rate-limit 429 (`refusal`): the request is sent again after its wait (not a failure)."""
-
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(f"rate limited; wait {refusal.wait_s:.3f} s")
-        self.refusal = refusal
-
-
 @dataclass(frozen=True)
 class Shared:
-    """What the endpoints of a run share: the response cache, the cap on requests in flight
-    together (`runner.max_in_flight`), the budget (`budget.max_usd`), the event loop's turns
-    (`LoopTurns`) and the run's stop (`model.health.Halt`: once set, no request is sent; the
-    budget sets it when it refuses a request)."""
+    """What the endpoints of a run share: the run's one clock (every time the request path
+    reads, every wait it sleeps: pacer, buckets, limits, retries, the stall notice's silence),
+    the response cache, the cap on requests in flight together (`runner.max_in_flight`), the
+    budget (`budget.max_usd`), the event loop's turns (`LoopTurns`) and the run's stop
+    (`model.health.Halt`: once set, no request is sent; the budget sets it when it refuses a
+    request)."""
 
+    clock: Clock
     cache: ResponseCache | None = None
     limit: asyncio.Semaphore | None = None
     budget: Budget | None = None
@@ -105,25 +101,28 @@ class ChatEndpoint:
         temperature: float | None,
         max_tokens: int | None,
         transport: Transport | None = None,
-        shared: Shared | None = None,
+        shared: Shared,
         identity: str | None = None,
     ) -> None:
         transport = transport or Transport()
-        shared = shared or Shared()
         cache = shared.cache
+        self.clock = clock = shared.clock
         self.role = role
         self.config = config
-        self.limit = AdaptiveLimit(config.max_concurrency)
+        self.limit = AdaptiveLimit(config.max_concurrency, clock.now)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
         # every request starts through it: a rate-limit 429 pauses and paces them all
         self.pacer = EndpointPacer(
-            role, config.rate_limit.requests_per_minute, config.rate_limit.tokens_per_minute
+            role,
+            config.rate_limit.requests_per_minute,
+            config.rate_limit.tokens_per_minute,
+            clock,
         )
         self.url = base_url or OPENAI_DEFAULT_URL
         self.timeout_s = transport.timeout_s
         # when a reply (any HTTP answer) last came, and since when requests have been in flight:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
-        self.last_reply_at = self.busy_since = time.monotonic()
+        self.last_reply_at = self.busy_since = clock.now()
         # every attempt that brought nothing usable, by kind (`model.health.KINDS`) and its
         # error: the run's `EndpointHealth.attempt_failed` once the engine watches it
         self.on_attempt_failed: Callable[[str, str], None] = lambda kind, error: None
@@ -144,6 +143,7 @@ class ChatEndpoint:
             PATHS[self.api],
             self._unanswered,
             self._before_retry,
+            clock.sleep,
         )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk
@@ -159,6 +159,7 @@ class ChatEndpoint:
                 path=PATHS[self.api],
                 on_unanswered=self._unanswered,
                 before_retry=self._before_retry,
+                sleep=clock.sleep,
             )
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
@@ -183,7 +184,7 @@ class ChatEndpoint:
         return self.sdk.clients
 
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
-        self.last_reply_at = time.monotonic()
+        self.last_reply_at = self.clock.now()
         _answer_headers.set(headers)
         self.pacer.buckets.heard(headers)
         if status == 429:
@@ -199,7 +200,7 @@ class ChatEndpoint:
         """An attempt that got no HTTP answer: counted by kind; a refused connection is an
         answer of sorts (the stall notice is for an endpoint that accepts and stays silent)."""
         if error.kind == CONNECTION_REFUSED:
-            self.last_reply_at = time.monotonic()
+            self.last_reply_at = self.clock.now()
         kinds = {CONNECTION_REFUSED: REFUSED, TIMED_OUT: NO_REPLY}
         self.on_attempt_failed(kinds.get(error.kind, CONNECTION_ERRORS), str(error))
 
@@ -308,7 +309,7 @@ class ChatEndpoint:
                 raise
         cost: float | None = 0.0
         if stats.in_flight == 0:
-            self.busy_since = time.monotonic()
+            self.busy_since = self.clock.now()
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False

@@ -111,6 +111,14 @@ def brief_refusal(headers: Mapping[str, str]) -> bool:
     return not any(name.lower().startswith("x-ratelimit-") for name in headers)
 
 
+class RateLimited(Exception):
+    """A rate-limit 429 (`refusal`): the request is sent again after its wait (not a failure)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(f"rate limited; wait {refusal.wait_s:.3f} s")
+        self.refusal = refusal
+
+
 @dataclass(frozen=True)
 class Refusal:
     """What a 429 means: `quota` (stop the run), `too_large` (can never pass: fail this request),
@@ -375,11 +383,6 @@ class EndpointPacer:
             parts.append(f"limit {per_minute:,.0f} {kind}/min")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def share_buckets(pacers: Iterable[tuple[Hashable, EndpointPacer]]) -> None:

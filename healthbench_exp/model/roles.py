@@ -36,6 +36,7 @@ from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.batch import BatchJudge
 from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.cache_file import CALL_JOURNAL
+from healthbench_exp.model.clock import SYSTEM_CLOCK, Clock
 from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
@@ -195,6 +196,11 @@ class OpenRoles:
         return self.endpoints[0].halt
 
     @property
+    def clock(self) -> Clock:
+        """The run's one clock, shared by its endpoints (`model.endpoint.Shared`)."""
+        return self.endpoints[0].clock
+
+    @property
     def endpoints(self) -> list[ChatEndpoint]:
         """Every open endpoint (the progress line and the stall watch show them)."""
         return [entry.endpoint for entry in self.opened.values()]
@@ -241,6 +247,7 @@ async def open_roles(
         else ResponseCache(files.directory / CALL_JOURNAL, record_run=False, shared=False)
     )
     shared = Shared(
+        clock=SYSTEM_CLOCK,  # the run's one clock, through the whole request path
         cache=cache,
         limit=asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None,
         budget=budget_of(budget_config, files.directory),
