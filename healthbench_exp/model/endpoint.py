@@ -22,7 +22,6 @@ from healthbench_exp.core.endpoint_errors import (
 )
 from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
 from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache, prompt_chars
-from healthbench_exp.model.cache_claims import Claim
 from healthbench_exp.model.cache_profiles import Profile
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
@@ -46,6 +45,7 @@ from healthbench_exp.model.ratelimit import (
     brief_refusal,
     classify_429,
 )
+from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
@@ -233,19 +233,12 @@ class ChatEndpoint:
         sent = self.messages_for(messages)
         cache = self.cache
         key = self.request_key(sent, tag) if cache is not None else ""
-        found = await cache.lookup(key, self.profile) if cache is not None else None
-        if isinstance(found, CachedReply):
-            self.stats.cache_hits += 1
-            self.stats.replayed_prompt_tokens += found.prompt_tokens
-            self.stats.replayed_completion_tokens += found.completion_tokens
-            return Reply(found.text, found.prompt_tokens, found.completion_tokens, True)
-        try:
+        async with replay_or_claim(cache, key, self.profile, self.stats) as replay:
+            if replay is not None:
+                return replay
             paid = await self._request(sent, prefix_key if self.config.prompt_cache_key else None)
             if cache is not None:
                 cache.put(key, paid, self.profile)
-        finally:
-            if cache is not None and isinstance(found, Claim):
-                cache.release(found)  # once its reply is committed
         return Reply(paid.text, paid.prompt_tokens, paid.completion_tokens)
 
     async def _request(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
