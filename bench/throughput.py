@@ -30,6 +30,11 @@ buckets refilled evenly and full at the start, `x-ratelimit-*` headers, 429 "try
   its own start before the first request (making its HTTP client).
 - limit use by bucket: the same for each model's requests and tokens limits.
 
+A flaky provider (`--error-rate S`): share S of the requests answered 429, 500 or 503 at
+random, in equal shares, each with `retry-after-ms` `--error-retry-after-ms` (50) and no
+rate-limit header (an overloaded provider, not a limit); the line adds the errors the server
+injected and the run's score, which equals the clean run's (every request is sent again).
+
 `--limited-role judge` limits the judge's requests alone; `--one-model` asks for one model in
 both roles (a model that is also its judge: one limit, as OpenAI keeps one per model);
 `--rate-limit-schedule T:S,...` moves the limit (from T s after a model's first request the
@@ -284,8 +289,10 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         raise SystemExit(f"{args.runner} failed ({status}):\n{tail}")
     stats = server_stats(server.base_url)
     ungraded = 0
+    score = float("nan")
     if args.runner == "harness":
-        counts = json.loads((run_dir / "summary.json").read_text())["counts"]
+        summary = json.loads((run_dir / "summary.json").read_text())
+        counts, score = summary["counts"], summary["metrics"]["overall_score"]
         requests = counts["model_requests"] + counts["judge_requests"]
         ungraded = counts["ungraded_criteria"]
         evaluation = counts.get("evaluation_s") or wall
@@ -305,6 +312,8 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
         limited["ungraded"] = ungraded
     return {
         **limited,
+        "score": score,
+        "errors_injected": stats.get("errors_injected", 0),
         "requests": requests,
         "wall_s": wall,
         "evaluation_s": evaluation,
@@ -355,6 +364,15 @@ def limits_of(args: argparse.Namespace) -> dict:
         "rate_limit_bare": getattr(args, "rate_limit_bare", False),
         "rate_limited_first": first,
     }
+
+
+def flaky_of(args: argparse.Namespace) -> dict:
+    """A flaky provider's faults (`--error-rate`): random 429/500/503 with a short
+    `retry-after-ms` and no rate-limit header; {} for none."""
+    share = getattr(args, "error_rate", 0.0)
+    if not share:
+        return {}
+    return {"error_rate": share, "error_retry_after_ms": args.error_retry_after_ms}
 
 
 def main() -> None:
@@ -416,6 +434,12 @@ def main() -> None:
         help="answer the first N requests 429 without any rate-limit header (a burst)",
     )  # fmt: skip
     parser.add_argument(
+        "--error-rate", type=float, default=0.0, metavar="SHARE",
+        help="a flaky provider: this share of requests answered 429, 500 or 503 at random "
+        "(equal shares), each with retry-after-ms --error-retry-after-ms and no rate-limit header",
+    )  # fmt: skip
+    parser.add_argument("--error-retry-after-ms", type=float, default=50.0)
+    parser.add_argument(
         "--one-model", action="store_true",
         help="the model is also its judge: both roles ask for one model (one limit)",
     )  # fmt: skip
@@ -439,11 +463,17 @@ def main() -> None:
               "server_extra_ms", "start_s"]  # fmt: skip
     if limits_of(args):
         header += ["refused_429_share", "limit_use", "limit_use_evaluation"]
+    if flaky_of(args):  # the errors the server injected
+        header += ["errors_injected"]
+    if args.runner == "harness":  # the run's score: a flaky provider's equals a clean run's
+        header += ["score"]
     print("run  " + "  ".join(f"{h:>12}" for h in header))
     results = []
     latency = 0.0 if args.zero_latency else args.latency_ms
     jitter = 0.0 if args.zero_latency else args.jitter_ms
-    settings = server_args(latency_ms=latency, jitter_ms=jitter, **limits_of(args))
+    settings = server_args(
+        latency_ms=latency, jitter_ms=jitter, **limits_of(args), **flaky_of(args)
+    )
     # under rate limits each run gets a server of its own (every model's buckets full, as a
     # fresh account's), unless the runs share a cache (its key holds the server's URL)
     fresh = bool(limits_of(args)) and not args.reuse_cache

@@ -102,6 +102,7 @@ NUMERIC_RANGES: dict[str, Range] = {
     "offline_server.latency_ms": AT_LEAST_0,
     "offline_server.jitter_ms": AT_LEAST_0,
     "offline_server.error_rate": SHARE,
+    "offline_server.error_retry_after_ms": AT_LEAST_0,
     "offline_server.malformed_rate": SHARE,
     "offline_server.empty_reply_rate": SHARE,
     "offline_server.fenced_rate": SHARE,

@@ -225,6 +225,8 @@ class OfflineServerConfig:
     latency_ms: float = 0.0
     jitter_ms: float = 0.0
     error_rate: float = 0.0  # share of requests answered 429 / 500 / 503
+    # the `retry-after-ms` those injected errors carry (an overloaded provider, not a limit)
+    error_retry_after_ms: float = 5.0
     malformed_rate: float = 0.0  # chance that a judge reply is not a valid verdict (seeded)
     empty_reply_rate: float = 0.0  # share of model replies with empty content
     fenced_rate: float = 0.0  # share of verdicts fenced as ``` without `json` (unparseable)

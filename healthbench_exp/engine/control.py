@@ -30,6 +30,7 @@ from healthbench_exp.engine.fraction_stop import FractionStop, raise_if_over_fra
 from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.engine.stops import raise_if_given_up
 from healthbench_exp.model.access import OPENAI_DEFAULT_URL
+from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.health import EndpointHealth, Halt
 from healthbench_exp.model.roles import Roles
@@ -41,7 +42,7 @@ class RunControl:
     `runner`: the thresholds (dead endpoint, failure fraction, grace); `roles` and `urls`: the
     endpoints the run talks to (a batched judge is not watched: its replies come when the batch
     ends); `criteria`: every criterion the run's rows send to the judge; `kind`: the task's
-    (`eval` | `meta_eval`)."""
+    (`eval` | `meta_eval`); `clock`: the run's one clock, through its whole request path."""
 
     def __init__(
         self,
@@ -50,8 +51,10 @@ class RunControl:
         urls: Mapping[str, str | None],
         criteria: int,
         kind: str,
+        clock: Clock,
     ) -> None:
         self.halt = Halt()
+        self.clock = clock  # the run's one clock: its endpoints' and their health's
         self.healths: dict[str, EndpointHealth] = {
             name: EndpointHealth(
                 name,
@@ -59,6 +62,7 @@ class RunControl:
                 runner.dead_endpoint_calls,
                 runner.dead_endpoint_s,
                 self.halt,
+                clock.now,
             )
             for name, role in roles.needed.items()
             if not role.batch

@@ -141,7 +141,7 @@ async def evaluate_rows(
 
     try:
         async with (
-            watch_endpoints(progress.endpoints, runner.stall_notice_s, tick),
+            watch_endpoints(progress.endpoints, runner.stall_notice_s, tick, roles.clock),
             asyncio.TaskGroup() as group,
         ):
             for _ in range(places):
@@ -184,6 +184,7 @@ async def evaluate(
         settings.files,
         control.halt,
         control.healths,
+        control.clock,
     ) as opened:
         started = time.monotonic()
         try:

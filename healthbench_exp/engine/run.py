@@ -51,6 +51,7 @@ from healthbench_exp.engine.loop import LoopSettings, Reached, evaluate, run_asy
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
 from healthbench_exp.engine.stops import RunInterrupted, signals_held
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
 from healthbench_exp.model.probe import with_probed_limits
@@ -124,7 +125,9 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
                     sink.on_result(result, position)
                 summarizer.add(position, result)
 
-            control = RunControl(config.runner, roles, urls, task.criteria(items), task.kind)
+            control = RunControl(
+                config.runner, roles, urls, task.criteria(items), task.kind, SYSTEM_CLOCK
+            )
             reached = Reached(roles, urls, keys)
             evaluation = run_async(
                 evaluate(task, items, reached, loop, on_result, control), control.grace

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,8 +29,8 @@ from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
-from healthbench_exp.model.cache_claims import Claim
 from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.wire import PATHS, read_reply, with_messages
 
@@ -75,24 +74,17 @@ class BatchJudge:
     ) -> Reply:
         sent = self.endpoint.messages_for(messages)
         key = self.endpoint.request_key(sent, tag)
-        cache = self.endpoint.cache
-        # a miss is claimed until its reply is stored, as on the direct path: another run sharing
-        # the cache that batches the same call meanwhile waits for it and replays it
-        found = await cache.lookup(key, self.endpoint.profile) if cache is not None else None
-        if isinstance(found, CachedReply):
-            self.stats.cache_hits += 1
-            self.stats.replayed_prompt_tokens += found.prompt_tokens
-            self.stats.replayed_completion_tokens += found.completion_tokens
-            return Reply(found.text, found.prompt_tokens, found.completion_tokens, True)
-        try:
+        # a miss is claimed until its reply is stored (at the harvest), as on the direct path:
+        # another run sharing the cache that batches the same call meanwhile waits for it
+        endpoint = self.endpoint
+        async with replay_or_claim(endpoint.cache, key, endpoint.profile, self.stats) as replay:
+            if replay is not None:
+                return replay
             if key not in self.pending:
                 future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
                 self.pending[key] = (sent, future)
-                self.last_added = time.monotonic()
+                self.last_added = endpoint.clock.now()
             return await asyncio.shield(self.pending[key][1])
-        finally:
-            if cache is not None and isinstance(found, Claim):
-                cache.release(found)  # its reply was stored at the harvest: once committed
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -112,8 +104,8 @@ class BatchJudge:
 
     async def _submit_when_settled(self) -> None:
         while True:
-            await asyncio.sleep(min(0.2, SETTLE_S))
-            settled = time.monotonic() - self.last_added >= SETTLE_S
+            await self.endpoint.clock.sleep(min(0.2, SETTLE_S))
+            settled = self.endpoint.clock.now() - self.last_added >= SETTLE_S
             if self.pending and settled and not self.busy():
                 batch, self.pending = self.pending, {}
                 try:
@@ -178,7 +170,7 @@ class BatchJudge:
                 getattr(counts, "completed", "?"),
                 getattr(counts, "total", "?"),
             )
-            await asyncio.sleep(self.poll_s)
+            await self.endpoint.clock.sleep(self.poll_s)
         answered: set[str] = set()
         if batch.output_file_id:
             content = await self.client.files.content(batch.output_file_id)

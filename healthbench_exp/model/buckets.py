@@ -282,7 +282,8 @@ class HeaderBuckets:
         self._refill(now)
         travelling = self._sent_before(ticket, at)
         clean = not any(travelling.values())  # no request of unknown order: an exact reading
-        on_the_way = _to_admission_s(headers, ticket.sent_at, now)
+        # from its sending to its admission, at most (0: the reply does not say when)
+        on_the_way = 0.0 if at is None else max(0.0, at - ticket.sent_at)
         self.delays.append(on_the_way if at is not None else now - ticket.sent_at)
         for kind, remaining in told:
             if remaining is None:
@@ -369,16 +370,3 @@ def _admitted_at(headers: Mapping[str, str], now: float) -> float | None:
         return now - float(processing) / 1000.0
     except ValueError:
         return None
-
-
-def _to_admission_s(headers: Mapping[str, str], sent_at: float, now: float) -> float:
-    """Seconds at most from the sending (`sent_at`) of a request to its admission: its
-    reply came `now`, and the server held it `openai-processing-ms` (0: the reply does not say)."""
-    processing = headers.get("openai-processing-ms")
-    if processing is None:
-        return 0.0
-    try:
-        held_s = float(processing) / 1000.0
-    except ValueError:
-        return 0.0
-    return max(0.0, now - held_s - sent_at)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -23,8 +22,8 @@ from healthbench_exp.core.endpoint_errors import (
 )
 from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
 from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache, prompt_chars
-from healthbench_exp.model.cache_claims import Claim
 from healthbench_exp.model.cache_profiles import Profile
+from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.health import (
     CONNECTION_ERRORS,
@@ -38,7 +37,15 @@ from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
 from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
 from healthbench_exp.model.http import DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
-from healthbench_exp.model.ratelimit import EndpointPacer, TurnLapsed, classify_429
+from healthbench_exp.model.ratelimit import (
+    EndpointPacer,
+    RateLimited,
+    Refusal,
+    TurnLapsed,
+    brief_refusal,
+    classify_429,
+)
+from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.spend_journal import SpendJournal
 from healthbench_exp.model.tickets import Ticket
@@ -65,27 +72,21 @@ class QuotaExhausted(FatalEndpointError):
     """429 `insufficient_quota` (billing, credit): stop the run; once fixed, resume it."""
 
 
-class RateLimited(Exception):
-    """A rate-limit 429: the request is sent again after `wait_s` (not a failure)."""
-
-    def __init__(self, wait_s: float) -> None:
-        super().__init__(f"rate limited; wait {wait_s:.3f} s")
-        self.wait_s = wait_s
-
-
 def _not_watched(kind: str, error: str) -> None:
     """An endpoint no run watches counts its failed attempts nowhere."""
 
 
 @dataclass(frozen=True)
 class Shared:
-    """What the endpoints of a run share: the response cache, the cap on requests in flight
-    together (`runner.max_in_flight`), the budget (`budget.max_usd`), the event loop's turns
-    (`LoopTurns`) and the run's stop (`halt`, `model.health.Halt`: once set, no request is
-    sent; the budget sets it when it refuses a request; the run's `engine.control.RunControl`
-    owns it)."""
+    """What the endpoints of a run share: the run's stop (`halt`, `model.health.Halt`: once set,
+    no request is sent; the budget sets it when it refuses a request; the run's
+    `engine.control.RunControl` owns it), the run's one clock (every time the request path
+    reads, every wait it sleeps: pacer, buckets, limits, retries, the stall notice's silence),
+    the response cache, the cap on requests in flight together (`runner.max_in_flight`), the
+    budget (`budget.max_usd`) and the event loop's turns (`LoopTurns`)."""
 
     halt: Halt
+    clock: Clock
     cache: ResponseCache | None = None
     limit: asyncio.Semaphore | None = None
     budget: Budget | None = None
@@ -106,26 +107,29 @@ class ChatEndpoint:
         temperature: float | None,
         max_tokens: int | None,
         transport: Transport | None = None,
-        shared: Shared | None = None,
+        shared: Shared,
         identity: str | None = None,
         on_attempt_failed: Callable[[str, str], None] | None = None,
     ) -> None:
         transport = transport or Transport()
-        shared = shared or Shared(Halt())  # an endpoint on its own (a probe): its own stop
         cache = shared.cache
+        self.clock = clock = shared.clock
         self.role = role
         self.config = config
-        self.limit = AdaptiveLimit(config.max_concurrency)
+        self.limit = AdaptiveLimit(config.max_concurrency, clock.now)
         self.stats = EndpointStats(lowest_limit=config.max_concurrency)
         # every request starts through it: a rate-limit 429 pauses and paces them all
         self.pacer = EndpointPacer(
-            role, config.rate_limit.requests_per_minute, config.rate_limit.tokens_per_minute
+            role,
+            config.rate_limit.requests_per_minute,
+            config.rate_limit.tokens_per_minute,
+            clock,
         )
         self.url = base_url or OPENAI_DEFAULT_URL
         self.timeout_s = transport.timeout_s
         # when a reply (any HTTP answer) last came, and since when requests have been in flight:
         # the later of the two is how long the endpoint has been silent (see `silent_for`)
-        self.last_reply_at = self.busy_since = time.monotonic()
+        self.last_reply_at = self.busy_since = clock.now()
         # every attempt that brought nothing usable, by kind (`model.health.KINDS`) and its
         # error: the run's `EndpointHealth.attempt_failed` when the run watches it
         self.on_attempt_failed: Callable[[str, str], None] = on_attempt_failed or _not_watched
@@ -146,6 +150,7 @@ class ChatEndpoint:
             PATHS[self.api],
             self._unanswered,
             self._before_retry,
+            clock.sleep,
         )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk
@@ -161,6 +166,7 @@ class ChatEndpoint:
                 path=PATHS[self.api],
                 on_unanswered=self._unanswered,
                 before_retry=self._before_retry,
+                sleep=clock.sleep,
             )
         self.cache = cache
         self.shared_limit = shared.limit  # runner.max_in_flight, shared with the other endpoints
@@ -186,12 +192,13 @@ class ChatEndpoint:
         return self.sdk.clients
 
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
-        self.last_reply_at = time.monotonic()
+        self.last_reply_at = self.clock.now()
         _answer_headers.set(headers)
         self.pacer.buckets.heard(headers)
         if status == 429:
             self.stats.rate_limited += 1
-            self.limit.rate_limited()
+            if not brief_refusal(headers):  # a brief one delays its own request alone
+                self.limit.rate_limited()
             self.stats.lowest_limit = self.limit.lowest
         kind = answer_failure(status, headers)
         if kind:
@@ -201,7 +208,7 @@ class ChatEndpoint:
         """An attempt that got no HTTP answer: counted by kind; a refused connection is an
         answer of sorts (the stall notice is for an endpoint that accepts and stays silent)."""
         if error.kind == CONNECTION_REFUSED:
-            self.last_reply_at = time.monotonic()
+            self.last_reply_at = self.clock.now()
         kinds = {CONNECTION_REFUSED: REFUSED, TIMED_OUT: NO_REPLY}
         self.on_attempt_failed(kinds.get(error.kind, CONNECTION_ERRORS), str(error))
 
@@ -234,19 +241,12 @@ class ChatEndpoint:
         sent = self.messages_for(messages)
         cache = self.cache
         key = self.request_key(sent, tag) if cache is not None else ""
-        found = await cache.lookup(key, self.profile) if cache is not None else None
-        if isinstance(found, CachedReply):
-            self.stats.cache_hits += 1
-            self.stats.replayed_prompt_tokens += found.prompt_tokens
-            self.stats.replayed_completion_tokens += found.completion_tokens
-            return Reply(found.text, found.prompt_tokens, found.completion_tokens, True)
-        try:
+        async with replay_or_claim(cache, key, self.profile, self.stats) as replay:
+            if replay is not None:
+                return replay
             paid = await self._request(sent, prefix_key if self.config.prompt_cache_key else None)
             if cache is not None:
                 cache.put(key, paid, self.profile)
-        finally:
-            if cache is not None and isinstance(found, Claim):
-                cache.release(found)  # once its reply is committed
         return Reply(paid.text, paid.prompt_tokens, paid.completion_tokens)
 
     async def _request(self, sent: list[dict[str, str]], prefix_key: str | None) -> CachedReply:
@@ -262,6 +262,7 @@ class ChatEndpoint:
             buckets = pacer.buckets
             _answer_headers.set(None)
             sending = partial(pacer.sending, ticket)  # the level once sent
+            refusal: Refusal | None = None
             try:
                 reply = await self._send(sent, prefix_key, sending)
                 self._learn(ticket)  # answered: learnt from before it ends
@@ -269,10 +270,12 @@ class ChatEndpoint:
                 continue
             except RateLimited as refused:
                 self._learn(ticket, admitted=False)
-                pacer.rate_limited(refused.wait_s, ticket.started_at)
-                continue
+                refusal = refused.refusal
             finally:
                 buckets.ended(ticket)  # never sent: its cost back; unanswered: out of flight
+            if refusal is not None:  # waited out (this request, or the endpoint), sent again
+                await pacer.refused(refusal, ticket.started_at)
+                continue
             pacer.succeeded(ticket.started_at)
             return reply
 
@@ -307,7 +310,7 @@ class ChatEndpoint:
                 raise
         cost: float | None = 0.0
         if stats.in_flight == 0:
-            self.busy_since = time.monotonic()
+            self.busy_since = self.clock.now()
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         success = False
@@ -347,7 +350,7 @@ class ChatEndpoint:
                         f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
                     ) from exc
                 if not refusal.too_large:
-                    raise RateLimited(refusal.wait_s) from None
+                    raise RateLimited(refusal) from None
                 self._failed("RequestTooLarge")  # (its attempt counted in `_answered`)
                 raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
             if exc.status is not None and exc.status < 300:  # a 2xx whose reply is not JSON

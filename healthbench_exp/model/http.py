@@ -20,7 +20,7 @@ import math
 import os
 import random
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -159,7 +159,9 @@ class DirectPoster:
         path: str = "/chat/completions",
         on_unanswered: Callable[[HttpError], None] = lambda error: None,
         before_retry: Callable[[], None] = lambda: None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self.sleep = sleep  # the run's clock's: the waits between retries
         self.url = base_url.rstrip("/") + path  # the endpoint's API (`model.wire.PATHS`)
         self.headers = {
             "Authorization": f"Bearer {api_key}",
@@ -233,7 +235,7 @@ class DirectPoster:
             if attempt >= self.max_retries:
                 raise error
             self.before_retry()
-            await asyncio.sleep(retry_delay_s(attempt, headers))
+            await self.sleep(retry_delay_s(attempt, headers))
             attempt += 1
 
     async def close(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from healthbench_exp.model.reply_json import tokens
@@ -61,12 +61,16 @@ class EndpointStats:
 class AdaptiveLimit:
     """At most `limit` requests in flight, adapted to rate limiting (AIMD).
 
-    A 429 answer halves the limit (at most once per `cooldown_s`, so one burst counts once); every
-    `limit` successes raise it by one, back up to `maximum`. Waiters queue first in, first out;
-    every operation is O(1), with no wake-ups of waiters that cannot proceed.
+    A 429 answer halves the limit (at most once per `cooldown_s` of `clock`, the run's, so one
+    burst counts once); every `limit` successes raise it by one, back up to `maximum`. Waiters
+    queue first in, first out; every operation is O(1), with no wake-ups of waiters that cannot
+    proceed.
     """
 
-    def __init__(self, maximum: int, cooldown_s: float = 1.0) -> None:
+    def __init__(
+        self, maximum: int, clock: Callable[[], float] = time.monotonic, cooldown_s: float = 1.0
+    ) -> None:
+        self.clock = clock
         self.maximum = self.limit = self.lowest = maximum
         self.cooldown_s = cooldown_s
         self.in_use = 0
@@ -106,7 +110,7 @@ class AdaptiveLimit:
                 waiter.set_result(None)
 
     def rate_limited(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if now - self.last_cut >= self.cooldown_s:
             self.last_cut = now
             self.limit = max(1, self.limit // 2)

@@ -6,7 +6,9 @@ request to an endpoint starts through its `EndpointPacer`, so a 429 slows all of
 together: the whole endpoint pauses for as long as the server says (`retry-after-ms`,
 `retry-after`, "Please try again in 1.2s", or the `x-ratelimit-reset-*` header of the exhausted
 limit), then requests start at a pace (requests per second) set a little below what the server
-accepted lately, which rises again while no 429 comes. Only a quota error
+accepted lately, which rises again while no 429 comes. A brief refusal (a 429 that asks to
+come back within BRIEF_WAIT_S and carries no rate-limit header: an overloaded provider, not a
+limit) delays only the request refused, unless such refusals grow common. Only a quota error
 (`insufficient_quota`: billing, credit) stops the run; see `classify_429`.
 """
 
@@ -43,6 +45,15 @@ RAMP_PER_REQUEST = 0.0005
 CEILING_FLOOR = 0.5  # of the pace refused: the least the rate climbed back to quickly can be
 SHOWN_RATE_BELOW = 10_000.0  # the progress line names a pace below this (requests a second)
 NOTICE_EVERY_S = 30.0  # one log line per endpoint at most this often
+# a 429 that asks to come back within this many seconds (its Retry-After) and carries no
+# x-ratelimit-* header is brief: the server overloaded for a moment (a flaky provider), not a
+# limit; it delays the request refused and neither pauses nor slows the endpoint ...
+BRIEF_WAIT_S = 0.5
+# ... unless brief refusals are more than this share of the endpoint's last BRIEF_WINDOW
+# answers: a limit that names a short wait (its refused requests would otherwise be re-sent
+# into it at once; 12% refused under a header-less 600 a minute, against 1.7% paced)
+BRIEF_SHARE_MAX = 0.25
+BRIEF_WINDOW = 32
 
 _TRY_AGAIN = re.compile(
     r"try again in\s+((?:\d+(?:\.\d+)?(?:ms|h|m|s))+|\d+(?:\.\d+)?\s*(?:seconds?|secs?))",
@@ -90,15 +101,35 @@ class TurnLapsed(Exception):
     27% of a run's requests refused under a limit of 600 a minute."""
 
 
+def brief_refusal(headers: Mapping[str, str]) -> bool:
+    """A 429 with these headers is brief: its Retry-After asks to come back within
+    BRIEF_WAIT_S and it carries no `x-ratelimit-*` header (an overloaded provider's refusal,
+    not a limit's; see `EndpointPacer.refused`)."""
+    told = retry_after_s(headers)
+    if told is None or not 0 <= told <= BRIEF_WAIT_S:
+        return False
+    return not any(name.lower().startswith("x-ratelimit-") for name in headers)
+
+
+class RateLimited(Exception):
+    """A rate-limit 429 (`refusal`): the request is sent again after its wait (not a failure)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(f"rate limited; wait {refusal.wait_s:.3f} s")
+        self.refusal = refusal
+
+
 @dataclass(frozen=True)
 class Refusal:
     """What a 429 means: `quota` (stop the run), `too_large` (can never pass: fail this request),
-    else a rate limit to wait out for `wait_s` seconds."""
+    else a rate limit to wait out for `wait_s` seconds; `brief` (`brief_refusal`): the server
+    asked for a short wait without telling of a limit."""
 
     quota: bool
     too_large: bool
     wait_s: float
     message: str
+    brief: bool = False
 
 
 def classify_429(headers: Mapping[str, str], body: object) -> Refusal:
@@ -111,7 +142,8 @@ def classify_429(headers: Mapping[str, str], body: object) -> Refusal:
     quota = code in _QUOTA_CODES or kind in _QUOTA_CODES
     too_large = message.lower().startswith("request too large")
     limit_type = kind if kind in ("requests", "tokens") else None
-    return Refusal(quota, too_large, wait_from_429(headers, message, limit_type), message)
+    wait_s = wait_from_429(headers, message, limit_type)
+    return Refusal(quota, too_large, wait_s, message, brief_refusal(headers))
 
 
 class EndpointPacer:
@@ -151,6 +183,8 @@ class EndpointPacer:
         self.next_start = 0.0  # the start time the next paced request gets
         self.last_cut = float("-inf") if self.base_rate is None else clock.now()
         self.successes: deque[tuple[float, float]] = deque()  # answered at, started at
+        # the last BRIEF_WINDOW answers: True for a brief 429 (see `refused`)
+        self.recent_brief: deque[bool] = deque(maxlen=BRIEF_WINDOW)
         self.limited_since = -math.inf  # when the first cut came (see `_accepted_rate`)
         self.first_start: float | None = None
         self._gate = asyncio.Lock()  # the queue of held-back requests (FIFO)
@@ -246,9 +280,27 @@ class EndpointPacer:
     def succeeded(self, started_at: float | None = None) -> None:
         """A request that started at `started_at` (None: now) was answered now."""
         now = self.clock.now()
+        self.recent_brief.append(False)
         self.successes.append((now, now if started_at is None else started_at))
         while self.successes and self.successes[0][0] < now - OBSERVE_S:
             self.successes.popleft()
+
+    async def refused(self, refusal: Refusal, started_at: float) -> None:
+        """A request started at `started_at` was refused (a rate-limit 429, `refusal`): a brief
+        refusal (`Refusal.brief`) sleeps its own wait on the clock and returns, neither pausing
+        nor slowing the other requests (at 10% random refusals, each a cut, a run took ten
+        times as long), unless brief refusals were more than BRIEF_SHARE_MAX of the last
+        BRIEF_WINDOW answers (a limit that names a short wait), or the endpoint was paced as a
+        limit once (its 429s then tell of that limit: the probes past it); any other refusal
+        pauses and re-paces the endpoint (`rate_limited`). Either way the request then starts
+        again."""
+        self.recent_brief.append(refusal.brief)
+        noise = sum(self.recent_brief) <= BRIEF_SHARE_MAX * BRIEF_WINDOW
+        if refusal.brief and noise and self.limited_since == -math.inf:
+            self.requeued += 1
+            await self.clock.sleep(refusal.wait_s)
+            return
+        self.rate_limited(refusal.wait_s, started_at)
 
     def rate_limited(self, wait_s: float, started_at: float) -> None:
         """A request started at `started_at` was refused for `wait_s` seconds: pause, re-pace
@@ -331,11 +383,6 @@ class EndpointPacer:
             parts.append(f"limit {per_minute:,.0f} {kind}/min")
         state = "rate-limited" if self.requeued else "paced"
         return f"{state} {self.role}: " + ", ".join(parts or ["recovered"])
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def share_buckets(pacers: Iterable[tuple[Hashable, EndpointPacer]]) -> None:

@@ -36,6 +36,7 @@ from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.batch import BatchJudge
 from healthbench_exp.model.cache import ResponseCache, cache_dir
 from healthbench_exp.model.cache_file import CALL_JOURNAL
+from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import EndpointHealth, Halt
@@ -192,6 +193,11 @@ class OpenRoles:
         return None if entry is None else entry.completer
 
     @property
+    def clock(self) -> Clock:
+        """The run's one clock, shared by its endpoints (`model.endpoint.Shared`)."""
+        return self.endpoints[0].clock
+
+    @property
     def endpoints(self) -> list[ChatEndpoint]:
         """Every open endpoint (the progress line and the stall watch show them)."""
         return [entry.endpoint for entry in self.opened.values()]
@@ -222,11 +228,12 @@ async def open_roles(
     files: RunFiles,
     halt: Halt,
     healths: Mapping[str, EndpointHealth],
+    clock: Clock,
 ) -> AsyncIterator[OpenRoles]:
     """Open every needed role (its URL in `urls`, its key in `keys`), sharing the response cache,
-    the in-flight cap, the budget and the run's stop (`halt`); each endpoint with a health in
-    `healths` (by role) reports every failed attempt to it. A batched judge's batches are
-    recorded in the run's directory, through `files`.
+    the in-flight cap, the budget, the run's stop (`halt`) and its one `clock`; each endpoint
+    with a health in `healths` (by role) reports every failed attempt to it. A batched judge's
+    batches are recorded in the run's directory, through `files`.
     Closed on exit.
 
     With `cache.enabled=false` the roles share the run's own call journal instead
@@ -245,6 +252,7 @@ async def open_roles(
     journal = SpendJournal(files)  # what this invocation pays, kept if it is killed
     shared = Shared(
         halt=halt,
+        clock=clock,  # the run's one clock, through the whole request path
         cache=cache,
         limit=asyncio.Semaphore(runner.max_in_flight) if runner.max_in_flight else None,
         budget=budget_of(budget_config, files.directory),

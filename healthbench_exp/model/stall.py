@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
+
+from healthbench_exp.model.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +55,30 @@ def stall_notices(
 
 
 async def _watch(
-    endpoints: Sequence[Watched], stall_notice_s: float, on_tick: Callable[[], None]
+    endpoints: Sequence[Watched],
+    stall_notice_s: float,
+    on_tick: Callable[[], None],
+    clock: Clock,
 ) -> None:
     noticed: dict[str, float] = {}
     tick = min(1.0, stall_notice_s / 2)
     while True:
-        await asyncio.sleep(tick)
-        for notice in stall_notices(endpoints, stall_notice_s, noticed, time.monotonic()):
+        await clock.sleep(tick)
+        for notice in stall_notices(endpoints, stall_notice_s, noticed, clock.now()):
             log.warning("%s", notice)
         on_tick()
 
 
 @contextlib.asynccontextmanager
 async def watch_endpoints(
-    endpoints: Sequence[Watched], stall_notice_s: float, on_tick: Callable[[], None]
+    endpoints: Sequence[Watched],
+    stall_notice_s: float,
+    on_tick: Callable[[], None],
+    clock: Clock,
 ) -> AsyncIterator[None]:
-    """Watch `endpoints` for silence (and call `on_tick` about once a second) while inside."""
-    task = asyncio.create_task(_watch(endpoints, stall_notice_s, on_tick))
+    """Watch `endpoints` for silence (and call `on_tick` about once a second of `clock`, the
+    run's: the endpoints' silences are read on it) while inside."""
+    task = asyncio.create_task(_watch(endpoints, stall_notice_s, on_tick, clock))
     try:
         yield
     finally:

@@ -13,7 +13,7 @@ module-level client breaks the second job of a multirun with "Event loop is clos
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,8 +67,10 @@ class SdkClients:
         path: str = "/chat/completions",
         on_unanswered: OnUnanswered = lambda error: None,
         before_retry: Callable[[], None] = lambda: None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.settings = settings
+        self.sleep = sleep  # the run's clock's: the waits between retries
         self.path = path  # what `post` posts to: the endpoint's API (`model.wire.PATHS`)
         self.transport = transport
         self.max_concurrency = max_concurrency
@@ -159,7 +161,7 @@ class SdkClients:
             if attempt >= self.transport.max_retries:
                 raise error
             self.before_retry()
-            await asyncio.sleep(retry_delay_s(attempt, headers))
+            await self.sleep(retry_delay_s(attempt, headers))
             attempt += 1
 
     async def close(self) -> None:

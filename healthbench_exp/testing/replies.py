@@ -273,7 +273,7 @@ def completion_response(
         return (
             status,
             {"error": {"message": f"injected {status}", "type": "injected"}},
-            {"retry-after-ms": "5"},
+            {"retry-after-ms": f"{rates.error_retry_after_ms:g}"},
         )
     draw = (draw - rates.error_rate) / max(1e-12, 1.0 - rates.error_rate)
     last = str(messages[-1].get("content", "")) if messages else ""

@@ -66,6 +66,7 @@ GIVEN_WITH = {
 }
 HELP = {
     "error_rate": "share answered 429/500/503",
+    "error_retry_after_ms": "the retry-after-ms of those errors",
     "malformed_rate": "share of bad verdicts",
     "fenced_rate": "share of verdicts fenced without `json`",
     "judge_error_rate": "judge 500s",

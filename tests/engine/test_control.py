@@ -19,6 +19,7 @@ from healthbench_exp.config.schema import Config
 from healthbench_exp.core.endpoint_errors import RequestFailed
 from healthbench_exp.engine.control import RunControl
 from healthbench_exp.engine.run import roles_of
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.health import REFUSED, EndpointStopped
 from healthbench_exp.model.roles import JUDGE, MODEL, open_roles
 from healthbench_exp.output.run_dir import RunDirectory
@@ -28,7 +29,7 @@ from tests.engine.test_runner import make_config
 def control_of(config: Config, base_url: str) -> RunControl:
     roles = roles_of(config)
     urls: dict[str, str | None] = {name: base_url for name in roles.needed}
-    return RunControl(config.runner, roles, urls, criteria=10, kind="eval")
+    return RunControl(config.runner, roles, urls, criteria=10, kind="eval", clock=SYSTEM_CLOCK)
 
 
 def test_the_endpoints_share_the_controls_halt_and_report_to_its_health(tmp_path: Path) -> None:
@@ -53,8 +54,12 @@ def test_the_endpoints_share_the_controls_halt_and_report_to_its_health(tmp_path
             RunDirectory(tmp_path),
             control.halt,
             control.healths,
+            control.clock,
         ) as opened:
-            shared = all(endpoint.halt is control.halt for endpoint in opened.endpoints)
+            shared = all(
+                endpoint.halt is control.halt and endpoint.clock is control.clock
+                for endpoint in opened.endpoints
+            )
             with control.watching(opened.endpoints), pytest.raises(RequestFailed):
                 await opened.opened[JUDGE].endpoint.complete([{"role": "user", "content": "hi"}])
             return shared

@@ -22,8 +22,9 @@ import pytest
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.endpoint_errors import RequestFailed
 from healthbench_exp.core.run_end import Exit
-from healthbench_exp.model.endpoint import ChatEndpoint
-from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS, answer_failure
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared
+from healthbench_exp.model.health import BARE_429, REFUSED, SERVER_ERRORS, Halt, answer_failure
 from healthbench_exp.model.transport import Transport
 from tests.e2e.test_e2e import run_cli
 
@@ -173,6 +174,7 @@ def test_each_refused_attempt_is_seen_and_read_as_a_refusal(http_client: HttpCli
             temperature=None,
             max_tokens=None,
             transport=Transport(max_retries=2, timeout_s=30.0, http_client=http_client),
+            shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),
             on_attempt_failed=lambda kind, error: seen.append(kind),
         )
         before = endpoint.last_reply_at

@@ -23,7 +23,9 @@ from healthbench_exp.grading.grader import (
     rubric_item_text,
     unfenced,
 )
-from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.health import Halt
 from healthbench_exp.testing.replies import judge_reply
 from tests.e2e.test_e2e import REPO
 from tests.model.test_reasoning_effort import RecordingServer
@@ -124,6 +126,7 @@ def judge_endpoint(base_url: str) -> ChatEndpoint:
         temperature=0.5,
         max_tokens=2048,
         transport=Transport(max_retries=0, timeout_s=10),
+        shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),
     )
 
 

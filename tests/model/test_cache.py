@@ -162,7 +162,12 @@ def test_adaptive_limit_caps_requests_in_flight() -> None:
 
 
 def test_rate_limiting_lowers_the_limit_and_the_run_completes(loopback_server, tmp_path) -> None:
-    server = loopback_server(error_rate=0.3, latency_ms=5, seed=1)
+    # 30% of the requests refused at random (429/500/503 with a 5 ms Retry-After: brief, they
+    # delay the request refused alone) and the first 4 judge calls refused without any header
+    # (a limit's 429s: they halve the judge's requests in flight)
+    server = loopback_server(
+        error_rate=0.3, latency_ms=5, seed=1, rate_limited_first=4, limited_role="judge"
+    )
     config = make_config(server.base_url, sampling=SamplingConfig())
     # 11 attempts per call: a call fails for good with probability 0.3**11, about 2e-6
     config = replace(

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from healthbench_exp.config.schema import EndpointConfig
-from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.health import Halt
 from healthbench_exp.model.ratelimit import DEFAULT_WAIT_S, EndpointPacer
 
 
@@ -23,6 +25,7 @@ async def send_calls(base_url: str, calls: int, in_flight: int = 8) -> EndpointP
         temperature=None,
         max_tokens=16,
         transport=Transport(max_retries=0, timeout_s=30),
+        shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),
     )
     prompts = [f"{i:04d} say something" for i in range(calls)]
     try:

@@ -13,7 +13,9 @@ import pytest
 
 from healthbench_exp.config.schema import EndpointConfig, OfflineServerConfig
 from healthbench_exp.model.buckets import FIRST_BURST_TOKENS, HEADROOM, HeaderBuckets
-from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.health import Halt
 from healthbench_exp.model.ratelimit import EndpointPacer
 from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.testing.limits import AccountLimits, Bucket, parse_schedule
@@ -209,6 +211,7 @@ async def send_judge_calls(base_url: str, calls: int) -> None:
         temperature=None,
         max_tokens=COST - 400,
         transport=Transport(max_retries=0, timeout_s=30),
+        shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),
     )
     prompts = [f"{i:04d} " + "x" * (4 * 400 - 5) for i in range(calls)]
     try:

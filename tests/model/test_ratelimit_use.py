@@ -11,7 +11,9 @@ import asyncio
 import pytest
 
 from healthbench_exp.config.schema import EndpointConfig
-from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.health import Halt
 
 REQUESTS = 120  # sent at once; at most CONCURRENCY in flight
 CONCURRENCY = 24
@@ -36,6 +38,7 @@ async def send_all(base_url: str) -> None:
         temperature=None,
         max_tokens=MAX_TOKENS,
         transport=Transport(max_retries=0, timeout_s=30),
+        shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),
     )
     prompts = [f"{i:04d} " + "x" * (4 * PROMPT_TOKENS - 5) for i in range(REQUESTS)]
     try:

@@ -18,7 +18,9 @@ from openai.types.shared import ReasoningEffort
 
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.schema import REASONING_EFFORTS, ConfigError, EndpointConfig
-from healthbench_exp.model.endpoint import ChatEndpoint, Transport, request_body
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport, request_body
+from healthbench_exp.model.health import Halt
 from healthbench_exp.testing.routes import OfflineServer
 from tests.config.test_config import composed
 
@@ -52,6 +54,7 @@ async def send_one(config: EndpointConfig, temperature: float | None, max_tokens
         temperature=temperature,
         max_tokens=max_tokens,
         transport=Transport(max_retries=0, timeout_s=10),
+        shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),
     )
     try:
         await endpoint.complete([{"role": "user", "content": "hello"}], tag="t")

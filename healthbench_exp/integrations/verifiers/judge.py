@@ -17,7 +17,9 @@ from pydantic import Field
 
 from healthbench_exp.config.schema import REFERENCE_SYSTEM_MESSAGE, ConfigError
 from healthbench_exp.config.schema import JudgeConfig as EndpointJudgeConfig
-from healthbench_exp.model.endpoint import ChatEndpoint, Transport
+from healthbench_exp.model.clock import SYSTEM_CLOCK
+from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.health import Halt
 
 REFERENCE_JUDGE = "gpt-4.1-2025-04-14"  # the reference grader (SPEC section 2)
 KEY_ENV_VARS = ("JUDGE_API_KEY", "OPENAI_API_KEY")  # read in this order when no key is named
@@ -116,4 +118,5 @@ def judge_endpoint(settings: HealthBenchTaskConfig) -> ChatEndpoint:
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         transport=Transport(settings.judge_max_retries, settings.judge_timeout_s),
+        shared=Shared(halt=Halt(), clock=SYSTEM_CLOCK),  # the judge's own run: its one clock
     )
