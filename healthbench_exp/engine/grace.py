@@ -9,7 +9,9 @@ the response cache written, so a resume replays them free; a row whose judge cal
 sent ends `not run` with its model reply kept). Once every row in progress has ended, or the
 grace is over, or a second signal came, the run stops as any interrupted run does
 (`engine.stops.interruptible`). A request still unanswered then is cancelled and counted as
-abandoned in flight, with an estimate of its cost (`model.costs`).
+abandoned in flight, with an estimate of its cost (`model.costs`). A run whose rows had all
+started and whose calls all answered within the grace is complete: it ends as completed
+(`answered_all`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class StopGrace:
         self.grace_s = grace_s
         self.endpoints: Sequence[ChatEndpoint] = ()
         self.halt: Halt | None = None
+        self.signum: int | None = None  # the stopping signal whose grace began
 
     def attach(self, endpoints: Sequence[ChatEndpoint], halt: Halt) -> None:
         """Watch these endpoints (the run's, open) and halt the run through `halt`."""
@@ -61,4 +64,11 @@ class StopGrace:
             self.grace_s,
             again,
         )
+        self.signum = signum
         return self.grace_s
+
+    def answered_all(self) -> bool:
+        """Whether a stopping signal's grace began and the run then ended by itself with nothing
+        held back (`model.health.Halt.held_back`): every row had started and each of their
+        calls was sent and answered within the grace, so the run is complete, not cut short."""
+        return self.signum is not None and self.halt is not None and not self.halt.held_back

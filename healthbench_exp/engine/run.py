@@ -45,6 +45,7 @@ from healthbench_exp.engine.endpoints import (
 from healthbench_exp.engine.estimate import estimate_run
 from healthbench_exp.engine.fraction_stop import FractionStop, raise_if_over_fraction
 from healthbench_exp.engine.grace import StopGrace
+from healthbench_exp.engine.late_signals import DeferredSignals
 from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
@@ -101,6 +102,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     finished = 0
     counters: dict[str, object] = {}  # the roles' counters, however the evaluation ended
     accounted = False  # this invocation's usage is in invocations.jsonl
+    finishing = DeferredSignals()  # once the work is done, a signal lets the outputs finish
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
             builtin_server(demo, config.offline_server) as server,
@@ -137,6 +139,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
                 ),
                 grace,
             )
+            finishing.begin(grace.signum if grace.answered_all() else None)
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = summarizer.summary(measured)
@@ -155,11 +158,13 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         for sink in sinks:  # in order: local outputs complete before W&B finishes
             sink.finish(summary)
             finished += 1
+        finishing.end(complete=True)
         # what finished is written: now say why it ended
         raise_if_given_up(healths, output_dir, summary)
         for stop in fraction:
             raise_if_over_fraction(stop, output_dir, summary, config.runner.max_failure_fraction)
     except BaseException as exc:
+        finishing.end(complete=False)
         if counters and not accounted:  # cut short: what it paid is still the run's
             cut = record_cut_short(settings, roles, counters, began, time.monotonic() - started)
             if isinstance(exc, RunInterrupted) and (note := abandoned_text(cut)):

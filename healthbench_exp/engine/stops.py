@@ -206,7 +206,9 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
             loop.remove_signal_handler(s)  # this resets the handler to the default: restore
             if handler is not None:
                 signal.signal(s, handler)
-    if received:  # halted by the signal, its requests in flight answered: it ended by itself
+    # halted by the signal, its requests in flight answered: it ended by itself, complete
+    # unless the halt held back a row or a call
+    if received and (grace is None or not grace.answered_all()):
         raise RunInterrupted(received[0])
     return result
 

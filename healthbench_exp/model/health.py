@@ -66,6 +66,9 @@ class Halt:
     def __init__(self) -> None:
         self.reason = ""  # empty while the run goes on
         self.leaving = False  # a stopping signal came: no row starts either (`leave`)
+        # since the halt, a request or a row was held back (refused by `check`, or a row not
+        # started): the run is short of its end, not only stopped after it
+        self.held_back = False
 
     def stop(self, reason: str) -> None:
         """Halt the run (the first reason is kept)."""
@@ -81,6 +84,7 @@ class Halt:
     def check(self) -> None:
         """Raise `EndpointStopped` if the run is halted (called before a request goes out)."""
         if self.reason:
+            self.held_back = True
             raise EndpointStopped(self.reason)
 
 
