@@ -34,6 +34,7 @@ from healthbench_exp.engine import late_signals
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import (
     RunInterrupted,
+    StoppedEarly,
     signal_text,
     signals_held,
     signals_interrupt,
@@ -137,6 +138,9 @@ def run_app(cfg: DictConfig) -> float | None:
             return None
         record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
+        if isinstance(exc, StoppedEarly) and exc.summary is not None:  # its outputs are written
+            print(console.format_report(exc.summary))
+            print(f"\noutputs: {output_dir}")
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
         score = end(ending, run_dir, sweep_dir, parallel)
         stop_after_finishing(sweep_dir, parallel)

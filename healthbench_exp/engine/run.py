@@ -49,7 +49,12 @@ from healthbench_exp.engine.late_signals import DeferredSignals
 from healthbench_exp.engine.loop import LoopSettings, evaluate_with_roles, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
-from healthbench_exp.engine.stops import RunInterrupted, raise_if_given_up, signals_held
+from healthbench_exp.engine.stops import (
+    RunInterrupted,
+    StoppedEarly,
+    raise_if_given_up,
+    signals_held,
+)
 from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation
 from healthbench_exp.model.probe import with_probed_limits
@@ -160,9 +165,15 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             finished += 1
         finishing.end(complete=True)
         # what finished is written: now say why it ended
-        raise_if_given_up(healths, output_dir, summary)
-        for stop in fraction:
-            raise_if_over_fraction(stop, output_dir, summary, config.runner.max_failure_fraction)
+        try:
+            raise_if_given_up(healths, output_dir, summary)
+            for stop in fraction:
+                raise_if_over_fraction(
+                    stop, output_dir, summary, config.runner.max_failure_fraction
+                )
+        except StoppedEarly as early:  # the CLI prints the partial table before its line
+            early.summary = summary
+            raise
     except BaseException as exc:
         finishing.end(complete=False)
         if counters and not accounted:  # cut short: what it paid is still the run's

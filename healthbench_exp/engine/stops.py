@@ -230,17 +230,24 @@ def resume_hint(output_dir: Path) -> str:
     return f"python -m healthbench_exp resume={output_dir}"
 
 
-class JudgeGaveNothing(UnparseableJudge):
+class StoppedEarly(Exception):
+    """An early stop raised once the run's outputs are written (`engine.run`): `summary` is what
+    they hold, for the CLI to print its partial table (None until the run sets it)."""
+
+    summary: RunSummary | None = None
+
+
+class JudgeGaveNothing(UnparseableJudge, StoppedEarly):
     """The judge endpoint was given up on: the run ends `ungraded` (exit 5), resumable; the CLI
     treats it as the judge that sent no readable verdict it is a kind of."""
 
 
-class ModelGaveNothing(QuotaExhausted):
+class ModelGaveNothing(QuotaExhausted, StoppedEarly):
     """The model endpoint was given up on: the run ends `failed`, resumable; like an exhausted
     quota, the CLI adds the resume command."""
 
 
-class FailureShareExceeded(Exception):
+class FailureShareExceeded(StoppedEarly):
     """The failure-fraction stop halted the run (`engine.fraction_stop`): it ends with
     `run_outcome`'s status and exit code (`failed` 3 or `ungraded` 5), resumable."""
 
