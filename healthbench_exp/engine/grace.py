@@ -67,6 +67,18 @@ class StopGrace:
         self.signum = signum
         return self.grace_s
 
+    def ran_out(self) -> None:
+        """Say that the grace ended before the requests in flight all answered: how many are
+        abandoned (the run leaves now; each is counted, its cost estimated)."""
+        count = self.in_flight()
+        log.warning(
+            "the %g s grace ended: leaving now; %d request%s still in flight abandoned (counted "
+            "as abandoned, cost estimated)",
+            self.grace_s,
+            count,
+            "" if count == 1 else "s",
+        )
+
     def answered_all(self) -> bool:
         """Whether a stopping signal's grace began and the run then ended by itself with nothing
         held back (`model.health.Halt.held_back`): every row had started and each of their

@@ -186,8 +186,12 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
         if len(received) == 1 and grace is not None:
             wait = grace.begin(signum, signal_text(signum))
             if wait is not None:  # the task ends by itself once its rows in progress end
-                timers.append(loop.call_later(wait, task.cancel))
+                timers.append(loop.call_later(wait, grace_over, grace))
                 return
+        task.cancel()
+
+    def grace_over(grace: StopGrace) -> None:
+        grace.ran_out()
         task.cancel()
 
     previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
