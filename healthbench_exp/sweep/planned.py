@@ -23,6 +23,8 @@ from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from healthbench_exp.config.schema import Config
+from healthbench_exp.core.summary import RunSummary
+from healthbench_exp.model.costs import budget_to_resume
 
 MULTIRUN_FILE = "multirun.yaml"
 JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
@@ -128,15 +130,22 @@ def swept_keys(jobs: list[list[str]]) -> set[str]:
     return {key for key, seen in values.items() if len(seen) > 1 or len(jobs) == 1}
 
 
-def finish_command(path: Path, status: str, overrides: list[str]) -> str | None:
-    """The command that finishes a job: `resume=` for one that started, its own overrides
-    into its own directory for one that never did; None for a finished one."""
+def finish_command(
+    path: Path, status: str, overrides: list[str], summary: RunSummary | None = None
+) -> str | None:
+    """The command that finishes a job: `resume=` for one that started (for one its budget
+    stopped, with the `budget.max_usd` it needs, `model.costs.budget_to_resume`: the one that
+    stopped it would stop the resume too), its own overrides into its own directory for one
+    that never did; None for a finished one."""
     if status in FINISHED:
         return None
     if status == NOT_STARTED:
         given = " ".join(shlex.quote(o) for o in overrides)
         return f"python -m healthbench_exp {given} hydra.run.dir={shlex.quote(str(path))}"
-    return f"python -m healthbench_exp resume={shlex.quote(str(path))}"
+    resume = f"python -m healthbench_exp resume={shlex.quote(str(path))}"
+    if summary is not None and summary.budget_stopped:
+        resume = f"{resume} budget.max_usd={budget_to_resume(summary)[0]:g}"
+    return resume
 
 
 def invocations_cost(path: Path) -> float | None:

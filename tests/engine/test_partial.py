@@ -129,8 +129,18 @@ def test_a_sweep_of_budget_stopped_jobs_says_partial_not_failed(tmp_path: Path) 
     *_, told, job0, job1 = result.stderr.strip().splitlines()
     assert told.startswith("error: 2 of 2 jobs ended partial (0, 1); see "), told
     assert "failed" not in told
+    finishes = {}
     for job, line in (("0", job0), ("1", job1)):
-        finish = f"python -m healthbench_exp resume={sweep / job}"
-        assert line.endswith(f"partial; finish with: {finish}"), line
+        # the resume carries a budget above the one that stopped it, which would stop it again
+        finish = re.search(r"partial; finish with: (.+)$", line)
+        assert finish is not None, line
+        arguments = shlex.split(finish[1])
+        assert arguments[:4] == ["python", "-m", "healthbench_exp", f"resume={sweep / job}"]
+        (budget,) = arguments[4:]
+        assert budget.startswith("budget.max_usd=") and float(budget.split("=")[1]) > 0.05, line
+        finishes[job] = arguments[3:]
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     assert [j["status"] for j in jobs] == ["partial", "partial"]
+    resumed = run_cli(*finishes["0"], env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    assert resumed.returncode == 0, resumed.stderr  # as printed, it finishes the job
+    assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
