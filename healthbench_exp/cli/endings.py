@@ -14,14 +14,13 @@ from pathlib import Path
 
 from healthbench_exp.cli.resume import finish_command
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.endpoint_errors import FatalEndpointError, QuotaExhausted
 from healthbench_exp.core.outcome import EXIT_UNGRADED, Tally, run_outcome
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops
 from healthbench_exp.engine.stops import RunInterrupted
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
-from healthbench_exp.model.endpoint import QuotaExhausted
 
 EXIT_BUDGET = 4
 

@@ -33,11 +33,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
+from healthbench_exp.core.endpoint_errors import QuotaExhausted
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
-from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import EndpointHealth
 
 if TYPE_CHECKING:
@@ -251,6 +251,12 @@ class ModelGaveNothing(QuotaExhausted, StoppedEarly):
     quota, the CLI adds the resume command."""
 
 
+class QuotaStopped(QuotaExhausted, StoppedEarly):
+    """An endpoint answered 429 `insufficient_quota` (`model.health`): the run was halted, what
+    finished is recorded and summarized; it ends `failed` (exit 2) with what it spent and the
+    resume command, as any quota stop."""
+
+
 class FailureShareExceeded(StoppedEarly):
     """The failure-fraction stop halted the run (`engine.fraction_stop`): it ends with
     `run_outcome`'s status and exit code (`failed` 3 or `ungraded` 5), resumable."""
@@ -264,8 +270,8 @@ def raise_if_given_up(
     healths: dict[str, EndpointHealth], output_dir: Path, summary: RunSummary | None = None
 ) -> None:
     """Raise for the endpoint the run gave up on (the judge's first, then a jury member's: it
-    halted the whole run too), if any; the line says what this invocation spent and what was
-    not run (from `summary`)."""
+    halted the whole run too; then one that answered insufficient_quota), if any; the line
+    says what this invocation spent and what was not run (from `summary`)."""
     graders = [h for name, h in healths.items() if name != "model" and h.dead]
     judge = healths.get("judge") if "judge" in healths and healths["judge"].dead else None
     judge = judge or (graders[0] if graders else None)
@@ -275,6 +281,11 @@ def raise_if_given_up(
         raise JudgeGaveNothing(
             f"stopped early: {judge.reason()}; {spent}what finished is recorded, the rest is "
             f"not run. Once it answers, finish with: {resume_hint(output_dir)}"
+        )
+    quota = next((h.quota for h in healths.values() if h.quota is not None), None)
+    if quota is not None:
+        raise QuotaStopped(
+            f"stopped early: {quota}; {spent}what finished is recorded, the rest is not run"
         )
     if model is not None and model.dead:
         raise ModelGaveNothing(
