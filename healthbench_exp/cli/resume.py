@@ -33,8 +33,8 @@ from healthbench_exp.cli.compose import to_config, with_jury
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.measured import flat_keys, measured_changes
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.resume_budget import budget_to_resume
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.model.costs import budget_to_resume
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from healthbench_exp.config.schema import Config
+from healthbench_exp.core.resume_budget import budget_to_resume
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.model.costs import budget_to_resume
 
 MULTIRUN_FILE = "multirun.yaml"
 JOB_NUMBER_SUBDIR = "${hydra.job.num}"  # Hydra's default `hydra.sweep.subdir`, and ours
@@ -134,7 +134,7 @@ def finish_command(
     path: Path, status: str, overrides: list[str], summary: RunSummary | None = None
 ) -> str | None:
     """The command that finishes a job: `resume=` for one that started (for one its budget
-    stopped, with the `budget.max_usd` it needs, `model.costs.budget_to_resume`: the one that
+    stopped, with the `budget.max_usd` it needs, `core.resume_budget.budget_to_resume`: the one that
     stopped it would stop the resume too), its own overrides into its own directory for one
     that never did; None for a finished one."""
     if status in FINISHED:
