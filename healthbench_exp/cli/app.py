@@ -147,7 +147,12 @@ def run_app(cfg: DictConfig) -> float | None:
         return score
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
-    ending = endings.finished(record, config.runner.max_failure_fraction, output_dir)
+    counts = record.counts
+    estimated_usd = None  # a budget stop before any row finished: its resume needs it
+    if record.budget_stopped and counts is not None and counts.rows_not_run == counts.rows:
+        estimated_usd = jobs.estimated_cost_usd(config, plain)
+    fraction = config.runner.max_failure_fraction
+    ending = endings.finished(record, fraction, output_dir, estimated_usd)
     score = end(ending, run_dir, sweep_dir, parallel, score=record.metrics.get("score"))
     stop_after_finishing(sweep_dir, parallel)
     return score

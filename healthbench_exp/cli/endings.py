@@ -110,10 +110,16 @@ def ending_of(exc: BaseException, job: JobDir) -> Ending:
     raise exc  # SystemExit and the like are not endings of the job
 
 
-def finished(record: RunSummary, max_failure_fraction: float, output_dir: Path) -> Ending:
-    """The ending of a job that returned its summary: partial (its budget), or `run_outcome`'s
-    completed / failed / ungraded."""
+def finished(
+    record: RunSummary,
+    max_failure_fraction: float,
+    output_dir: Path,
+    estimate_usd: float | None = None,
+) -> Ending:
+    """The ending of a job that returned its summary: partial (its budget; `estimate_usd`: the
+    run's estimated cost, for the budget its resume needs), or `run_outcome`'s completed /
+    failed / ungraded."""
     if record.budget_stopped:
-        return Ending("partial", EXIT_BUDGET, finish_command(output_dir, record))
+        return Ending("partial", EXIT_BUDGET, finish_command(output_dir, record, estimate_usd))
     outcome = run_outcome(Tally.of(record), max_failure_fraction, output_dir)
     return Ending(outcome.status, outcome.exit_code, outcome.message)

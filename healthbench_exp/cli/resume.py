@@ -195,15 +195,16 @@ def _status(run_dir: Path) -> str | None:
         return None
 
 
-def finish_command(run_dir: Path, summary: RunSummary) -> str:
+def finish_command(run_dir: Path, summary: RunSummary, estimate_usd: float | None = None) -> str:
     """What a run stopped by its budget says: how many rows are left and the command that
     finishes them, with the `budget.max_usd` to raise to (never the one that stopped it); a
-    job of a sweep stopped by the sweep's cap also says what each job of the sweep spent."""
+    job of a sweep stopped by the sweep's cap also says what each job of the sweep spent.
+    `estimate_usd`: the run's estimated cost (with no row finished, the budget is at least it)."""
     counts, budget = summary.counts, summary.budget
     assert counts is not None and budget is not None, "a budget stop's"
     left, rows = counts.rows_not_run, counts.rows
     option, stopped_at = budget.binding()
-    cap, per_row = budget_to_resume(summary)
+    cap, per_row = budget_to_resume(summary, estimate_usd)
     reached = f"{option}={stopped_at:g} reached"
     if budget.sweep_wide and budget.sweep_jobs_usd is not None:
         jobs = {**budget.sweep_jobs_usd, run_dir.name: budget.spent_usd}
