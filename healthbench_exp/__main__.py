@@ -11,22 +11,63 @@ frees it by reference counting without scanning it for cycles first (its collect
 another 0.3 s of CPU, in a process whose outputs are all written and closed by then).
 
 Standard output and error that no one reads are guarded first (`core.standard_streams`).
+
+A stopping signal (SIGINT, SIGTERM, SIGHUP, SIGUSR2) from the first line on ends the program
+with one line and 128 + its number, never a traceback: during the imports and the argument
+checks, before a run starts, it stops here (`StartUpStopped`); from then on the app's own
+handlers (`engine.stops.signals_interrupt`) take over, and restore these when they end.
 """
 
 import gc
+import signal
+import sys
+from types import FrameType
 
 gc.disable()
 
-from healthbench_exp.core import standard_streams  # noqa: E402
 
-# output no one reads (`| head -3`, a terminal gone, `>&-`) never stops the run: before anything
-# opens a file (which could take a closed standard descriptor's number) or writes
-standard_streams.guard()
+class StartUpStopped(BaseException):
+    """A stopping signal before the app's own handlers were in place: nothing was run."""
 
-from healthbench_exp.cli.app import main  # noqa: E402  (after the collector is off)
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    raise StartUpStopped(signum)
+
+
+_SIGNALS = [
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR2")
+    if hasattr(signal, name)  # SIGHUP and SIGUSR2: not on Windows
+]
+_WHY = {"SIGINT": " (Ctrl-C)", "SIGHUP": " (the terminal closed)"}
+
+
+def _tell(stop: StartUpStopped) -> None:
+    name = signal.Signals(stop.signum).name
+    print(f"interrupted by {name}{_WHY.get(name, '')}", file=sys.stderr)
+    raise SystemExit(128 + stop.signum) from None
+
 
 if __name__ == "__main__":
+    for _signum in _SIGNALS:
+        if signal.getsignal(_signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
+            signal.signal(_signum, _stopped)
     try:
-        main()
-    finally:
-        gc.freeze()
+        from healthbench_exp.core import standard_streams
+
+        # output no one reads (`| head -3`, a terminal gone, `>&-`) never stops the run: before
+        # anything opens a file (which could take a closed standard descriptor's number)
+        standard_streams.guard()
+
+        from healthbench_exp.cli.app import main  # after the collector is off
+
+        try:
+            main()
+        finally:
+            gc.freeze()
+    except StartUpStopped as stop:
+        _tell(stop)

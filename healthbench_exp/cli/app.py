@@ -31,8 +31,15 @@ from healthbench_exp.cli.typed_paths import from_where_typed
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core import standard_streams
 from healthbench_exp.core.run_end import Exit, Status
+from healthbench_exp.engine import late_signals
 from healthbench_exp.engine.estimate_text import format_estimate
-from healthbench_exp.engine.stops import RunInterrupted, signals_held, signals_interrupt
+from healthbench_exp.engine.stops import (
+    RunInterrupted,
+    StoppedEarly,
+    signal_text,
+    signals_held,
+    signals_interrupt,
+)
 from healthbench_exp.model.cache_file import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output.run_dir import RunDirectory
@@ -132,12 +139,41 @@ def run_app(cfg: DictConfig) -> float | None:
             return None
         record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
+        if isinstance(exc, StoppedEarly) and exc.summary is not None:  # its outputs are written
+            print(console.format_report(exc.summary))
+            print(f"\noutputs: {output_dir}")
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
-        return end(ending, run_dir, sweep_dir, parallel)
+        score = end(ending, run_dir, sweep_dir, parallel)
+        stop_after_finishing(sweep_dir, parallel)
+        return score
     print(console.format_report(record))
     print(f"\noutputs: {output_dir}")
-    ending = endings.finished(record, config.runner.max_failure_fraction, output_dir)
-    return end(ending, run_dir, sweep_dir, parallel, score=record.metrics.get("score"))
+    counts = record.counts
+    estimated_usd = None  # a budget stop before any row finished: its resume needs it
+    if record.budget_stopped and counts is not None and counts.rows_not_run == counts.rows:
+        estimated_usd = jobs.estimated_cost_usd(config, plain)
+    fraction = config.runner.max_failure_fraction
+    ending = endings.finished(record, fraction, output_dir, estimated_usd)
+    score = end(ending, run_dir, sweep_dir, parallel, score=record.metrics.get("score"))
+    stop_after_finishing(sweep_dir, parallel)
+    return score
+
+
+def stop_after_finishing(sweep_dir: Path | None, parallel: bool) -> None:
+    """A stopping signal the run received as it finished (`engine.late_signals`: its outputs
+    were written whole, its status recorded): a single run, or a job of a parallel sweep (whose
+    main process stops the sweep), says so and goes on to its end; a sweep run job after job
+    stops here, its summary written first, and exits 128 + the signal's number."""
+    signum = late_signals.take_kept()
+    if signum is None:
+        return
+    if sweep_dir is None or parallel:
+        print(f"{signal_text(signum)} came as the run finished: it is complete", file=sys.stderr)
+        return
+    print(f"interrupted by {signal_text(signum)}: the sweep stops here", file=sys.stderr)
+    with signals_held():
+        tell_sweep(sweep_dir)
+    raise SystemExit(128 + signum)
 
 
 def end(

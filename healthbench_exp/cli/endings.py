@@ -17,7 +17,7 @@ from pathlib import Path
 
 from healthbench_exp.cli.resume import finish_command
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.core.endpoint_errors import FatalEndpointError
+from healthbench_exp.core.endpoint_errors import FatalEndpointError, QuotaExhausted
 from healthbench_exp.core.outcome import Tally, run_outcome
 from healthbench_exp.core.run_end import Exit, RunEnded, Status
 from healthbench_exp.core.summary import RunSummary
@@ -25,7 +25,6 @@ from healthbench_exp.data.healthbench import DataError
 from healthbench_exp.engine import stops as run_stops
 from healthbench_exp.engine.stops import RunInterrupted
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
-from healthbench_exp.model.endpoint import QuotaExhausted
 
 
 @dataclass(frozen=True)
@@ -125,10 +124,16 @@ def ending_of(exc: BaseException, job: JobDir) -> Ending:
     return ending(exc, job) if job.started else replace(ending(exc, job), writes=False)
 
 
-def finished(record: RunSummary, max_failure_fraction: float, output_dir: Path) -> Ending:
-    """The ending of a job that returned its summary: partial (its budget), or `run_outcome`'s
-    completed / failed / ungraded."""
+def finished(
+    record: RunSummary,
+    max_failure_fraction: float,
+    output_dir: Path,
+    estimate_usd: float | None = None,
+) -> Ending:
+    """The ending of a job that returned its summary: partial (its budget; `estimate_usd`: the
+    run's estimated cost, for the budget its resume needs), or `run_outcome`'s completed /
+    failed / ungraded."""
     if record.budget_stopped:
-        return Ending(Status.PARTIAL, Exit.BUDGET, finish_command(output_dir, record))
+        return Ending(Status.PARTIAL, Exit.BUDGET, finish_command(output_dir, record, estimate_usd))
     outcome = run_outcome(Tally.of(record), max_failure_fraction, output_dir)
     return Ending(outcome.status, outcome.exit_code, outcome.message)

@@ -75,8 +75,17 @@ def is_multirun(argv: Sequence[str]) -> bool:
 
 
 def sweep_command(argv: Sequence[str]) -> str:
-    """The command line `argv` with `-m` added: the sweep it asks for."""
-    return "python -m healthbench_exp -m " + shlex.join(list(argv))
+    """The command line `argv` with `-m` added: the sweep it asks for. A sweep writes into
+    `hydra.sweep.dir` (its jobs in numbered folders) and ignores `hydra.run.dir`: a directory
+    given as the run's becomes the sweep's."""
+    arguments = [
+        f"hydra.sweep.dir={a.split('=', 1)[1]}" if a.lstrip("+").startswith(RUN_DIR) else a
+        for a in argv
+    ]
+    return "python -m healthbench_exp -m " + shlex.join(arguments)
+
+
+RUN_DIR = "hydra.run.dir="
 
 
 def ambiguous(arg: str, key: str, argv: Sequence[str]) -> ConfigError:

@@ -18,6 +18,7 @@ from healthbench_exp.config.schema import CompletionSource, Config, ConfigError,
 from healthbench_exp.core.sink import Sink
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine import run as engine
+from healthbench_exp.engine.estimate import estimate_run
 from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.output.sinks import local_files
 from healthbench_exp.output.wandb import tracker as tracking
@@ -159,6 +160,15 @@ def dry_run(
     config_dict = plain_config(config) if config_dict is None else config_dict
     startup.check(config, dry_run=True)  # a pilot's keys are read when it starts
     return estimate_job(config, RunDirectory(Path(output_dir)), config_dict)
+
+
+def estimated_cost_usd(config: Config, config_dict: dict[str, object]) -> float | None:
+    """The run's estimated cost as the dry run gives it from the config alone (no pilot, no
+    probe: nothing is sent); None without a price."""
+    task = build_task(config, config_dict)
+    estimate = estimate_run(task, engine.roles_of(config), config.judge, config.cache)
+    total = estimate.get("total_cost_usd")
+    return float(total) if isinstance(total, int | float) else None
 
 
 def estimate_job(

@@ -33,9 +33,9 @@ from healthbench_exp.cli.compose import to_config, with_jury
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.measured import flat_keys, measured_changes
 from healthbench_exp.config.schema import Config, ConfigError
+from healthbench_exp.core.resume_budget import budget_to_resume
 from healthbench_exp.core.run_end import Status
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.model.costs import budget_to_finish
 
 
 @dataclass(frozen=True)
@@ -196,26 +196,16 @@ def _status(run_dir: Path) -> str | None:
         return None
 
 
-def finish_command(run_dir: Path, summary: RunSummary) -> str:
+def finish_command(run_dir: Path, summary: RunSummary, estimate_usd: float | None = None) -> str:
     """What a run stopped by its budget says: how many rows are left and the command that
     finishes them, with the `budget.max_usd` to raise to (never the one that stopped it); a
-    job of a sweep stopped by the sweep's cap also says what each job of the sweep spent."""
-    counts, budget, usage = summary.counts, summary.budget, summary.usage
-    assert counts is not None and budget is not None and usage is not None, "a budget stop's"
+    job of a sweep stopped by the sweep's cap also says what each job of the sweep spent.
+    `estimate_usd`: the run's estimated cost (with no row finished, the budget is at least it)."""
+    counts, budget = summary.counts, summary.budget
+    assert counts is not None and budget is not None, "a budget stop's"
     left, rows = counts.rows_not_run, counts.rows
-    per_row = ""
-    spent = usage.total_cost_usd
     option, stopped_at = budget.binding()
-    cap = budget_to_finish(spent, rows - left, left)
-    if cap is None or spent is None:  # no row finished: nothing to extrapolate from
-        cap = 10 * stopped_at
-        per_row = "no row finished to estimate their cost from"
-    else:
-        per_row = (
-            f"the {left} rows left should cost about ${spent / (rows - left) * left:.4f} at "
-            f"this run's ${spent / (rows - left):.4f} per finished row"
-        )
-    cap = max(cap, stopped_at)
+    cap, per_row = budget_to_resume(summary, estimate_usd)
     reached = f"{option}={stopped_at:g} reached"
     if budget.sweep_wide and budget.sweep_jobs_usd is not None:
         jobs = {**budget.sweep_jobs_usd, run_dir.name: budget.spent_usd}

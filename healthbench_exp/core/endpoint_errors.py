@@ -20,5 +20,10 @@ class FatalEndpointError(Exception):
     """An error no retry can fix (bad key, unknown model, unreachable endpoint): stop the run."""
 
 
+class QuotaExhausted(FatalEndpointError):
+    """429 `insufficient_quota` (billing, credit): stop the run; once fixed, resume it. A watched
+    endpoint's halts the run (`model.health`: what finished is summarized, the rest not run)."""
+
+
 class BudgetExhausted(Exception):
     """Sending this request could pass `budget.max_usd`; it was not sent."""

@@ -9,7 +9,9 @@ the response cache written, so a resume replays them free; a row whose judge cal
 sent ends `not run` with its model reply kept). Once every row in progress has ended, or the
 grace is over, or a second signal came, the run stops as any interrupted run does
 (`engine.stops.interruptible`). A request still unanswered then is cancelled and counted as
-abandoned in flight, with an estimate of its cost (`model.costs`).
+abandoned in flight, with an estimate of its cost (`model.costs`). A run whose rows had all
+started and whose calls all answered within the grace is complete: it ends as completed
+(`answered_all`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class StopGrace:
         self.grace_s = grace_s
         self.halt = halt
         self.in_flight = in_flight
+        self.signum: int | None = None  # the stopping signal whose grace began
 
     def begin(self, signum: int, why: str) -> float | None:
         """The first stopping signal (`signum`; `why`: what it means): halt the run and say so
@@ -52,4 +55,23 @@ class StopGrace:
             self.grace_s,
             again,
         )
+        self.signum = signum
         return self.grace_s
+
+    def ran_out(self) -> None:
+        """Say that the grace ended before the requests in flight all answered: how many are
+        abandoned (the run leaves now; each is counted, its cost estimated)."""
+        count = self.in_flight()
+        log.warning(
+            "the %g s grace ended: leaving now; %d request%s still in flight abandoned (counted "
+            "as abandoned, cost estimated)",
+            self.grace_s,
+            count,
+            "" if count == 1 else "s",
+        )
+
+    def answered_all(self) -> bool:
+        """Whether a stopping signal's grace began and the run then ended by itself with nothing
+        held back (`model.health.Halt.held_back`): every row had started and each of their
+        calls was sent and answered within the grace, so the run is complete, not cut short."""
+        return self.signum is not None and self.halt is not None and not self.halt.held_back

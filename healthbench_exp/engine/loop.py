@@ -134,6 +134,7 @@ async def evaluate_rows(
 
     def start_next() -> None:
         if halt.leaving:  # a stopping signal: no row starts (a resume runs it)
+            halt.held_back = halt.held_back or bool(items)
             return
         taken = next(rows, None)
         if taken is not None:

@@ -47,10 +47,11 @@ from healthbench_exp.engine.endpoints import (
     resolve_keys,
 )
 from healthbench_exp.engine.estimate import estimate_run
+from healthbench_exp.engine.late_signals import DeferredSignals
 from healthbench_exp.engine.loop import LoopSettings, Reached, evaluate, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
-from healthbench_exp.engine.stops import RunInterrupted, signals_held
+from healthbench_exp.engine.stops import RunInterrupted, StoppedEarly, signals_held
 from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
@@ -108,6 +109,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     finished = 0
     control: RunControl | None = None  # made once the endpoints are reachable
     accounted = False  # this invocation's usage is in invocations.jsonl
+    finishing = DeferredSignals()  # once the work is done, a signal lets the outputs finish
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
             builtin_server(demo, config.offline_server) as server,
@@ -132,6 +134,8 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             evaluation = run_async(
                 evaluate(task, items, reached, loop, on_result, control), control.grace
             )
+            grace = control.grace
+            finishing.begin(grace.signum if grace.answered_all() else None)
         stats = evaluation.counters
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
@@ -151,9 +155,15 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         for sink in sinks:  # in order: local outputs complete before W&B finishes
             sink.finish(summary)
             finished += 1
+        finishing.end(complete=True)
         # what finished is written: now say why it ended
-        control.raise_if_stopped(output_dir, summary)
+        try:
+            control.raise_if_stopped(output_dir, summary)
+        except StoppedEarly as early:  # the CLI prints the partial table before its line
+            early.summary = summary
+            raise
     except BaseException as exc:
+        finishing.end(complete=False)
         if control is not None and control.counters and not accounted:  # cut short: paid still
             cut = record_cut_short(
                 settings, roles, control.counters, began, time.monotonic() - started

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
+from healthbench_exp.core.endpoint_errors import QuotaExhausted
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.run_end import Exit, RunEnded, Status
 from healthbench_exp.core.stop_signals import LEAVE, STOP_COUNT, STOPPING_SIGNALS, Stop
@@ -203,7 +204,7 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
         if first and stop.level < LEAVE and grace is not None:
             wait = grace.begin(stop.signum, signal_text(stop.signum))
             if wait is not None:  # the task ends by itself once its rows in progress end
-                timers.append(loop.call_later(wait, task.cancel))
+                timers.append(loop.call_later(wait, grace_over, grace))
                 return
         task.cancel()
 
@@ -215,6 +216,10 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
     def watch_parent() -> None:  # the parent's level, looked at every PARENT_WATCH_S
         on_stop(STOP_COUNT.noticed())
         watch[:] = [loop.call_later(PARENT_WATCH_S, watch_parent)]
+
+    def grace_over(grace: StopGrace) -> None:
+        grace.ran_out()
+        task.cancel()
 
     previous = {s: signal.getsignal(s) for s in STOPPING_SIGNALS}
     for s in STOPPING_SIGNALS:
@@ -234,7 +239,9 @@ async def interruptible(coroutine: Awaitable[T], grace: StopGrace | None = None)
             loop.remove_signal_handler(s)  # this resets the handler to the default: restore
             if handler is not None:
                 signal.signal(s, handler)
-    if received:  # halted by the signal, its requests in flight answered: it ended by itself
+    # halted by the signal, its requests in flight answered: it ended by itself, complete
+    # unless the halt held back a row or a call
+    if received and (grace is None or not grace.answered_all()):
         raise RunInterrupted(received[0])
     return result
 
@@ -256,7 +263,14 @@ def resume_hint(output_dir: Path) -> str:
     return f"python -m healthbench_exp resume={output_dir}"
 
 
-class JudgeGaveNothing(RunEnded):
+class StoppedEarly(Exception):
+    """An early stop raised once the run's outputs are written (`engine.run`): `summary` is what
+    they hold, for the CLI to print its partial table (None until the run sets it)."""
+
+    summary: RunSummary | None = None
+
+
+class JudgeGaveNothing(RunEnded, StoppedEarly):
     """The judge endpoint was given up on: the run ends `ungraded` (exit 5), resumable (its
     line ends with the resume command)."""
 
@@ -264,7 +278,7 @@ class JudgeGaveNothing(RunEnded):
         super().__init__(line, Status.UNGRADED, Exit.UNGRADED)
 
 
-class ModelGaveNothing(RunEnded):
+class ModelGaveNothing(RunEnded, StoppedEarly):
     """The model endpoint was given up on: the run ends `failed` (exit 2), resumable (its line
     ends with the resume command)."""
 
@@ -272,7 +286,13 @@ class ModelGaveNothing(RunEnded):
         super().__init__(line, Status.FAILED, Exit.REFUSED)
 
 
-class FailureShareExceeded(RunEnded):
+class QuotaStopped(QuotaExhausted, StoppedEarly):
+    """An endpoint answered 429 `insufficient_quota` (`model.health`): the run was halted, what
+    finished is recorded and summarized; it ends `failed` (exit 2) with what it spent and the
+    resume command, as any quota stop."""
+
+
+class FailureShareExceeded(RunEnded, StoppedEarly):
     """The failure-fraction stop halted the run (`engine.fraction_stop`): it ends with
     `run_outcome`'s status and exit code (`failed` 3 or `ungraded` 5), resumable."""
 
@@ -281,8 +301,8 @@ def raise_if_given_up(
     healths: dict[str, EndpointHealth], output_dir: Path, summary: RunSummary | None = None
 ) -> None:
     """Raise for the endpoint the run gave up on (the judge's first, then a jury member's: it
-    halted the whole run too), if any; the line says what this invocation spent and what was
-    not run (from `summary`)."""
+    halted the whole run too; then one that answered insufficient_quota), if any; the line
+    says what this invocation spent and what was not run (from `summary`)."""
     graders = [h for name, h in healths.items() if name != "model" and h.dead]
     judge = healths.get("judge") if "judge" in healths and healths["judge"].dead else None
     judge = judge or (graders[0] if graders else None)
@@ -292,6 +312,11 @@ def raise_if_given_up(
         raise JudgeGaveNothing(
             f"stopped early: {judge.reason()}; {spent}what finished is recorded, the rest is "
             f"not run. Once it answers, finish with: {resume_hint(output_dir)}"
+        )
+    quota = next((h.quota for h in healths.values() if h.quota is not None), None)
+    if quota is not None:
+        raise QuotaStopped(
+            f"stopped early: {quota}; {spent}what finished is recorded, the rest is not run"
         )
     if model is not None and model.dead:
         raise ModelGaveNothing(

@@ -15,7 +15,6 @@ one invocation spends; in a sweep, what all its jobs spend together (`model.swee
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import NoReturn, Protocol
 
@@ -269,15 +268,3 @@ def sum_costs(values: Iterable[object]) -> float | None:
             return None
         total += value
     return total
-
-
-def budget_to_finish(spent: float | None, rows_done: int, rows_left: int) -> float | None:
-    """A `budget.max_usd` that should let one more invocation finish `rows_left` rows: 1.5x
-    their cost at this run's cost per finished row so far (`spent` over `rows_done`: the
-    run's `usage.total_cost_usd`), rounded up to two significant digits. None when no row
-    finished or no cost is known (then nothing can be extrapolated)."""
-    if not rows_done or not rows_left or not spent:
-        return None
-    needed = 1.5 * spent / rows_done * rows_left
-    step = 10.0 ** (math.floor(math.log10(needed)) - 1)
-    return round(math.ceil(needed / step) * step, 12)

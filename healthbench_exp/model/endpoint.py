@@ -18,6 +18,7 @@ from healthbench_exp.core.endpoint_errors import (
     BudgetExhausted,
     EmptyReply,
     FatalEndpointError,
+    QuotaExhausted,
     RequestFailed,
 )
 from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
@@ -66,10 +67,6 @@ if TYPE_CHECKING:
 # the headers of the latest HTTP answer to the request the current task sends (set by the
 # response hook in the same task; read for the pacer's rate-limit buckets)
 _answer_headers: ContextVar[Mapping[str, str] | None] = ContextVar("answer_headers", default=None)
-
-
-class QuotaExhausted(FatalEndpointError):
-    """429 `insufficient_quota` (billing, credit): stop the run; once fixed, resume it."""
 
 
 def _not_watched(kind: str, error: str) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from healthbench_exp.core.completer import Completer, Reply
-from healthbench_exp.core.endpoint_errors import BudgetExhausted, RequestFailed
+from healthbench_exp.core.endpoint_errors import BudgetExhausted, QuotaExhausted, RequestFailed
 
 T = TypeVar("T")
 LAST_ERRORS = 3
@@ -66,6 +66,9 @@ class Halt:
     def __init__(self) -> None:
         self.reason = ""  # empty while the run goes on
         self.leaving = False  # a stopping signal came: no row starts either (`leave`)
+        # since the halt, a request or a row was held back (refused by `check`, or a row not
+        # started): the run is short of its end, not only stopped after it
+        self.held_back = False
 
     def stop(self, reason: str) -> None:
         """Halt the run (the first reason is kept)."""
@@ -81,6 +84,7 @@ class Halt:
     def check(self) -> None:
         """Raise `EndpointStopped` if the run is halted (called before a request goes out)."""
         if self.reason:
+            self.held_back = True
             raise EndpointStopped(self.reason)
 
 
@@ -112,6 +116,8 @@ class EndpointHealth:
         self.last_errors: deque[str] = deque(maxlen=LAST_ERRORS)
         self.dead = False
         self.why = ""
+        # its 429 insufficient_quota: the run is halted (its calls in flight still answer)
+        self.quota: QuotaExhausted | None = None
         # the tasks awaiting a call to it (see `guard`), and those `_stop` cancelled
         self.pending: set[asyncio.Task[object]] = set()
         self.stopped: set[asyncio.Task[object]] = set()
@@ -226,6 +232,10 @@ class EndpointHealth:
             self.pending.discard(task)  # not cancelled if this failure declares it dead
             self.failed(exc)
             raise
+        except QuotaExhausted as exc:  # no call can succeed: halt the run, record what finished
+            self.quota = self.quota or exc
+            self.halt.stop(str(exc))
+            raise EndpointStopped(str(exc)) from None
         finally:
             self.pending.discard(task)
             self._taken_back(task)  # (a cancellation the call did not end with)

@@ -207,7 +207,7 @@ def banners(
         )
         out.append(Banner("PARTIAL", reason))
         return out
-    if summary is not None and summary.partial and not summary.is_meta_eval:
+    if summary is not None and summary.partial:
         # stopped early (a dead endpoint), or too much failed or ungraded: the scores are partial
         out.append(Banner("PARTIAL", f"{scored_of(summary)}; the scores cover those only"))
     if state not in (*NOT_FINAL, Status.COMPLETED):
@@ -216,7 +216,14 @@ def banners(
 
 
 def scored_of(summary: RunSummary) -> str:
-    """`N of M examples scored (...)`: how much of a partial run its scores cover."""
+    """`N of M examples scored (...)`: how much of a partial run its scores cover (a
+    meta-eval's: `N of M rows graded (...)`)."""
+    if summary.is_meta_eval:
+        meta = summary.meta_counts
+        return (
+            f"{meta.rows_graded} of {meta.rows} rows graded ({meta.rows_not_run} not run, "
+            f"{meta.rows_failed} failed)"
+        )
     counts = summary.eval_counts
     return (
         f"{counts.rows_scored} of {counts.rows} examples scored ({counts.rows_not_run} not "

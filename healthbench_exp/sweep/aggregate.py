@@ -104,7 +104,7 @@ def job_row(job: Job) -> dict[str, object]:
         "temperature": settings.sampling.temperature if settings.sampling else None,
         "date": context.date,
         **protocol_columns(job),
-        "finish": finish_command(job.path, job.status, job.overrides),
+        "finish": finish_command(job.path, job.status, job.overrides, job.summary),
         **abandoned_columns(context),
     }
     summary = job.summary

@@ -23,7 +23,9 @@ from hydra.core.plugins import Plugins
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from healthbench_exp.config.schema import Config
+from healthbench_exp.core.resume_budget import budget_to_resume
 from healthbench_exp.core.run_end import Status
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.core.usage_record import Spend
 
 MULTIRUN_FILE = "multirun.yaml"
@@ -130,15 +132,22 @@ def swept_keys(jobs: list[list[str]]) -> set[str]:
     return {key for key, seen in values.items() if len(seen) > 1 or len(jobs) == 1}
 
 
-def finish_command(path: Path, status: str, overrides: list[str]) -> str | None:
-    """The command that finishes a job: `resume=` for one that started, its own overrides
-    into its own directory for one that never did; None for a finished one."""
+def finish_command(
+    path: Path, status: str, overrides: list[str], summary: RunSummary | None = None
+) -> str | None:
+    """The command that finishes a job: `resume=` for one that started (for one its budget
+    stopped, with the `budget.max_usd` it needs, `core.resume_budget.budget_to_resume`: the one that
+    stopped it would stop the resume too), its own overrides into its own directory for one
+    that never did; None for a finished one."""
     if status in FINISHED:
         return None
     if status == NOT_STARTED:
         given = " ".join(shlex.quote(o) for o in overrides)
         return f"python -m healthbench_exp {given} hydra.run.dir={shlex.quote(str(path))}"
-    return f"python -m healthbench_exp resume={shlex.quote(str(path))}"
+    resume = f"python -m healthbench_exp resume={shlex.quote(str(path))}"
+    if summary is not None and summary.budget_stopped:
+        resume = f"{resume} budget.max_usd={budget_to_resume(summary)[0]:g}"
+    return resume
 
 
 def invocations_spend(path: Path) -> Spend:

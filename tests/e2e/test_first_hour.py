@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from datetime import date, timedelta
@@ -218,13 +219,23 @@ def test_a_shutdown_date_set_on_the_command_line_is_reported_as_the_users(
 def test_a_comma_list_without_m_shows_the_command_with_it(tmp_path: Path) -> None:
     """Issue 45 item 3: Hydra's five-line "Ambiguous value", exit 1."""
     run_dir = tmp_path / "run"
-    line = error_line(run_cli(*DEMO, "model=offline,gpt41mini", f"hydra.run.dir={run_dir}"))
+    line = error_line(
+        run_cli(*DEMO, "model=offline,gpt41mini", "dry_run=true", f"hydra.run.dir={run_dir}")
+    )
     assert line.startswith("error: model=offline,gpt41mini: a comma list sweeps")
+    # a sweep ignores hydra.run.dir: the directory given becomes the sweep's
     assert line.endswith(
         "only with -m: python -m healthbench_exp -m experiment=demo wandb=disabled "
-        f"runner.progress=false model=offline,gpt41mini hydra.run.dir={run_dir}"
+        "runner.progress=false model=offline,gpt41mini dry_run.enabled=true "
+        f"hydra.sweep.dir={run_dir}"
     )
     assert not run_dir.exists()
+    # the command as printed runs the sweep into that directory
+    hinted = shlex.split(line.split("only with -m: ", 1)[1])
+    assert hinted[:3] == ["python", "-m", "healthbench_exp"]
+    swept = run_cli(*hinted[3:])
+    assert swept.returncode == 0, swept.stderr
+    assert sorted(p.parent.name for p in run_dir.glob("*/estimate.json")) == ["0", "1"]
 
 
 def test_a_key_to_add_says_to_write_it_with_plus_and_that_composes(tmp_path: Path) -> None:

@@ -66,6 +66,9 @@ def test_a_judge_that_fails_every_call_ends_the_run_in_minutes(
     assert summary["usage"]["model"]["requests"] == 24
     invocations = (run_dir / "invocations.jsonl").read_text().splitlines()
     assert len(invocations) == 1  # its spend is on record
+    # the partial table the docs promise, and where the outputs are, before the stop's line
+    assert "  PARTIAL: 0 of 24 examples scored" in result.stdout, result.stdout
+    assert result.stdout.strip().splitlines()[-1] == f"outputs: {run_dir}"
 
 
 def test_an_endpoint_that_also_answers_is_never_given_up_on() -> None:

@@ -84,6 +84,10 @@ def test_the_failure_fraction_stops_the_run_once_certain_and_nothing_more_is_sen
     assert last.endswith(f"python -m healthbench_exp resume={run_dir}"), last
     assert json.loads((run_dir / "status.json").read_text())["status"] == "ungraded"
     assert summary["partial"] is True
+    # the partial table the docs promise, and where the outputs are, before the stop's line
+    scored = f"{counts['rows_scored']} of 24 examples scored ({counts['rows_not_run']} not run"
+    assert f"  PARTIAL: {scored}" in result.stdout, result.stdout
+    assert result.stdout.strip().splitlines()[-1] == f"outputs: {run_dir}"
 
 
 def test_failed_rows_past_the_fraction_stop_the_run_naming_the_model(

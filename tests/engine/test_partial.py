@@ -129,8 +129,48 @@ def test_a_sweep_of_budget_stopped_jobs_says_partial_not_failed(tmp_path: Path) 
     *_, told, job0, job1 = result.stderr.strip().splitlines()
     assert told.startswith("error: 2 of 2 jobs ended partial (0, 1); see "), told
     assert "failed" not in told
+    finishes = {}
     for job, line in (("0", job0), ("1", job1)):
-        finish = f"python -m healthbench_exp resume={sweep / job}"
-        assert line.endswith(f"partial; finish with: {finish}"), line
+        # the resume carries a budget above the one that stopped it, which would stop it again
+        finish = re.search(r"partial; finish with: (.+)$", line)
+        assert finish is not None, line
+        arguments = shlex.split(finish[1])
+        assert arguments[:4] == ["python", "-m", "healthbench_exp", f"resume={sweep / job}"]
+        (budget,) = arguments[4:]
+        assert budget.startswith("budget.max_usd=") and float(budget.split("=")[1]) > 0.05, line
+        finishes[job] = arguments[3:]
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     assert [j["status"] for j in jobs] == ["partial", "partial"]
+    resumed = run_cli(*finishes["0"], env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")})
+    assert resumed.returncode == 0, resumed.stderr  # as printed, it finishes the job
+    assert json.loads((sweep / "0" / "status.json").read_text())["status"] == "completed"
+
+
+def test_a_budget_stop_before_any_row_finished_suggests_at_least_the_runs_estimate(
+    tmp_path: Path,
+) -> None:
+    """With no row finished there is no cost per row to extrapolate from: the budget printed
+    for the resume is at least the run's own estimated cost (the dry run's), and finishes it."""
+    env = {"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    dry = run_cli("experiment=demo", "dry_run=true", f"hydra.run.dir={tmp_path / 'dry'}", env=env)
+    assert dry.returncode == 0, dry.stderr
+    estimated = re.search(r"estimated cost \$(\d+\.\d+)", dry.stdout)
+    assert estimated is not None and float(estimated[1]) > 0, dry.stdout
+    run_dir = tmp_path / "run"
+    stopped = run_cli(
+        "experiment=demo", "wandb=disabled", "runner.progress=false", "budget.max_usd=0.0001",
+        f"hydra.run.dir={run_dir}", env=env,
+    )  # fmt: skip
+    assert stopped.returncode == 4, stopped.stderr
+    counts = json.loads((run_dir / "summary.json").read_text())["counts"]
+    assert counts["rows_not_run"] == counts["rows"]  # no row finished
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert f"the run's estimated cost is ${estimated[1]}" in last, last
+    match = re.search(r"finish with: python -m healthbench_exp (.+?) \(", last)
+    assert match, last
+    arguments = shlex.split(match[1])
+    (budget,) = [a for a in arguments if a.startswith("budget.max_usd=")]
+    assert float(budget.split("=")[1]) >= float(estimated[1]), last
+    resumed = run_cli(*arguments, env=env)  # exactly the printed command
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "completed"

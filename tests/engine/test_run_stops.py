@@ -269,3 +269,32 @@ def test_a_resume_that_fails_to_start_keeps_the_resume_command(tmp_path, isolate
     assert record["status"] == "failed"
     assert "cannot use the response cache" in record["error"] and hint in record["error"]
     assert (run_dir / "examples.jsonl").exists()  # what the first invocation wrote is kept
+
+
+def test_an_insufficient_quota_stop_writes_the_summary_and_report_with_its_spend(
+    tmp_path, isolated_cache
+) -> None:
+    """The judge answers 429 insufficient_quota: the run halts (nothing more is sent), records
+    every row (`not run` where a judge call was refused), writes summary.json and report.html
+    with its spend, prints its partial table and ends `failed` (exit 2) with the resume."""
+    run_dir = tmp_path / "run"
+    quota = ("offline_server.quota_exhausted=true", "offline_server.limited_role=judge")
+    result = run_cli(
+        *DEMO, "wandb.mode=disabled", f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["partial"] is True and summary["counts"]["rows_not_run"] > 0
+    model_calls = summary["usage"]["model"]["requests"]
+    assert model_calls > 0 and summary["usage"]["total_cost_usd"] > 0  # its spend
+    assert "PARTIAL" in (run_dir / "report.html").read_text()
+    assert "  PARTIAL: " in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == f"outputs: {run_dir}"
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: stopped early: judge endpoint ") and "insufficient_quota" in last
+    assert f"spent ${summary['usage']['total_cost_usd']:.4f} in this invocation" in last, last
+    assert f"(model {model_calls} calls, judge 0)" in last, last
+    assert last.endswith(f"then finish with: python -m healthbench_exp resume={run_dir}"), last
+    recorded = status(run_dir)
+    assert recorded["status"] == "failed" and recorded["error"] in last

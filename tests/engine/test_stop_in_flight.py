@@ -151,6 +151,8 @@ def test_the_end_of_the_grace_leaves_and_counts_what_is_still_in_flight(
     assert process.returncode == 129
     assert "waiting up to 1 s for their answers" in out
     assert took >= 1.0  # it waited out the grace
+    # the grace's end is said, with what it abandons
+    assert "the 1 s grace ended: leaving now; 2 requests still in flight abandoned" in out, out
 
 
 def group_members(pgid: int) -> list[str]:

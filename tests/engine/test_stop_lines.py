@@ -133,9 +133,11 @@ def test_a_meta_eval_stopped_by_its_dead_judge_says_what_it_spent(
     spent = meta_eval_spent(line)
     assert spent is not None, line
     assert spent[1] == "0.0000"  # nothing answered, nothing paid
-    assert (
-        int(spent[3])
-        == json.loads((run_dir / "summary.json").read_text())["counts"]["rows_not_run"]
-        > 0
-    )
+    counts = json.loads((run_dir / "summary.json").read_text())["counts"]
+    assert int(spent[3]) == counts["rows_not_run"] > 0
+    # its report says it is partial, as an eval's does
+    report = (run_dir / "report.html").read_text()
+    assert "PARTIAL" in report, report[:2000]
+    graded = f"{counts['rows_graded']} of {META_EVAL_ROWS} rows graded ({counts['rows_not_run']} "
+    assert graded in report, report[:2000]
     assert result.stderr.strip().splitlines()[-1].endswith(f"resume={run_dir}")
