@@ -39,7 +39,7 @@ class Watched(FirstRows[RowItem, ExampleResult]):
         self.rows_left.append(len(self.items_list))
         self.row_tasks.append(
             sum(
-                "evaluate.<locals>.one" in t.get_coro().__qualname__  # type: ignore[union-attr]
+                "evaluate_rows.<locals>.one" in t.get_coro().__qualname__  # type: ignore[union-attr]
                 for t in asyncio.all_tasks()
             )
         )
