@@ -91,8 +91,8 @@ TITLES = {
     "https://benchmarklist.pages.dev/benchmarks/healthbench_hard/": "benchmarklist: "
     "HealthBench Hard (MEDIC import)",
     "https://github.com/m42-health/healthbench": "m42-health/healthbench results",
-    "https://huggingface.co/datasets/bwarner/inference-scratch-llm/blob/main/winrate/latest.csv":
-    "bwarner/inference-scratch-llm winrate/latest.csv (medarc-eval)",
+    "https://huggingface.co/datasets/bwarner/inference-scratch-llm/blob/main/winrate/"
+    "latest.csv": "bwarner/inference-scratch-llm winrate/latest.csv (medarc-eval)",
     "https://arxiv.org/abs/2509.02594": "DR.INFO paper (arXiv 2509.02594v2)",
     "https://arxiv.org/abs/2604.27470": "HealthBench Professional (arXiv 2604.27470)",
     "https://www-cdn.anthropic.com/2f9323abbcc4abe219577539efe19a623c9ca2bd/Claude%20Fable%205%20&"
@@ -122,6 +122,13 @@ NEW_COLUMNS = [
 ]  # fmt: skip
 
 
+def before_adjustment(date: str) -> bool:
+    """Whether a source of `date` (YYYY, YYYY-MM or YYYY-MM-DD) predates length adjustment."""
+    month = LENGTH_ADJUSTMENT_FROM[:7]
+    same_month_before = len(date) == 10 and date < LENGTH_ADJUSTMENT_FROM
+    return date[:7] < month or (date[:7] == month and same_month_before)
+
+
 def derive(row: dict[str, str]) -> dict[str, str]:
     """The typed columns of one gathered row (see the module docstring)."""
     subset, settings, grader = row["subset"], row["settings"], row["grader"]
@@ -131,9 +138,7 @@ def derive(row: dict[str, str]) -> dict[str, str]:
     adjusted = "length-adjusted" in settings
     if adjusted:
         out["length_adjusted"] = "true"
-    elif "unadjusted" in settings or (dated[:4] == "2025" or dated < LENGTH_ADJUSTMENT_FROM[:7]):
-        out["length_adjusted"] = "false"
-    elif dated[:7] == LENGTH_ADJUSTMENT_FROM[:7] and dated < LENGTH_ADJUSTMENT_FROM:
+    elif "unadjusted" in settings or before_adjustment(dated):
         out["length_adjusted"] = "false"
     if subset in SETS:
         out["set"] = subset
@@ -149,7 +154,10 @@ def derive(row: dict[str, str]) -> dict[str, str]:
     if m := re.match(r"std ([0-9.]+) over (\d+) runs", uncertainty):
         out["uncertainty_kind"], out["uncertainty_value"], out["runs"] = "runs_std", *m.groups()
     elif m := re.match(r"bootstrap std ([0-9.]+) \((\d+) run\)", uncertainty):
-        out["uncertainty_kind"], out["uncertainty_value"], out["runs"] = "bootstrap_std", *m.groups()
+        out["uncertainty_kind"], out["uncertainty_value"], out["runs"] = (
+            "bootstrap_std",
+            *m.groups(),
+        )
     else:
         out["uncertainty_kind"] = "none"
     if m := re.search(r"(\d+) trials", settings):
@@ -159,9 +167,9 @@ def derive(row: dict[str, str]) -> dict[str, str]:
     if "presumed" not in grader:
         if grader.startswith("gpt-4.1-2025-04-14") or grader.startswith("GPT-4.1"):
             out["grader_model"] = "gpt-4.1-2025-04-14"
-        elif grader.startswith("gpt-5.4-2026-03-05, low"):
-            out["grader_model"], out["grader_effort"] = "gpt-5.4-2026-03-05", "low"
-        elif grader.startswith("gpt-5.4 low (Professional)") and subset == "professional":
+        elif grader.startswith("gpt-5.4-2026-03-05, low") or (
+            grader.startswith("gpt-5.4 low (Professional)") and subset == "professional"
+        ):
             out["grader_model"], out["grader_effort"] = "gpt-5.4-2026-03-05", "low"
         elif grader.startswith("Claude Opus 4.8"):
             out["grader_model"] = "claude-opus-4.8"
@@ -175,9 +183,8 @@ def derive(row: dict[str, str]) -> dict[str, str]:
         pass  # the README's sampling note is about its other benchmarks
     elif "temperature 1.0 for OpenAI models" in settings or "temp 1.0" in settings:
         out["temperature"] = "1.0"
-    elif m := re.search(r"temp ([0-9.]+),", settings):
-        if "judge" not in settings:
-            out["temperature"] = m.group(1)
+    elif (m := re.search(r"temp ([0-9.]+),", settings)) and "judge" not in settings:
+        out["temperature"] = m.group(1)
     if m := re.search(r"(\d+) max tokens", settings):
         out["max_tokens"] = m.group(1)
     for effort in EFFORTS:
