@@ -53,6 +53,7 @@ from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Roles
+from healthbench_exp.published.run_side import with_published
 from healthbench_exp.tasks.base import Measured, Task
 
 Item = TypeVar("Item")
@@ -139,7 +140,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             )
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
-        summary = summarizer.summary(measured)
+        summary = with_published(summarizer.summary(measured))  # beside the published numbers
         with signals_held():  # recorded once, whole, before a signal ends the invocation
             summary = account_invocation(
                 summary,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.published.compare import LENGTH_ADJUSTED, OVERALL, DataKind, RunSide
+from healthbench_exp.published.compare import LENGTH_ADJUSTED, OVERALL, DataKind, RunSide, compare
 from healthbench_exp.published.table import SET_SIZES
 
 # the official files (SPEC section 1) by sha256 -> their set
@@ -118,3 +118,16 @@ def run_side(summary: RunSummary) -> RunSide | NotComparable:
             bridged_std=(ci[1] - ci[0]) / 3.919927969 if ci else None,
         )
     return replace(side, **changes)  # type: ignore[arg-type]
+
+
+def with_published(summary: RunSummary) -> RunSummary:
+    """`summary` with `published` (the comparisons, best-matching first) and, when nothing
+    published applies, `published_note` saying why; a meta-eval's summary as it is."""
+    if summary.is_meta_eval:
+        return summary
+    side = run_side(summary)
+    if isinstance(side, NotComparable):
+        return replace(summary, published=[], published_note=side.why)
+    comparisons = compare(side)
+    note = None if comparisons else f"nothing published for {side.model} on {side.set}"
+    return replace(summary, published=comparisons, published_note=note)

@@ -84,3 +84,13 @@ def cluster_lines(table: ClusterTable) -> list[str]:
         f"more than {table.unlikely_above} unlikely (p < 0.05)"
     )
     return lines
+
+
+def summary_lines(
+    comparisons: Sequence[PublishedComparison] | None, note: str | None, indent: str = "  "
+) -> list[str]:
+    """The end-of-run lines of a summary's `published` and `published_note` (none for a
+    summary that has neither: a meta-eval, an older version)."""
+    if note:
+        return [indent + NOTHING.format(why=note)]
+    return [indent + comparison_line(c) for c in comparisons or []]
