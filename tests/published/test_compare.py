@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from healthbench_exp.published import DataKind, RunSide, Verdict, compare
+from healthbench_exp.published import DataKind, PublishedComparison, RunSide, Verdict, compare
 from healthbench_exp.published.compare import default_run_std
 
 GPT41 = "gpt-4.1-2025-04-14"
@@ -24,7 +24,7 @@ def paper_run(score: float, **changes: object) -> RunSide:
     return RunSide(**settings)  # type: ignore[arg-type]
 
 
-def table_7(run: RunSide):  # noqa: ANN201
+def table_7(run: RunSide) -> PublishedComparison:
     """The comparison with the paper's Table 7 row (16-run mean 0.4778, std 0.0022)."""
     (row,) = [c for c in compare(run) if "Table 7" in c.source]
     return row
@@ -136,3 +136,19 @@ def test_best_matching_first() -> None:
     verdicts = [c.verdict for c in rows]
     assert verdicts[0] != Verdict.NOT_COMPARABLE.value
     assert verdicts == sorted(verdicts, key=lambda v: v == Verdict.NOT_COMPARABLE.value)
+
+
+def test_the_graders_effort_must_match_where_the_source_states_it() -> None:
+    """HealthBench Professional: graded by gpt-5.4 at low effort, length-adjusted."""
+    run = RunSide(
+        model="gpt-5.4",
+        set="professional",
+        scores={"length_adjusted_score": 0.48},
+        grader="gpt-5.4-2026-03-05",
+        grader_effort="low",
+    )
+    (same,) = compare(run)
+    assert same.verdict == Verdict.CONSISTENT.value and same.metric == "length_adjusted_score"
+    (other,) = compare(RunSide(**{**run.__dict__, "grader_effort": "medium"}))
+    assert other.verdict == Verdict.NOT_COMPARABLE.value
+    assert other.why == ["grader effort: low -> medium"]
