@@ -21,6 +21,7 @@ class Verdict(Enum):
     CONSISTENT = "consistent"  # within the 95% interval of run-to-run noise
     DIFFERS = "differs"  # outside it
     NOT_COMPARABLE = "not comparable"  # a grader, set or length policy that differs or is unknown
+    PLANNED = "to compare"  # a dry run: comparable once the run has its score
 
 
 @dataclass

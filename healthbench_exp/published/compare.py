@@ -65,7 +65,8 @@ class RunSide:
 
     model: str
     set: str  # all | hard | consensus | professional (or what the run ran: sample, a file)
-    scores: dict[str, float]  # metric -> the run's value (overall_score, length_adjusted_score)
+    # metric -> the run's value (overall_score, length_adjusted_score); None: to be measured
+    scores: dict[str, float | None]
     grader: str | None
     grader_effort: str | None = None
     temperature: float | None = None
@@ -215,6 +216,8 @@ def compare_row(run: RunSide, row: PublishedRow) -> PublishedComparison:
     if blocking:
         return base
     score = run.scores[row.metric]
+    if score is None:  # a dry run: what the run will be compared with
+        return replace(base, verdict=Verdict.PLANNED.value)
     std, basis = _noise(run, row)
     difference = score - row.value
     verdict = Verdict.CONSISTENT if abs(difference) <= Z95 * std else Verdict.DIFFERS

@@ -9,8 +9,12 @@ not sampled from the model) compares with nothing, and `NotComparable` says why.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from healthbench_exp.core.published_record import PublishedComparison
 from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.published.compare import LENGTH_ADJUSTED, OVERALL, DataKind, RunSide, compare
@@ -60,9 +64,12 @@ def _data(config: RunConfig, data_sha256: str | None) -> tuple[str, DataKind, st
 
 
 def planned_side(
-    config: RunConfig, data_sha256: str | None = None, scores: dict[str, float] | None = None
+    config: RunConfig,
+    data_sha256: str | None = None,
+    scores: dict[str, float | None] | None = None,
 ) -> RunSide | NotComparable:
-    """The side of a run with `config` (its scores: `scores`, empty before it ran)."""
+    """The side of a run with `config` (its scores: `scores`; before it ran, both headline
+    scores to be measured)."""
     data = _data(config, data_sha256)
     if isinstance(data, NotComparable):
         return data
@@ -75,7 +82,7 @@ def planned_side(
     return RunSide(
         model=model.name,
         set=set_name,
-        scores=scores or {},
+        scores={OVERALL: None, LENGTH_ADJUSTED: None} if scores is None else scores,
         grader=judge.name if judge else None,
         grader_effort=judge.reasoning_effort if judge else None,
         temperature=None if model.reasoning else (sampling.temperature if sampling else None),
@@ -96,7 +103,9 @@ def run_side(summary: RunSummary) -> RunSide | NotComparable:
     data_file = summary.protocol.data_file if summary.protocol else None
     sha = (data_file or {}).get("sha256")
     metrics = summary.metrics
-    scores = {k: v for k in (OVERALL, LENGTH_ADJUSTED) if (v := metrics.get(k)) is not None}
+    scores: dict[str, float | None] = {
+        k: v for k in (OVERALL, LENGTH_ADJUSTED) if (v := metrics.get(k)) is not None
+    }
     side = planned_side(summary.settings, sha, scores)
     if isinstance(side, NotComparable):
         return side
@@ -118,6 +127,29 @@ def run_side(summary: RunSummary) -> RunSide | NotComparable:
             bridged_std=(ci[1] - ci[0]) / 3.919927969 if ci else None,
         )
     return replace(side, **changes)  # type: ignore[arg-type]
+
+
+def file_sha256(path: str) -> str | None:
+    """The sha256 of the file at `path` (None: it cannot be read)."""
+    digest = hashlib.sha256()
+    try:
+        with Path(path).expanduser().open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def planned(config: Mapping[str, object]) -> list[PublishedComparison] | NotComparable:
+    """What a run of `config` (the resolved config as plain data) will be compared with, and
+    which of its settings differ from each source's: for the dry run, before paying."""
+    settings = RunConfig.of(config)
+    path = settings.dataset.path if settings.dataset else None
+    side = planned_side(settings, file_sha256(path) if path else None)
+    if isinstance(side, NotComparable):
+        return side
+    return compare(side) or NotComparable(f"nothing published for {side.model} on {side.set}")
 
 
 def with_published(summary: RunSummary) -> RunSummary:

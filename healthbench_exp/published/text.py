@@ -3,10 +3,11 @@ per-criterion tables of `python -m healthbench_exp.published`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from healthbench_exp.core.published_record import PublishedComparison, Verdict
 from healthbench_exp.published.clusters import ClusterTable
+from healthbench_exp.published.run_side import NotComparable, planned
 from healthbench_exp.published.table import PublishedRow
 
 NOTHING = "published: nothing published applies ({why})"
@@ -94,3 +95,12 @@ def summary_lines(
     if note:
         return [indent + NOTHING.format(why=note)]
     return [indent + comparison_line(c) for c in comparisons or []]
+
+
+def planned_lines(config: Mapping[str, object]) -> list[str]:
+    """The dry run's lines: each published number the run will be compared with and the
+    settings that differ from the source's, or why nothing published applies."""
+    found = planned(config)
+    if isinstance(found, NotComparable):
+        return ["  " + NOTHING.format(why=found.why)]
+    return ["  the run will be compared with:"] + ["    " + comparison_line(c) for c in found]

@@ -14,6 +14,7 @@ from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.published import Verdict, published_rows
 from healthbench_exp.published.clusters import cluster_table
 from healthbench_exp.published.run_side import NotComparable, run_side, with_published
+from healthbench_exp.published.text import planned_lines
 from tests.conftest import DemoRun
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,3 +141,30 @@ def test_per_criterion_table_counts_cells_outside_their_interval() -> None:
     assert abs(one.cells[0].interval - 1.959964 * (2 * p * (1 - p) / 180) ** 0.5) < 1e-6
     assert one.cells[0].outside is (one.cells[0].interval < 0.0389)
     assert cluster_table("gpt-4.1-mini", cells) is None
+
+
+def test_the_dry_run_says_what_it_will_be_compared_with(tmp_path: Path) -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "healthbench_exp", "experiment=demo", "dry_run=true",
+         "wandb=disabled", f"hydra.run.dir={tmp_path / 'dry'}"],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "  published: nothing published applies (sample is not an official set)" in (
+        shown.stdout.splitlines()
+    )
+    config = {
+        "model": {"name": GPT41, "reasoning": False},
+        "judge": {"name": GPT41},
+        "dataset": {"difficulty": "all", "source": "openai"},
+        "sampling": {"temperature": 0.5, "max_tokens": 2048, "rollouts_per_example": 1},
+        "completions": {"source": "model"},
+    }
+    lines = planned_lines(config)
+    assert lines[0] == "  the run will be compared with:"
+    assert "Table 7" in lines[1]
+    assert lines[1].endswith(
+        "comparable; differs in temperature: 1.0 -> 0.5; "
+        "not stated by the source: max_tokens, reasoning_effort, api"
+    )
