@@ -28,6 +28,7 @@ OFFICIAL_SHA256 = {
 }
 OFFICIAL_HF = {"openai/healthbench-professional": "professional"}  # OpenAI's own HF dataset
 BRIDGED = "bridged_score"
+REASONING_TEMPERATURE = 1.0  # what a reasoning model samples at when sent none (OpenAI's only)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,10 @@ def planned_side(
         scores={OVERALL: None, LENGTH_ADJUSTED: None} if scores is None else scores,
         grader=judge.name if judge else None,
         grader_effort=judge.reasoning_effort if judge else None,
-        temperature=None if model.reasoning else (sampling.temperature if sampling else None),
+        # a reasoning model is sent no temperature: OpenAI's take only their default, 1.0
+        temperature=REASONING_TEMPERATURE
+        if model.reasoning
+        else (sampling.temperature if sampling else None),
         max_tokens=sampling.max_tokens if sampling else None,
         reasoning_effort=model.reasoning_effort,
         api=model.api or "chat",
