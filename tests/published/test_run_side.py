@@ -168,3 +168,39 @@ def test_the_dry_run_says_what_it_will_be_compared_with(tmp_path: Path) -> None:
         "comparable; differs in temperature: 1.0 -> 0.5; "
         "not stated by the source: max_tokens, reasoning_effort, api"
     )
+
+
+def test_the_docs_worked_example_holds_as_written() -> None:
+    """docs/reproducing.md's example command prints the line the page shows, and the page's
+    figures (+- 0.0044; 0.4750 consistent, 0.4700 differs) are what the comparison says."""
+    page = (REPO / "docs" / "reproducing.md").read_text(encoding="utf-8")
+    command = next(
+        line for line in page.splitlines()
+        if line.startswith("python -m healthbench_exp.published compare") and "0.4700" in line
+    )  # fmt: skip
+    shown = cli(*command.split()[3:])
+    assert shown.returncode == 0, shown.stderr
+    assert f"  {shown.stdout.strip()}" in page.splitlines()  # the console example, verbatim
+    assert "-0.0078 +- 0.0044: differs" in shown.stdout
+    consistent = cli(*command.replace("0.4700", "0.4750").split()[3:])
+    assert "-0.0028 +- 0.0044: consistent" in consistent.stdout
+    assert "A run of **0.4750** (difference -0.0028) is **consistent**" in page
+    assert "+- 0.0044" in page and "**0.4700**" in page
+
+
+def test_compare_run_dir_prints_the_per_criterion_table(demo_run: DemoRun, tmp_path: Path) -> None:
+    data = as_paper_run(demo_run.directory, 0.94, difficulty="consensus")
+    cells = {r.metric: r.value for r in published_rows() if r.metric.startswith("cluster:")
+             and r.model_id == GPT41}  # fmt: skip
+    data["metrics"].update(cells)  # type: ignore[attr-defined]
+    data["counts"]["examples"] = 3671  # type: ignore[index]
+    folder = tmp_path / "consensus"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps(data), encoding="utf-8")
+    shown = cli("compare", str(folder))
+    assert shown.returncode == 0, shown.stderr
+    assert "per criterion on consensus (paper Table 8, gpt-4.1):" in shown.stdout
+    assert (
+        "0 of 37 cells outside their interval; 1.9 expected by chance, "
+        "more than 4 unlikely (p < 0.05)"
+    ) in shown.stdout
