@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from healthbench_exp.core.published_record import PublishedComparison, Verdict
+from healthbench_exp.grading.length import PUBLISHED_PENALTIES
 from healthbench_exp.published.models import model_id
 from healthbench_exp.published.table import (
     SET_SIZES,
@@ -124,6 +125,10 @@ def _blocking(run: RunSide, row: PublishedRow) -> list[str]:
     elif row.metric not in run.scores:
         policy = "length-adjusted" if row.length_adjusted else "not length-adjusted"
         why.append(f"length adjustment: the source's score is {policy}; the run has no such score")
+    elif row.length_adjusted and run.length_penalty is not None:
+        published = PUBLISHED_PENALTIES.get(row.set)
+        if published is not None and abs(run.length_penalty - published) > 1e-12:
+            why.append(f"length penalty per 500 characters: {published} -> {run.length_penalty}")
     return why
 
 

@@ -100,6 +100,12 @@ def planned_side(
     )
 
 
+def _penalty(recorded: Mapping[str, object] | None) -> float | None:
+    """The per-500-characters penalty a summary's `length_penalty` records (None: none)."""
+    value = (recorded or {}).get("per_500_chars")
+    return float(value) if isinstance(value, int | float) else None
+
+
 def run_side(summary: RunSummary) -> RunSide | NotComparable:
     """The side of a finished eval run (a meta-eval compares with nothing here)."""
     if summary.is_meta_eval:
@@ -122,6 +128,7 @@ def run_side(summary: RunSummary) -> RunSide | NotComparable:
         "n_examples": examples if isinstance(examples, int) and examples < size else None,
         "bootstrap_std": bootstrap,
         "run_to_run_std": repeats.run_to_run_std if repeats else None,
+        "length_penalty": _penalty(summary.length_penalty),
     }
     if bridged is not None and (value := bridged.metrics.get(BRIDGED)) is not None:
         ci = bridged.ci.get(BRIDGED)

@@ -152,3 +152,19 @@ def test_the_graders_effort_must_match_where_the_source_states_it() -> None:
     (other,) = compare(RunSide(**{**run.__dict__, "grader_effort": "medium"}))
     assert other.verdict == Verdict.NOT_COMPARABLE.value
     assert other.why == ["grader effort: low -> medium"]
+
+
+def test_a_length_penalty_other_than_the_published_one_is_not_comparable() -> None:
+    run = RunSide(
+        model="gpt-5.4",
+        set="professional",
+        scores={"length_adjusted_score": 0.48},
+        grader="gpt-5.4-2026-03-05",
+        grader_effort="low",
+        length_penalty=0.0147,
+    )
+    (same,) = compare(run)
+    assert same.verdict == Verdict.CONSISTENT.value
+    (other,) = compare(RunSide(**{**run.__dict__, "length_penalty": 0.03}))
+    assert other.verdict == Verdict.NOT_COMPARABLE.value
+    assert other.why == ["length penalty per 500 characters: 0.0147 -> 0.03"]
