@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.output.wandb.published import COLUMNS, published_metrics, published_rows
+from healthbench_exp.output.wandb.published import COLUMNS, published_metrics, published_table_rows
 from healthbench_exp.published.run_side import with_published
 from tests.e2e.test_e2e import run_cli
 from tests.output.test_tracking import offline_runs, wandb_env
@@ -31,6 +31,6 @@ def test_the_demo_runs_wandb_summary_says_why_nothing_applies(tmp_path: Path) ->
     assert abs(keys["published/difference"] + 0.0078) < 1e-9  # type: ignore[operator]
     assert "Table 7" in str(keys["published/source"])
     assert keys["published/sources"] == len(compared.published or [])
-    rows = published_rows(compared.published)
+    rows = published_table_rows(compared.published)
     assert len(rows) == len(compared.published or []) and len(rows[0]) == len(COLUMNS)
     assert rows[0][COLUMNS.index("verdict")] == "differs"

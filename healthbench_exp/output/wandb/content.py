@@ -31,7 +31,7 @@ from healthbench_exp.output.wandb.jury import (
 )
 from healthbench_exp.output.wandb.published import COLUMNS as PUBLISHED_COLUMNS
 from healthbench_exp.output.wandb.published import TABLE as PUBLISHED_TABLE
-from healthbench_exp.output.wandb.published import published_metrics, published_rows
+from healthbench_exp.output.wandb.published import published_metrics, published_table_rows
 
 if TYPE_CHECKING:  # imported when needed: loading wandb takes seconds
     import wandb
@@ -50,7 +50,9 @@ def log_eval(run: wandb.Run, summary: RunSummary, output_dir: Path) -> None:
     breakdowns = breakdown_tables(summary)
     logged: dict[str, object] = dict(breakdowns)
     if summary.published:  # every published number of the run's model and set
-        logged[PUBLISHED_TABLE] = plain_table(PUBLISHED_COLUMNS, published_rows(summary.published))
+        logged[PUBLISHED_TABLE] = plain_table(
+            PUBLISHED_COLUMNS, published_table_rows(summary.published)
+        )
     if len(per_example.data) <= TABLE_LOG_MAX_ROWS:
         logged["per_example"] = per_example
     for name, table in breakdowns.items():

@@ -41,7 +41,7 @@ def published_metrics(summary: RunSummary) -> dict[str, object]:
     return out
 
 
-def published_rows(comparisons: list[PublishedComparison] | None) -> list[list[object]]:
+def published_table_rows(comparisons: list[PublishedComparison] | None) -> list[list[object]]:
     """The `published` table's rows, one per source, best-matching first."""
     return [
         [
