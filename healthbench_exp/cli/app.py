@@ -43,6 +43,7 @@ from healthbench_exp.engine.stops import (
 from healthbench_exp.model.cache_file import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output.run_dir import RunDirectory
+from healthbench_exp.published.text import planned_lines
 from healthbench_exp.sweep.aggregate import tell_sweep
 
 log = logging.getLogger("healthbench_exp")
@@ -135,6 +136,7 @@ def run_app(cfg: DictConfig) -> float | None:
         if config.dry_run.requested:
             estimate = jobs.estimate_job(config, run_dir, plain)
             print(format_estimate(estimate, output_dir))
+            print("\n".join(planned_lines(plain)))  # what it will be compared with
             run_dir.write_status(Status.DRY_RUN)
             return None
         record = jobs.run_job(config, run_dir, plain, job, readiness)

@@ -27,6 +27,8 @@ class EndpointPart(Record):
     name: str | None
     temperature: float | None
     reasoning: bool | None  # o-series: no temperature sent
+    reasoning_effort: str | None  # sent as the reasoning effort (None: not sent)
+    api: str | None  # chat | responses (None: not recorded, chat)
     builtin: bool | None  # the built-in offline server answered
     price: PricePart | None
 
@@ -41,6 +43,7 @@ class DatasetPart(Record):
     source: str | None
     difficulty: str | None
     path: str | None
+    hf_repo: str | None
 
 
 @dataclass

@@ -39,6 +39,9 @@ The top level, in file order (`eval` / `meta_eval`: written by that task only):
   judge's metrics, and every pair's agreement with Cohen's kappa (SPEC 7.1).
 - `bridged` (eval, with `bridge.runs`): `Bridged`, the run rescored on the reference
   grader's scale through verdicts of both judges on the same replies (docs/bridge.md).
+- `published` (eval): one `PublishedComparison` (`core.published_record`) per published number
+  of the run's model and set, best-matching first (docs/reproducing.md); `published_note`: why
+  nothing published applies, when nothing does.
 - `partial`: true when rows were not run (the budget stopped the run): a resume finishes them.
 - `demo`: true when the built-in offline endpoint answered: the scores mean nothing.
 - `wandb`: `WandbInfo`, where the W&B run is; null when W&B was disabled.
@@ -60,6 +63,7 @@ from typing import ClassVar
 from healthbench_exp.core.bridged import Bridged
 from healthbench_exp.core.calibrated_record import Calibrated, CalibratedCategory
 from healthbench_exp.core.protocol_record import Protocol
+from healthbench_exp.core.published_record import PublishedComparison
 from healthbench_exp.core.record import OMIT_NONE, Record, encode
 from healthbench_exp.core.run_config import RunConfig
 from healthbench_exp.core.usage_record import (
@@ -311,6 +315,9 @@ class RunSummary(Record):
     jury: Jury | None = field(default=None, metadata=OMIT_NONE)
     # eval with `bridge.runs`: the run on the reference grader's scale (`core.bridged`)
     bridged: Bridged | None = field(default=None, metadata=OMIT_NONE)
+    # eval: the run beside each published number of its model and set (`core.published_record`)
+    published: list[PublishedComparison] | None = field(default=None, metadata=OMIT_NONE)
+    published_note: str | None = field(default=None, metadata=OMIT_NONE)  # why none applies
     # partial, demo: None when not recorded (an older version)
     partial: bool | None = field(default=None, metadata=OMIT_NONE)
     demo: bool | None = field(default=None, metadata=OMIT_NONE)

@@ -57,6 +57,7 @@ from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Roles
+from healthbench_exp.published.run_side import with_published
 from healthbench_exp.tasks.base import Measured, Task
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
         stats = evaluation.counters
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
-        summary = summarizer.summary(measured)
+        summary = with_published(summarizer.summary(measured))  # beside the published numbers
         with signals_held():  # recorded once, whole, before a signal ends the invocation
             summary = account_invocation(
                 summary,

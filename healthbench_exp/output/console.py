@@ -10,6 +10,7 @@ from healthbench_exp.core.summary import Calibrated, Metrics, RunSummary, Usage
 from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
 from healthbench_exp.output.bridged_text import bridged_lines
 from healthbench_exp.output.run_context import protocol_label
+from healthbench_exp.published.text import summary_lines
 
 
 def _ci(metrics: Metrics, name: str) -> str:
@@ -272,7 +273,10 @@ def format_report(summary: RunSummary) -> str:
         )
     lines.append(f"  protocol: {protocol_label(summary)}")
     if "overall_score" in metrics:
-        lines += score_lines(metrics, summary.headline or OVERALL_SCORE)
+        scores = score_lines(metrics, summary.headline or OVERALL_SCORE)
+        # the headline, then each published number of the model and set beside it
+        lines += scores[:1] + summary_lines(summary.published, summary.published_note)
+        lines += scores[1:]
     else:
         lines.append("  no example could be scored")
     unscorable = counts.rows_unscorable or 0  # None: a summary from before it was counted

@@ -59,6 +59,7 @@ from healthbench_exp.sweep.jury import jury_columns
 from healthbench_exp.sweep.markdown import markdown, write_csv
 from healthbench_exp.sweep.out_folder import written_or_exit
 from healthbench_exp.sweep.planned import finish_command, unfinished_lines
+from healthbench_exp.sweep.published import published_columns
 from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
 
@@ -134,7 +135,7 @@ def job_row(job: Job) -> dict[str, object]:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
     row.update(headline_columns(summary))
     row.update(jury_columns(summary))  # a jury run: its jury's overall score (SPEC 7.1)
-    row.update(bridged_columns(summary))  # bridge.runs: on the reference grader's scale
+    row.update(bridged_columns(summary) | published_columns(summary))  # + published numbers
     repeats = summary.repeats
     if repeats:
         row["run_to_run_std"] = repeats.run_to_run_std

@@ -21,6 +21,7 @@ from healthbench_exp.sweep.abandoned import abandoned_of, cost_total_text
 from healthbench_exp.sweep.bridged import bridged_cell, has_bridged
 from healthbench_exp.sweep.judge_table import judge_table_markdown
 from healthbench_exp.sweep.jury import has_jury, jury_cell
+from healthbench_exp.sweep.published import has_published, published_cell
 from healthbench_exp.sweep.regrade_compare import regrade_markdown
 
 
@@ -127,12 +128,15 @@ def markdown(data: Mapping[str, object]) -> str:
         header += ["jury overall_score"] * jury
         bridged = has_bridged(evals)  # bridge.runs: the bridged score beside the job's own
         header += ["bridged_score [95% CI]"] * bridged
+        published = has_published(evals)  # beside the best-matching published number
+        header += ["published (best match)"] * published
         rows: list[list[object]] = [
             [
                 *(r["job"], f"`{r['label']}`", r["status"], r["banners"], r["replies"]),
                 *(r["judge"], r["data"], r["temperature"], protocol_cell(r), *_score_cells(r)),
                 *[jury_cell(r)] * jury,
                 *[bridged_cell(r)] * bridged,
+                *[published_cell(r)] * published,
             ]
             for r in evals
         ]

@@ -68,6 +68,7 @@ def test_the_wheel_holds_every_config_and_data_file_once(wheel: Path) -> None:
     needed = [
         *PACKAGE.glob("conf/**/*.yaml"),
         *PACKAGE.glob("data/*.jsonl"),
+        *PACKAGE.glob("published/*.csv"),
         *PACKAGE.glob("reference/*"),
         *PACKAGE.rglob("*.py"),
         *PLUGIN.rglob("*.py"),

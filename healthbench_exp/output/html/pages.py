@@ -38,6 +38,7 @@ from healthbench_exp.output.html.charts import (
 )
 from healthbench_exp.output.html.examples import examples_section, write_companion
 from healthbench_exp.output.html.jury import jury_html, meta_jury_html
+from healthbench_exp.output.html.published import published_section
 from healthbench_exp.output.html.sweep_page import sweep_report as sweep_report  # re-exported
 from healthbench_exp.output.run_context import RunContext, run_context
 
@@ -209,6 +210,7 @@ def run_page(summary: RunSummary, context: RunContext) -> str:
     body.append(calibrated_section(summary.calibrated))  # SPEC 7.3: beside, never instead
     body.append(jury_html(summary.jury))  # SPEC 7.1: beside the primary judge's metrics
     body.append(bridged_section(summary.bridged))  # on the reference scale, beside
+    body.append(published_section(summary.published, summary.published_note))
     themes = [n.removeprefix("theme:") for n in tag_metric_names(metrics, "theme:")]
     body.append(examples_section(counts.rows, themes))
     return page(f"HealthBench run · {context.title()}", "".join(body))

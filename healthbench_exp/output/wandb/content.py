@@ -29,6 +29,9 @@ from healthbench_exp.output.wandb.jury import (
     verdict_columns,
     verdict_members,
 )
+from healthbench_exp.output.wandb.published import COLUMNS as PUBLISHED_COLUMNS
+from healthbench_exp.output.wandb.published import TABLE as PUBLISHED_TABLE
+from healthbench_exp.output.wandb.published import published_metrics, published_table_rows
 
 if TYPE_CHECKING:  # imported when needed: loading wandb takes seconds
     import wandb
@@ -46,6 +49,10 @@ def log_eval(run: wandb.Run, summary: RunSummary, output_dir: Path) -> None:
     per_example = example_table(output_dir / "examples.jsonl")
     breakdowns = breakdown_tables(summary)
     logged: dict[str, object] = dict(breakdowns)
+    if summary.published:  # every published number of the run's model and set
+        logged[PUBLISHED_TABLE] = plain_table(
+            PUBLISHED_COLUMNS, published_table_rows(summary.published)
+        )
     if len(per_example.data) <= TABLE_LOG_MAX_ROWS:
         logged["per_example"] = per_example
     for name, table in breakdowns.items():
@@ -124,6 +131,7 @@ def update_summary(run: wandb.Run, summary: RunSummary) -> None:
     run.summary.update(calibrated_metrics(summary))
     run.summary.update(jury_metrics(summary))
     run.summary.update(bridged_metrics(summary.bridged))
+    run.summary.update(published_metrics(summary))  # beside the published numbers
 
 
 CALIBRATED_FIELDS = ("observed", "sensitivity", "specificity", "corrected", "ci_low", "ci_high")
