@@ -65,6 +65,10 @@ class BatchJudge:
         self.pending: dict[str, tuple[list[dict[str, str]], asyncio.Future[Reply]]] = {}
         self.last_added = 0.0
         self.worker: asyncio.Task[None] | None = None
+        # the replies of an earlier attempt's batch that this invocation harvested (and counted
+        # as paid: it pays for them now), by key: each answers its call once as paid here, not
+        # also as a replay from the response cache
+        self.harvested: dict[str, Reply] = {}
 
     def messages_for(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         return self.endpoint.messages_for(messages)
@@ -76,6 +80,8 @@ class BatchJudge:
         key = self.endpoint.request_key(sent, tag)
         # a miss is claimed until its reply is stored (at the harvest), as on the direct path:
         # another run sharing the cache that batches the same call meanwhile waits for it
+        if (harvested := self.harvested.pop(key, None)) is not None:
+            return harvested
         endpoint = self.endpoint
         async with replay_or_claim(endpoint.cache, key, endpoint.profile, self.stats) as replay:
             if replay is not None:
@@ -211,6 +217,8 @@ class BatchJudge:
         if self.endpoint.cache is not None and key is not None and text:
             chars = prompt_chars(waiting[key][0]) if key in waiting else None
             self.endpoint.cache.put(key, CachedReply.of(text, usage, chars), self.endpoint.profile)
+        if future is None and key is not None and text:  # an earlier attempt's batch
+            self.harvested[key] = Reply(text, prompt, completion)
         if future is not None and not future.done():
             if text:
                 future.set_result(Reply(text, prompt, completion))

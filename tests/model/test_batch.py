@@ -101,6 +101,10 @@ def test_a_killed_batch_run_resumes_by_batch_id_without_resubmitting(tmp_path: P
     assert record["id"] == pending["id"] and record["harvested"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["counts"]["rows_scored"] == 24 and summary["counts"]["ungraded_criteria"] == 0
+    # the harvested batch's judge calls are paid by the resume, once: not also replayed
+    judge = summary["usage"]["judge"]
+    assert judge["requests"] == pending["requests"] and judge["cache_hits"] == 0, judge
+    assert judge["replayed_prompt_tokens"] == 0
 
 
 class open_stats:
