@@ -14,6 +14,10 @@ test, so a failure names the rule and each offending import with its module and 
 - `core` imports the standard library only;
 - the bridge (`grading.bridge`, a package) imports only `core`, itself, numpy and the standard
   library: one wing, readable on its own;
+- the response cache (`model.cache`, a package) imports only `core`, `config`,
+  `model.reply_json`, itself and the standard library; inside it each part imports only the
+  parts below it (`CACHE_PARTS`), and code outside it imports its face (`__init__`) or its
+  command line's verbs (`commands`), never its other parts;
 - no module over `MAX_LINES` lines.
 
 A module's layer is the first sub-package under `healthbench_exp/` (`healthbench_exp.model.cache`
@@ -73,6 +77,19 @@ CORE = "core"
 MAX_LINES = 400
 BRIDGE = f"{PACKAGE}.grading.bridge"
 BRIDGE_THIRD_PARTY = frozenset({"numpy"})
+CACHE = f"{PACKAGE}.model.cache"
+# what the cache may import outside itself (besides the standard library and sqlite3's own)
+CACHE_OUTSIDE = (f"{PACKAGE}.core", f"{PACKAGE}.config", f"{PACKAGE}.model.reply_json")
+# each part of the cache -> the parts it may import (its face, `__init__`, may import any)
+CACHE_PARTS: dict[str, frozenset[str]] = {
+    "database": frozenset(),
+    "profiles": frozenset(),
+    "claims": frozenset(),
+    "store": frozenset({"database", "profiles", "claims"}),
+    "admin": frozenset({"database", "profiles"}),
+    "commands": frozenset({"admin", "database"}),
+}
+CACHE_FACES = frozenset({CACHE, f"{CACHE}.commands"})  # what code outside the cache imports
 
 
 @dataclass(frozen=True)
@@ -341,6 +358,45 @@ def bridge_rule(package: Package) -> list[str]:
     return sorted(found)
 
 
+def cache_rule(package: Package) -> list[str]:
+    """Imports into, out of and within the response cache's package beyond what it allows."""
+
+    def inside(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    found = set()
+    for name, module in package.items():
+        if not inside(name, CACHE):
+            for target, line in module.internal_targets().items():
+                if inside(target, CACHE) and target not in CACHE_FACES:
+                    found.add(
+                        f"{name}: imports {target} (outside the cache, import its face "
+                        f"{CACHE} or its commands) [line {line}]"
+                    )
+            continue
+        part = name.removeprefix(CACHE).lstrip(".")
+        for imp in module.imports:
+            if not imp.internal:
+                if imp.target.split(".")[0] not in sys.stdlib_module_names:
+                    found.add(
+                        f"{name}: imports {imp.target} (the cache imports only core, config, "
+                        f"model.reply_json and the standard library) [line {imp.line}]"
+                    )
+            elif inside(imp.target, CACHE):
+                theirs = imp.target.removeprefix(CACHE).lstrip(".")
+                if part and theirs != part and theirs not in CACHE_PARTS.get(part, frozenset()):
+                    found.add(
+                        f"{name}: imports {imp.target} (the cache's {part or 'face'} imports "
+                        f"only {sorted(CACHE_PARTS.get(part, frozenset()))}) [line {imp.line}]"
+                    )
+            elif not any(inside(imp.target, allowed) for allowed in CACHE_OUTSIDE):
+                found.add(
+                    f"{name}: imports {imp.target} (the cache imports only core, config, "
+                    f"model.reply_json and the standard library) [line {imp.line}]"
+                )
+    return sorted(found)
+
+
 def length_rule(package: Package) -> list[str]:
     """Modules over MAX_LINES lines."""
     return [
@@ -358,6 +414,7 @@ RULES: dict[str, Callable[[Package], list[str]]] = {
     "production code never imports healthbench_exp.testing": production_testing_rule,
     "core imports only the standard library": core_stdlib_rule,
     "the bridge imports only core, numpy and the standard library": bridge_rule,
+    "the cache's parts import only the parts below them; outside, only its face": cache_rule,
     f"no module over {MAX_LINES} lines": length_rule,
 }
 
@@ -421,6 +478,10 @@ FAKE_PACKAGE = {
     "engine/__init__.py": "",
     "engine/builtin.py": "from ..testing.server import serve\n",
     "engine/loop.py": "import healthbench_exp.testing.server\nimport healthbench_exp\n",
+    "engine/replay.py": "from healthbench_exp.model.cache.store import key\n",
+    "model/cache/__init__.py": "from . import store\n",
+    "model/cache/store.py": "import sqlite3\nfrom healthbench_exp.model import endpoint\n",
+    "model/cache/database.py": "from healthbench_exp.model.cache.store import key\n",
     "output/__init__.py": "from healthbench_exp import __main__\n",
     "output/files.py": "import os\n" + "x = 1\n" * 400,
     "cli/__init__.py": "",
@@ -484,6 +545,14 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             f"{p}.grading.bridge: imports scipy.stats (the bridge imports only core, numpy and "
             "the standard library) [line 2]",
         ],
+        "cache_rule": [
+            f"{p}.engine.replay: imports {p}.model.cache.store (outside the cache, import its "
+            f"face {p}.model.cache or its commands) [line 1]",
+            f"{p}.model.cache.database: imports {p}.model.cache.store (the cache's database "
+            "imports only []) [line 1]",
+            f"{p}.model.cache.store: imports {p}.model.endpoint (the cache imports only core, "
+            "config, model.reply_json and the standard library) [line 2]",
+        ],
         "length_rule": [f"{p}.output.files: 401 lines (> {MAX_LINES})"],
     }
 
@@ -506,5 +575,10 @@ def test_the_checker_passes_a_package_that_keeps_the_rules(tmp_path: Path) -> No
         "cli/app.py": "import hydra\nfrom healthbench_exp.engine import builtin, loop\n",
         "testing/__init__.py": "",
         "testing/server.py": "from healthbench_exp.core.types import json\n\ndef serve(): ...\n",
+        "model/__init__.py": "",
+        "model/cache/__init__.py": "from .store import keep\n",
+        "model/cache/store.py": "import sqlite3\nfrom . import database\n",
+        "model/cache/database.py": "from healthbench_exp.core import types\n",
+        "engine/replay.py": "from healthbench_exp.model.cache import keep\n",
     }
     assert check(write_package(tmp_path, clean)) == []

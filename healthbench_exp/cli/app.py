@@ -33,7 +33,7 @@ from healthbench_exp.core import standard_streams
 from healthbench_exp.core.run_end import Exit, Status
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import RunInterrupted, signals_held, signals_interrupt
-from healthbench_exp.model.cache_file import discard_call_journal
+from healthbench_exp.model.cache import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.sweep.aggregate import tell_sweep

@@ -39,14 +39,15 @@ from healthbench_exp.engine.rates import (
 )
 from healthbench_exp.grading.grader import grader_prompt, grader_template
 from healthbench_exp.model.cache import (
+    HISTORY_MIN_REPLIES,
     CachedReply,
+    Profile,
     RequestKeys,
     ResponseCache,
     cache_dir,
+    profile_history,
     prompt_chars,
 )
-from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES, profile_history
-from healthbench_exp.model.cache_profiles import Profile
 from healthbench_exp.model.costs import unknown_tier
 from healthbench_exp.model.endpoint import messages_sent
 from healthbench_exp.model.roles import Role, Roles

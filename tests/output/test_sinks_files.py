@@ -33,7 +33,7 @@ NOT_OUTPUT = {
     ".lock": "cli/run_lock.py",  # the run lock: held while the run goes, not a record
     ".hydra/": "hydra",  # Hydra's job setup (a resume's own: output.run_dir)
     "healthbench.log": "hydra",  # the job's log, Hydra's logging setup
-    ".calls/": "model/cache_file.py",  # cache.enabled=false: the response cache's own store
+    ".calls/": "model/cache/database.py",  # cache.enabled=false: the response cache's own store
 }
 
 
@@ -95,7 +95,7 @@ def test_a_batch_judges_record_is_written_by_output(tmp_path: Path) -> None:
     assert writers_of(records, "batches.json") == {"output/files.py"}  # RunDirectory's write_json
     assert foreign_files(run_dir) == []
     journal = {r["writer"] for r in records if r["path"].startswith(".calls/")}
-    assert journal == {"model/cache_file.py"}  # cache.enabled=false: the run's own call journal
+    assert journal == {"model/cache/database.py"}  # cache.enabled=false: the run's own call journal
 
 
 def test_a_served_models_log_is_written_by_output(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ WRITERS_OUTSIDE_OUTPUT = {
     "cli/run_lock.py": "the run lock, .lock",
     "core/standard_streams.py": "/dev/null, opened on a standard stream no one reads",
     "data/healthbench.py": "the downloaded HealthBench files, in the data cache",
-    "model/cache_claims.py": "the response cache's claims (claims.lock), in the cache folder",
+    "model/cache/claims.py": "the response cache's claims (claims.lock), in the cache folder",
     "model/sweep_budget.py": "a sweep's budget ledger and its lock, in the sweep's directory",
     "sweep/aggregate.py": "a sweep's summary and page, in the sweep's directory",
     "sweep/markdown.py": "a sweep's CSV table, in the sweep's directory",
