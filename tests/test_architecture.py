@@ -9,8 +9,9 @@ test, so a failure names the rule and each offending import with its module and 
 - the layer table (`ALLOWED`): which layers each layer may import;
 - no package-internal import inside a function (optional third-party imports may be lazy);
 - Hydra and OmegaConf only in `cli` (and the sweep layer, for the sweep-summary callback);
-- production code never imports `healthbench_exp.testing`, except where the built-in endpoint is
-  started (`engine/builtin.py`), the CLI and the `offline_server` entry module;
+- production code never imports `healthbench_exp.testing` (test-only fakes);
+- the built-in endpoint (`builtin_endpoint`) is imported only where it is started
+  (`engine/builtin.py`) and by the `offline_server` entry module;
 - `core` imports the standard library only;
 - the bridge (`grading.bridge`, a package) imports only `core`, itself, numpy and the standard
   library: one wing, readable on its own;
@@ -53,13 +54,17 @@ ALLOWED: dict[str, frozenset[str]] = {
     "model": frozenset({"core", "config"}),
     "grading": frozenset({"core"}),
     "tasks": frozenset({"core", "config", "data", "model", "grading"}),
-    "engine": frozenset({"core", "config", "data", "model", "grading", "tasks", "testing"}),
+    "engine": frozenset(
+        {"core", "config", "data", "model", "grading", "tasks", "builtin_endpoint"}
+    ),
     "output": frozenset({"core", "config", "grading"}),
     "sweep": frozenset({"core", "config", "grading", "output"}),
     "cli": frozenset(
         {"core", "config", "data", "model", "grading", "tasks", "engine", "output", "sweep"}
-        | {"testing"}
     ),
+    # the built-in OpenAI-compatible endpoint: production code (the demo's server)
+    "builtin_endpoint": frozenset({"core", "config", "model"}),
+    # test-only fakes (the fake clock): no production module imports them (production_testing_rule)
     "testing": frozenset({"core", "config", "model"}),
     # other tools' entry points (the verifiers taskset): a top layer beside cli; none imports it
     "integrations": frozenset({"core", "config", "data", "model", "grading", "tasks", "output"}),
@@ -69,10 +74,10 @@ ALLOWED[ROOT] = frozenset(ALLOWED)  # the entry modules and the public API may i
 HYDRA = frozenset({"hydra", "omegaconf"})
 HYDRA_LAYERS = frozenset({"cli", "sweep"})  # sweep: the sweep-summary callback (a Hydra callback)
 TESTING = "testing"
-# production modules that may import `testing`: where the built-in endpoint is started, and the
-# root entry module that serves it (`python -m healthbench_exp.offline_server`); `cli` may too
-TESTING_LAYERS = frozenset({TESTING, "cli"})
-TESTING_MODULES = frozenset({f"{PACKAGE}.engine.builtin", f"{PACKAGE}.offline_server"})
+BUILTIN = "builtin_endpoint"
+# the modules that may import the built-in endpoint: where it is started for a run, and the root
+# entry module that serves it (`python -m healthbench_exp.offline_server`)
+BUILTIN_STARTERS = frozenset({f"{PACKAGE}.engine.builtin", f"{PACKAGE}.offline_server"})
 CORE = "core"
 MAX_LINES = 400
 BRIDGE = f"{PACKAGE}.grading.bridge"
@@ -306,17 +311,31 @@ def hydra_rule(package: Package) -> list[str]:
 
 
 def production_testing_rule(package: Package) -> list[str]:
-    """Production modules importing the built-in test endpoint outside the allow-list."""
-    allowed = ", ".join(sorted(TESTING_MODULES))
+    """Production modules importing the test-only fakes (`testing`): none may."""
     problems = []
     for name, module in package.items():
-        if module.layer in TESTING_LAYERS or name in TESTING_MODULES:
+        if module.layer == TESTING:
             continue
         for target, line in module.internal_targets().items():
             if target in package and package[target].layer == TESTING:
                 problems.append(
-                    f"{name}: production code imports {target} "
-                    f"(only the cli layer, {allowed}) [line {line}]"
+                    f"{name}: production code imports {target} (test-only fakes) [line {line}]"
+                )
+    return problems
+
+
+def builtin_endpoint_rule(package: Package) -> list[str]:
+    """Modules importing the built-in endpoint other than where it is started."""
+    allowed = ", ".join(sorted(BUILTIN_STARTERS))
+    problems = []
+    for name, module in package.items():
+        if module.layer in (BUILTIN, TESTING) or name in BUILTIN_STARTERS:
+            continue
+        for target, line in module.internal_targets().items():
+            if target in package and package[target].layer == BUILTIN:
+                problems.append(
+                    f"{name}: imports the built-in endpoint's {target} (only {allowed}) "
+                    f"[line {line}]"
                 )
     return problems
 
@@ -412,6 +431,7 @@ RULES: dict[str, Callable[[Package], list[str]]] = {
     "no package-internal import inside a function": function_import_rule,
     "Hydra/OmegaConf only in cli (and the sweep callback)": hydra_rule,
     "production code never imports healthbench_exp.testing": production_testing_rule,
+    "the built-in endpoint is imported only where it is started": builtin_endpoint_rule,
     "core imports only the standard library": core_stdlib_rule,
     "the bridge imports only core, numpy and the standard library": bridge_rule,
     "the cache's parts import only the parts below them; outside, only its face": cache_rule,
@@ -452,7 +472,7 @@ def test_the_scan_sees_the_whole_package() -> None:
 FAKE_PACKAGE = {
     "__init__.py": "",
     "__main__.py": "from healthbench_exp.cli import app\nimport hydra\n",
-    "offline_server.py": "from healthbench_exp.testing.server import serve\n",
+    "offline_server.py": "from healthbench_exp.builtin_endpoint.server import serve\n",
     "core/__init__.py": "",
     "core/types.py": "import json\nimport numpy\nfrom healthbench_exp.grading import rules\n",
     "core/version.py": "from __future__ import annotations\nimport importlib.metadata\n",
@@ -476,8 +496,8 @@ FAKE_PACKAGE = {
     "data/__init__.py": "",
     "data/rows.py": "from healthbench_exp.model import endpoint\nRow = dict\n",
     "engine/__init__.py": "",
-    "engine/builtin.py": "from ..testing.server import serve\n",
-    "engine/loop.py": "import healthbench_exp.testing.server\nimport healthbench_exp\n",
+    "engine/builtin.py": "from ..builtin_endpoint.server import serve\n",
+    "engine/loop.py": "import healthbench_exp.builtin_endpoint.server\nimport healthbench_exp\n",
     "engine/replay.py": "from healthbench_exp.model.cache.store import key\n",
     "model/cache/__init__.py": "from . import store\n",
     "model/cache/store.py": "import sqlite3\nfrom healthbench_exp.model import endpoint\n",
@@ -486,10 +506,12 @@ FAKE_PACKAGE = {
     "output/files.py": "import os\n" + "x = 1\n" * 400,
     "cli/__init__.py": "",
     "cli/app.py": (
-        "import hydra\nfrom healthbench_exp.engine import loop\nfrom ..testing import server\n"
+        "import hydra\nfrom healthbench_exp.engine import loop\nfrom ..testing import fake_clock\n"
     ),
+    "builtin_endpoint/__init__.py": "",
+    "builtin_endpoint/server.py": "def serve():\n    return 0\n",
     "testing/__init__.py": "",
-    "testing/server.py": "def serve():\n    return 0\n",
+    "testing/fake_clock.py": "def now():\n    return 0\n",
     "utils/__init__.py": "from healthbench_exp.core.types import json\n",
 }
 
@@ -517,6 +539,7 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             f"[{p}.data.rows:1 -> {p}.model.endpoint; {p}.model.endpoint:3 -> {p}.data.rows]",
         ],
         "layer_rule": [
+            f"{p}.cli.app (cli) imports {p}.testing.fake_clock (testing) [line 3]",
             f"{p}.core.types (core) imports {p}.grading.rules (grading) [line 3]",
             f"{p}.data.rows (data) imports {p}.model.endpoint (model) [line 1]",
             f"{p}.engine.loop: imports the package root [line 2]",
@@ -533,8 +556,12 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             f"{p}.config.schema: imports omegaconf (Hydra/OmegaConf only in cli) [line 1]",
         ],
         "production_testing_rule": [
-            f"{p}.engine.loop: production code imports {p}.testing.server (only the cli layer, "
-            f"{p}.engine.builtin, {p}.offline_server) [line 1]"
+            f"{p}.cli.app: production code imports {p}.testing.fake_clock (test-only fakes) "
+            "[line 3]"
+        ],
+        "builtin_endpoint_rule": [
+            f"{p}.engine.loop: imports the built-in endpoint's {p}.builtin_endpoint.server "
+            f"(only {p}.engine.builtin, {p}.offline_server) [line 1]"
         ],
         "core_stdlib_rule": [
             f"{p}.core.types: imports numpy (core imports the standard library only) [line 2]"
@@ -570,11 +597,15 @@ def test_the_checker_passes_a_package_that_keeps_the_rules(tmp_path: Path) -> No
         "grading/bridge/estimate.py": "import math\nfrom healthbench_exp.core import types\n",
         "engine/__init__.py": "",
         "engine/loop.py": "from healthbench_exp.grading.rules import grade\n\ndef run(): ...\n",
-        "engine/builtin.py": "from healthbench_exp.testing.server import serve\n",
+        "engine/builtin.py": "from healthbench_exp.builtin_endpoint.server import serve\n",
         "cli/__init__.py": "",
         "cli/app.py": "import hydra\nfrom healthbench_exp.engine import builtin, loop\n",
+        "builtin_endpoint/__init__.py": "",
+        "builtin_endpoint/server.py": (
+            "from healthbench_exp.core.types import json\n\ndef serve(): ...\n"
+        ),
         "testing/__init__.py": "",
-        "testing/server.py": "from healthbench_exp.core.types import json\n\ndef serve(): ...\n",
+        "testing/fake_clock.py": "from healthbench_exp.core.types import json\n",
         "model/__init__.py": "",
         "model/cache/__init__.py": "from .store import keep\n",
         "model/cache/store.py": "import sqlite3\nfrom . import database\n",

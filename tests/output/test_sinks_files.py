@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.output.files import foreign_files
 from healthbench_exp.output.run_dir import RunDirectory
-from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import LIGHT, stand_in_env
@@ -171,7 +171,7 @@ def test_no_module_outside_output_writes_a_file_but_the_listed_ones() -> None:
     outside = {
         module: lines
         for module, lines in file_writers(PACKAGE).items()
-        if not module.startswith(("output/", "testing/"))  # testing: the stand-in endpoint
+        if not module.startswith(("output/", "builtin_endpoint/"))  # the stand-in endpoint
     }
     assert set(outside) == set(WRITERS_OUTSIDE_OUTPUT), outside
 
