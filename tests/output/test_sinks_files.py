@@ -124,7 +124,7 @@ def test_a_jury_members_batch_record_and_a_pilot_are_a_runs_own_files(tmp_path: 
 
 # modules outside output/ that open a file for writing, and what they write (never a run's file)
 WRITERS_OUTSIDE_OUTPUT = {
-    "cli/bridge_kit_runs.py": "none: /dev/tty opened read-only, to ask its foreground group",
+    "cli/bridge_kit/runs.py": "none: /dev/tty opened read-only, to ask its foreground group",
     "cli/run_lock.py": "the run lock, .lock",
     "core/standard_streams.py": "/dev/null, opened on a standard stream no one reads",
     "data/healthbench.py": "the downloaded HealthBench files, in the data cache",
