@@ -23,7 +23,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 
 CASES: dict[str, dict[str, object]] = {
     "every call 500": {"fail_status": 500},

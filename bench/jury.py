@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import add_options, write_rows
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 
 MODEL_PRICE = "{input_per_mtok: 0.4, cached_input_per_mtok: 0.1, output_per_mtok: 1.6}"
 JUDGE_PRICE = "{input_per_mtok: 2.0, cached_input_per_mtok: 0.5, output_per_mtok: 8.0}"

@@ -27,9 +27,9 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 from healthbench_exp.model.access import shared_tls_context
 from healthbench_exp.model.http import DirectPoster
-from healthbench_exp.testing.server import ServerProcess, server_args
 
 if int(openai.__version__.split(".")[0]) >= 3:  # openai 3 sends through httpx2, 2 through httpx
     import httpx2 as hx

@@ -22,7 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 
 
 def in_flight(base_url: str) -> int:

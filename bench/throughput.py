@@ -72,8 +72,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import healthbench_exp
-from healthbench_exp.testing.limits import others_share, parse_schedule
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.limits import others_share, parse_schedule
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 
 AXES = [
     "accuracy",

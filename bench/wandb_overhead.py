@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import add_options, write_rows
 from throughput import run_once
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 
 MODES = ("disabled", "offline")
 

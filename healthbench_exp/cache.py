@@ -23,9 +23,8 @@ import sys
 
 from healthbench_exp.core import standard_streams
 from healthbench_exp.core.run_end import Exit
-from healthbench_exp.model.cache import cache_dir
-from healthbench_exp.model.cache_admin import Selection
-from healthbench_exp.model.cache_commands import clear, parse_age, parse_size, prune, stats
+from healthbench_exp.model.cache import Selection, cache_dir
+from healthbench_exp.model.cache.commands import clear, parse_age, parse_size, prune, stats
 
 
 def parser() -> argparse.ArgumentParser:

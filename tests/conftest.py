@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from healthbench_exp.testing.server import server_args
+from healthbench_exp.builtin_endpoint.server import server_args
 from tests.zygote import ForkedServer
 
 

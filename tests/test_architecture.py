@@ -9,11 +9,16 @@ test, so a failure names the rule and each offending import with its module and 
 - the layer table (`ALLOWED`): which layers each layer may import;
 - no package-internal import inside a function (optional third-party imports may be lazy);
 - Hydra and OmegaConf only in `cli` (and the sweep layer, for the sweep-summary callback);
-- production code never imports `healthbench_exp.testing`, except where the built-in endpoint is
-  started (`engine/builtin.py`), the CLI and the `offline_server` entry module;
+- production code never imports `healthbench_exp.testing` (test-only fakes);
+- the built-in endpoint (`builtin_endpoint`) is imported only where it is started
+  (`engine/builtin.py`) and by the `offline_server` entry module;
 - `core` imports the standard library only;
 - the bridge (`grading.bridge`, a package) imports only `core`, itself, numpy and the standard
   library: one wing, readable on its own;
+- the response cache (`model.cache`, a package) imports only `core`, `config`,
+  `model.reply_json`, itself and the standard library; inside it each part imports only the
+  parts below it (`CACHE_PARTS`), and code outside it imports its face (`__init__`) or its
+  command line's verbs (`commands`), never its other parts;
 - no module over `MAX_LINES` lines.
 
 A module's layer is the first sub-package under `healthbench_exp/` (`healthbench_exp.model.cache`
@@ -52,14 +57,17 @@ ALLOWED: dict[str, frozenset[str]] = {
     # the published numbers and the comparison with them (docs/reproducing.md)
     "published": frozenset({"core", "config", "grading"}),
     "engine": frozenset(
-        {"core", "config", "data", "model", "grading", "tasks", "testing", "published"}
+        {"core", "config", "data", "model", "grading", "tasks", "builtin_endpoint", "published"}
     ),
     "output": frozenset({"core", "config", "grading", "published"}),
     "sweep": frozenset({"core", "config", "grading", "output", "published"}),
     "cli": frozenset(
         {"core", "config", "data", "model", "grading", "tasks", "engine", "output", "sweep"}
-        | {"testing", "published"}
+        | {"published"}
     ),
+    # the built-in OpenAI-compatible endpoint: production code (the demo's server)
+    "builtin_endpoint": frozenset({"core", "config", "model"}),
+    # test-only fakes (the fake clock): no production module imports them (production_testing_rule)
     "testing": frozenset({"core", "config", "model"}),
     # other tools' entry points (the verifiers taskset): a top layer beside cli; none imports it
     "integrations": frozenset({"core", "config", "data", "model", "grading", "tasks", "output"}),
@@ -69,14 +77,27 @@ ALLOWED[ROOT] = frozenset(ALLOWED)  # the entry modules and the public API may i
 HYDRA = frozenset({"hydra", "omegaconf"})
 HYDRA_LAYERS = frozenset({"cli", "sweep"})  # sweep: the sweep-summary callback (a Hydra callback)
 TESTING = "testing"
-# production modules that may import `testing`: where the built-in endpoint is started, and the
-# root entry module that serves it (`python -m healthbench_exp.offline_server`); `cli` may too
-TESTING_LAYERS = frozenset({TESTING, "cli"})
-TESTING_MODULES = frozenset({f"{PACKAGE}.engine.builtin", f"{PACKAGE}.offline_server"})
+BUILTIN = "builtin_endpoint"
+# the modules that may import the built-in endpoint: where it is started for a run, and the root
+# entry module that serves it (`python -m healthbench_exp.offline_server`)
+BUILTIN_STARTERS = frozenset({f"{PACKAGE}.engine.builtin", f"{PACKAGE}.offline_server"})
 CORE = "core"
 MAX_LINES = 400
 BRIDGE = f"{PACKAGE}.grading.bridge"
 BRIDGE_THIRD_PARTY = frozenset({"numpy"})
+CACHE = f"{PACKAGE}.model.cache"
+# what the cache may import outside itself (besides the standard library and sqlite3's own)
+CACHE_OUTSIDE = (f"{PACKAGE}.core", f"{PACKAGE}.config", f"{PACKAGE}.model.reply_json")
+# each part of the cache -> the parts it may import (its face, `__init__`, may import any)
+CACHE_PARTS: dict[str, frozenset[str]] = {
+    "database": frozenset(),
+    "profiles": frozenset(),
+    "claims": frozenset(),
+    "store": frozenset({"database", "profiles", "claims"}),
+    "admin": frozenset({"database", "profiles"}),
+    "commands": frozenset({"admin", "database"}),
+}
+CACHE_FACES = frozenset({CACHE, f"{CACHE}.commands"})  # what code outside the cache imports
 
 
 @dataclass(frozen=True)
@@ -293,17 +314,31 @@ def hydra_rule(package: Package) -> list[str]:
 
 
 def production_testing_rule(package: Package) -> list[str]:
-    """Production modules importing the built-in test endpoint outside the allow-list."""
-    allowed = ", ".join(sorted(TESTING_MODULES))
+    """Production modules importing the test-only fakes (`testing`): none may."""
     problems = []
     for name, module in package.items():
-        if module.layer in TESTING_LAYERS or name in TESTING_MODULES:
+        if module.layer == TESTING:
             continue
         for target, line in module.internal_targets().items():
             if target in package and package[target].layer == TESTING:
                 problems.append(
-                    f"{name}: production code imports {target} "
-                    f"(only the cli layer, {allowed}) [line {line}]"
+                    f"{name}: production code imports {target} (test-only fakes) [line {line}]"
+                )
+    return problems
+
+
+def builtin_endpoint_rule(package: Package) -> list[str]:
+    """Modules importing the built-in endpoint other than where it is started."""
+    allowed = ", ".join(sorted(BUILTIN_STARTERS))
+    problems = []
+    for name, module in package.items():
+        if module.layer in (BUILTIN, TESTING) or name in BUILTIN_STARTERS:
+            continue
+        for target, line in module.internal_targets().items():
+            if target in package and package[target].layer == BUILTIN:
+                problems.append(
+                    f"{name}: imports the built-in endpoint's {target} (only {allowed}) "
+                    f"[line {line}]"
                 )
     return problems
 
@@ -345,6 +380,45 @@ def bridge_rule(package: Package) -> list[str]:
     return sorted(found)
 
 
+def cache_rule(package: Package) -> list[str]:
+    """Imports into, out of and within the response cache's package beyond what it allows."""
+
+    def inside(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    found = set()
+    for name, module in package.items():
+        if not inside(name, CACHE):
+            for target, line in module.internal_targets().items():
+                if inside(target, CACHE) and target not in CACHE_FACES:
+                    found.add(
+                        f"{name}: imports {target} (outside the cache, import its face "
+                        f"{CACHE} or its commands) [line {line}]"
+                    )
+            continue
+        part = name.removeprefix(CACHE).lstrip(".")
+        for imp in module.imports:
+            if not imp.internal:
+                if imp.target.split(".")[0] not in sys.stdlib_module_names:
+                    found.add(
+                        f"{name}: imports {imp.target} (the cache imports only core, config, "
+                        f"model.reply_json and the standard library) [line {imp.line}]"
+                    )
+            elif inside(imp.target, CACHE):
+                theirs = imp.target.removeprefix(CACHE).lstrip(".")
+                if part and theirs != part and theirs not in CACHE_PARTS.get(part, frozenset()):
+                    found.add(
+                        f"{name}: imports {imp.target} (the cache's {part or 'face'} imports "
+                        f"only {sorted(CACHE_PARTS.get(part, frozenset()))}) [line {imp.line}]"
+                    )
+            elif not any(inside(imp.target, allowed) for allowed in CACHE_OUTSIDE):
+                found.add(
+                    f"{name}: imports {imp.target} (the cache imports only core, config, "
+                    f"model.reply_json and the standard library) [line {imp.line}]"
+                )
+    return sorted(found)
+
+
 def length_rule(package: Package) -> list[str]:
     """Modules over MAX_LINES lines."""
     return [
@@ -360,8 +434,10 @@ RULES: dict[str, Callable[[Package], list[str]]] = {
     "no package-internal import inside a function": function_import_rule,
     "Hydra/OmegaConf only in cli (and the sweep callback)": hydra_rule,
     "production code never imports healthbench_exp.testing": production_testing_rule,
+    "the built-in endpoint is imported only where it is started": builtin_endpoint_rule,
     "core imports only the standard library": core_stdlib_rule,
     "the bridge imports only core, numpy and the standard library": bridge_rule,
+    "the cache's parts import only the parts below them; outside, only its face": cache_rule,
     f"no module over {MAX_LINES} lines": length_rule,
 }
 
@@ -399,7 +475,7 @@ def test_the_scan_sees_the_whole_package() -> None:
 FAKE_PACKAGE = {
     "__init__.py": "",
     "__main__.py": "from healthbench_exp.cli import app\nimport hydra\n",
-    "offline_server.py": "from healthbench_exp.testing.server import serve\n",
+    "offline_server.py": "from healthbench_exp.builtin_endpoint.server import serve\n",
     "core/__init__.py": "",
     "core/types.py": "import json\nimport numpy\nfrom healthbench_exp.grading import rules\n",
     "core/version.py": "from __future__ import annotations\nimport importlib.metadata\n",
@@ -423,16 +499,22 @@ FAKE_PACKAGE = {
     "data/__init__.py": "",
     "data/rows.py": "from healthbench_exp.model import endpoint\nRow = dict\n",
     "engine/__init__.py": "",
-    "engine/builtin.py": "from ..testing.server import serve\n",
-    "engine/loop.py": "import healthbench_exp.testing.server\nimport healthbench_exp\n",
+    "engine/builtin.py": "from ..builtin_endpoint.server import serve\n",
+    "engine/loop.py": "import healthbench_exp.builtin_endpoint.server\nimport healthbench_exp\n",
+    "engine/replay.py": "from healthbench_exp.model.cache.store import key\n",
+    "model/cache/__init__.py": "from . import store\n",
+    "model/cache/store.py": "import sqlite3\nfrom healthbench_exp.model import endpoint\n",
+    "model/cache/database.py": "from healthbench_exp.model.cache.store import key\n",
     "output/__init__.py": "from healthbench_exp import __main__\n",
     "output/files.py": "import os\n" + "x = 1\n" * 400,
     "cli/__init__.py": "",
     "cli/app.py": (
-        "import hydra\nfrom healthbench_exp.engine import loop\nfrom ..testing import server\n"
+        "import hydra\nfrom healthbench_exp.engine import loop\nfrom ..testing import fake_clock\n"
     ),
+    "builtin_endpoint/__init__.py": "",
+    "builtin_endpoint/server.py": "def serve():\n    return 0\n",
     "testing/__init__.py": "",
-    "testing/server.py": "def serve():\n    return 0\n",
+    "testing/fake_clock.py": "def now():\n    return 0\n",
     "utils/__init__.py": "from healthbench_exp.core.types import json\n",
 }
 
@@ -460,6 +542,7 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             f"[{p}.data.rows:1 -> {p}.model.endpoint; {p}.model.endpoint:3 -> {p}.data.rows]",
         ],
         "layer_rule": [
+            f"{p}.cli.app (cli) imports {p}.testing.fake_clock (testing) [line 3]",
             f"{p}.core.types (core) imports {p}.grading.rules (grading) [line 3]",
             f"{p}.data.rows (data) imports {p}.model.endpoint (model) [line 1]",
             f"{p}.engine.loop: imports the package root [line 2]",
@@ -476,8 +559,12 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             f"{p}.config.schema: imports omegaconf (Hydra/OmegaConf only in cli) [line 1]",
         ],
         "production_testing_rule": [
-            f"{p}.engine.loop: production code imports {p}.testing.server (only the cli layer, "
-            f"{p}.engine.builtin, {p}.offline_server) [line 1]"
+            f"{p}.cli.app: production code imports {p}.testing.fake_clock (test-only fakes) "
+            "[line 3]"
+        ],
+        "builtin_endpoint_rule": [
+            f"{p}.engine.loop: imports the built-in endpoint's {p}.builtin_endpoint.server "
+            f"(only {p}.engine.builtin, {p}.offline_server) [line 1]"
         ],
         "core_stdlib_rule": [
             f"{p}.core.types: imports numpy (core imports the standard library only) [line 2]"
@@ -487,6 +574,14 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             "numpy and the standard library) [line 3]",
             f"{p}.grading.bridge: imports scipy.stats (the bridge imports only core, numpy and "
             "the standard library) [line 2]",
+        ],
+        "cache_rule": [
+            f"{p}.engine.replay: imports {p}.model.cache.store (outside the cache, import its "
+            f"face {p}.model.cache or its commands) [line 1]",
+            f"{p}.model.cache.database: imports {p}.model.cache.store (the cache's database "
+            "imports only []) [line 1]",
+            f"{p}.model.cache.store: imports {p}.model.endpoint (the cache imports only core, "
+            "config, model.reply_json and the standard library) [line 2]",
         ],
         "length_rule": [f"{p}.output.files: 401 lines (> {MAX_LINES})"],
     }
@@ -505,10 +600,19 @@ def test_the_checker_passes_a_package_that_keeps_the_rules(tmp_path: Path) -> No
         "grading/bridge/estimate.py": "import math\nfrom healthbench_exp.core import types\n",
         "engine/__init__.py": "",
         "engine/loop.py": "from healthbench_exp.grading.rules import grade\n\ndef run(): ...\n",
-        "engine/builtin.py": "from healthbench_exp.testing.server import serve\n",
+        "engine/builtin.py": "from healthbench_exp.builtin_endpoint.server import serve\n",
         "cli/__init__.py": "",
         "cli/app.py": "import hydra\nfrom healthbench_exp.engine import builtin, loop\n",
+        "builtin_endpoint/__init__.py": "",
+        "builtin_endpoint/server.py": (
+            "from healthbench_exp.core.types import json\n\ndef serve(): ...\n"
+        ),
         "testing/__init__.py": "",
-        "testing/server.py": "from healthbench_exp.core.types import json\n\ndef serve(): ...\n",
+        "testing/fake_clock.py": "from healthbench_exp.core.types import json\n",
+        "model/__init__.py": "",
+        "model/cache/__init__.py": "from .store import keep\n",
+        "model/cache/store.py": "import sqlite3\nfrom . import database\n",
+        "model/cache/database.py": "from healthbench_exp.core import types\n",
+        "engine/replay.py": "from healthbench_exp.model.cache import keep\n",
     }
     assert check(write_package(tmp_path, clean)) == []

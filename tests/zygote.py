@@ -307,7 +307,7 @@ def run(
 
 
 class ForkedServer:
-    """The built-in endpoint as `healthbench_exp.testing.server.ServerProcess` starts it
+    """The built-in endpoint as `healthbench_exp.builtin_endpoint.server.ServerProcess` starts it
     (`python -m healthbench_exp.offline_server --port=0 --parent-pid=<its parent>`: a free port,
     ending with its parent), forked from the zygote: the same server in a process of its own,
     without ~0.3 CPU-s of imports. `with ForkedServer(server_args(...)) as server:`."""

@@ -40,7 +40,7 @@ from healthbench_exp.engine.stops import (
     signals_held,
     signals_interrupt,
 )
-from healthbench_exp.model.cache_file import discard_call_journal
+from healthbench_exp.model.cache import discard_call_journal
 from healthbench_exp.output import console
 from healthbench_exp.output.run_dir import RunDirectory
 from healthbench_exp.published.text import planned_lines

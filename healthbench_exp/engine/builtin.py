@@ -1,6 +1,6 @@
 """The built-in offline endpoint (`model=offline`, `judge=offline`, the demo): started for a run
 that needs it, and named in cache keys by its settings. The only engine module that imports
-`healthbench_exp.testing`, where that endpoint lives."""
+`healthbench_exp.builtin_endpoint`, where that endpoint lives."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import asdict
 
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.testing.server import ServerProcess, server_args
 
 
 def builtin_identity(settings: OfflineServerConfig) -> str:

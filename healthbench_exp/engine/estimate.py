@@ -18,15 +18,17 @@ Known account rate limits become the least time the calls take (`engine.duration
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import TypeVar
 
 from healthbench_exp.config.schema import CacheConfig, JudgeConfig
 from healthbench_exp.engine.durations import expected_durations
-from healthbench_exp.engine.estimate_text import APPROXIMATE_TOKENIZER
 from healthbench_exp.engine.pilot import PilotRecord
+from healthbench_exp.engine.prompt_tokens import (
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_REQUEST,
+    token_counter,
+)
 from healthbench_exp.engine.rates import (
     Rates,
     RoleWork,
@@ -39,14 +41,15 @@ from healthbench_exp.engine.rates import (
 )
 from healthbench_exp.grading.grader import grader_prompt, grader_template
 from healthbench_exp.model.cache import (
+    HISTORY_MIN_REPLIES,
     CachedReply,
+    Profile,
     RequestKeys,
     ResponseCache,
     cache_dir,
+    profile_history,
     prompt_chars,
 )
-from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES, profile_history
-from healthbench_exp.model.cache_profiles import Profile
 from healthbench_exp.model.costs import unknown_tier
 from healthbench_exp.model.endpoint import messages_sent
 from healthbench_exp.model.roles import Role, Roles
@@ -55,35 +58,6 @@ from healthbench_exp.tasks.base import Task
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-
-TOKENS_PER_MESSAGE = 3
-TOKENS_PER_REQUEST = 3
-TIKTOKEN_LOAD_TIMEOUT_S = 20.0
-
-
-def token_counter() -> tuple[Callable[[str], int], str]:
-    """(count, description): tiktoken's o200k_base if it loads in time, else 4 chars/token.
-
-    tiktoken downloads its encoding on first use; without network that can hang, so it is loaded
-    in a background thread that is abandoned after TIKTOKEN_LOAD_TIMEOUT_S.
-    """
-    loaded: list[Callable[[str], int]] = []  # the encoding's counter, once loaded
-
-    def load() -> None:
-        try:
-            import tiktoken
-
-            encoding = tiktoken.get_encoding("o200k_base")
-        except Exception:  # not installed, or no network for its first download
-            return
-        loaded.append(lambda text: len(encoding.encode(text, disallowed_special=())))
-
-    thread = threading.Thread(target=load, name="tiktoken-load", daemon=True)
-    thread.start()
-    thread.join(TIKTOKEN_LOAD_TIMEOUT_S)
-    if loaded:
-        return loaded[0], "tiktoken o200k_base"
-    return (lambda text: len(text) // 4), APPROXIMATE_TOKENIZER
 
 
 @dataclass

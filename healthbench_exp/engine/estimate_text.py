@@ -1,114 +1,16 @@
-"""The dry run's estimate as the CLI prints it, read through typed records of `estimate.json`.
-
-`engine.estimate.estimate_run` builds the estimate as plain data (what `estimate.json` holds and
-`healthbench_exp.dry_run` returns); `format_estimate` reads it back with `Estimate.from_dict`
-and attributes, never string keys.
+"""The dry run's estimate as the CLI prints it: `format_estimate` reads the plain data
+`engine.estimate.estimate_run` builds (what `estimate.json` holds) through its typed records
+(`engine.estimate_record.Estimate`), with attributes, never string keys, and renders it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from healthbench_exp.core.record import Record
+from healthbench_exp.engine.estimate_record import Estimate, RatesPart
 from healthbench_exp.engine.long_run import long_run_lines
-
-
-@dataclass
-class RoleCalls(Record):
-    """One role's calls (`engine.estimate.CallEstimate`)."""
-
-    calls: int
-    cached_calls: int
-    prompt_tokens: int
-    cached_prompt_tokens: int
-    completion_tokens: int
-    reasoning_tokens: int
-    cost_usd: float | None
-    # why its cost is unknown though its price is set: its service tier has no known price
-    cost_note: str | None = None
-
-
-@dataclass
-class RatesPart(Record):
-    """Where a role's figures come from (`engine.rates.Rates`)."""
-
-    replies: int
-    completion_tokens: float
-    reasoning_tokens: float
-    tokens_per_char: float | None
-    cached_share: float
-    source: str  # pilot | history | assumed
-
-
-@dataclass
-class IntervalPart(Record):
-    low: float
-    high: float
-    method: str
-
-
-@dataclass
-class PilotPart(Record):
-    """`pilot` (`engine.pilot.PilotRecord`)."""
-
-    rows: int
-    requests: int
-    cost_usd: float | None
-
-
-@dataclass
-class DurationPart(Record):
-    """A role's least time under its rate limits (`engine.durations.LimitedDuration`)."""
-
-    seconds: float
-    requests: int
-    tokens: int
-    requests_per_minute: float | None
-    tokens_per_minute: float | None
-
-
-@dataclass
-class Assumptions(Record):
-    tokenizer: str
-    history_min_replies: int
-
-
-@dataclass
-class Estimate(Record):
-    """The parts of an estimate its printout reads (None: not in the estimate)."""
-
-    rows: int
-    model: RoleCalls
-    judge: RoleCalls
-    jury: dict[str, RoleCalls] | None
-    total_cost_usd: float | None
-    interval: IntervalPart | None
-    pilot: PilotPart | None
-    rates: dict[str, RatesPart]
-    # per role a DurationPart, and `seconds`: the longest (read by `durations`)
-    rate_limited_duration: dict[str, object] | None
-    assumptions: Assumptions
-    rate_limits_probed: list[str] | None
-    # the rows whose replies measured a pilot's rates: the pilot's and those the response
-    # cache already held (None: an estimate that did not record it)
-    measured_rows: int | None = None
-    # the roles sent through the Batch API (None: an estimate that did not record it)
-    batched_roles: list[str] | None = None
-
-    def durations(self) -> tuple[dict[str, DurationPart], float] | None:
-        """Each limited role's least time, and the longest (None: no known limits)."""
-        durations = self.rate_limited_duration
-        if not durations:
-            return None
-        seconds = durations.get("seconds")
-        roles = {
-            role: DurationPart.from_dict(d)
-            for role, d in durations.items()
-            if role != "seconds" and isinstance(d, Mapping)
-        }
-        return roles, float(seconds) if isinstance(seconds, int | float) else 0.0
+from healthbench_exp.engine.prompt_tokens import APPROXIMATE_TOKENIZER
 
 
 def minutes(seconds: float) -> str:
@@ -122,12 +24,6 @@ def minutes(seconds: float) -> str:
 
 def dollars(value: float | None) -> str:
     return "unknown (no price configured)" if value is None else f"${value:.4f}"
-
-
-# estimate.json's `assumptions.tokenizer` when tiktoken's encoding could not be loaded
-APPROXIMATE_TOKENIZER = (
-    "approximation: 4 characters per token (tiktoken's encoding could not be loaded)"
-)
 
 
 def prompts_counted(tokenizer: str) -> str:

@@ -18,8 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.core.intervals import Interval
-from healthbench_exp.model.cache import CachedReply
-from healthbench_exp.model.cache_admin import History
+from healthbench_exp.model.cache import CachedReply, History
 from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd, tier_factor
 
 BOOTSTRAP_RESAMPLES = 1000

@@ -22,8 +22,13 @@ from healthbench_exp.core.endpoint_errors import (
     RequestFailed,
 )
 from healthbench_exp.model.access import OPENAI_DEFAULT_URL, ClientSettings, shared_tls_context
-from healthbench_exp.model.cache import CachedReply, RequestKeys, ResponseCache, prompt_chars
-from healthbench_exp.model.cache_profiles import Profile
+from healthbench_exp.model.cache import (
+    CachedReply,
+    Profile,
+    RequestKeys,
+    ResponseCache,
+    prompt_chars,
+)
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
 from healthbench_exp.model.health import (

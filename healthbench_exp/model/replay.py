@@ -9,8 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from healthbench_exp.core.completer import Reply
-from healthbench_exp.model.cache import CachedReply, ResponseCache
-from healthbench_exp.model.cache_claims import Claim
+from healthbench_exp.model.cache import CachedReply, Claim, ResponseCache
 from healthbench_exp.model.limits import EndpointStats
 
 

@@ -34,8 +34,7 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.core.completer import Completer
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.batch import BatchJudge
-from healthbench_exp.model.cache import ResponseCache, cache_dir
-from healthbench_exp.model.cache_file import CALL_JOURNAL
+from healthbench_exp.model.cache import CALL_JOURNAL, ResponseCache, cache_dir
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport

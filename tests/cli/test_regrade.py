@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from healthbench_exp.testing.server import server_args
+from healthbench_exp.builtin_endpoint.server import server_args
 from tests.conftest import LoopbackServer
 from tests.e2e.test_e2e import run_cli, run_module
 from tests.zygote import ForkedServer

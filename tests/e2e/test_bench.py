@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 from tests.e2e.test_e2e import REPO, run_cli
 
 pytestmark = pytest.mark.slow  # the benches grade thousands of synthetic rows: `pytest -m slow`

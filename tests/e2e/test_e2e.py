@@ -92,7 +92,7 @@ def test_demo_runs_offline_and_writes_every_output(demo_run: DemoRun) -> None:
 
 
 def test_api_key_never_lands_on_disk(tmp_path) -> None:
-    from healthbench_exp.testing.server import ServerProcess
+    from healthbench_exp.builtin_endpoint.server import ServerProcess
 
     secret = "sk-test-4f9c2e-never-write-me"
     with ServerProcess([]) as server:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from healthbench_exp.testing.server import ServerProcess, server_args
+from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 from tests.e2e.test_bench import BENCH, bench_module
 from tests.e2e.test_e2e import run_cli
 

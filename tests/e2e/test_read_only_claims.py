@@ -6,7 +6,7 @@ None at once for a read-only cache.
 End to end: two demo runs sampling the same new calls on one cache, started together, slow
 replies: one as a user the file modes bind (the cache is read-only for it), one that may write
 it (root with its capabilities; see tests/e2e/test_cache_cli.py for how root is bound). Neither
-waits on the other: the waiting line (`model.cache_claims.WAITING`) is in neither's log.
+waits on the other: the waiting line (`model.cache.claims.WAITING`) is in neither's log.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from healthbench_exp.model.cache_claims import WAITING
+from healthbench_exp.model.cache.claims import WAITING
 from tests import zygote
 from tests.cli.test_run_lock import lines, wait_for
 from tests.e2e.test_cache_cli import BYPASSING, as_reader

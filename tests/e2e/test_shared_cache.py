@@ -1,4 +1,4 @@
-"""Runs that share one response cache pay once for each call (`model.cache_claims`): two demo
+"""Runs that share one response cache pay once for each call (`model.cache.claims`): two demo
 runs started together on a fresh cache send each distinct request once between them, score
 alike, and their costs add up to one run's (the calls one made are the other's cache replays);
 a run whose calls another run had claimed sends them itself when that run is killed with -9.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from healthbench_exp.model.cache_claims import WAITING
+from healthbench_exp.model.cache.claims import WAITING
 from tests.cli.test_run_lock import lines, start_run, wait_for
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_resume_records import endpoint_args

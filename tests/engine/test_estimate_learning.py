@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp import dry_run, load_config, run
-from healthbench_exp.model.cache_admin import HISTORY_MIN_REPLIES
+from healthbench_exp.model.cache.admin import HISTORY_MIN_REPLIES
 from tests.e2e.test_e2e import run_cli
 
 # replies of about 300 tokens and verdicts of about 150: the demo's options expect 55 and 33,

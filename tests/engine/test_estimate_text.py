@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from healthbench_exp.engine.estimate_text import Estimate, format_estimate
+from healthbench_exp.engine.estimate_record import Estimate
+from healthbench_exp.engine.estimate_text import format_estimate
 
 CALLS = {
     "calls": 10,

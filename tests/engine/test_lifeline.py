@@ -134,7 +134,7 @@ def test_kill_9_of_a_test_process_ends_its_loopback_servers(tmp_path) -> None:
     """What the suite's fixtures do (`tests/conftest.py`: `ServerProcess`), in a process that is
     then killed as a pytest run can be."""
     script = (
-        "from healthbench_exp.testing.server import ServerProcess, server_args\n"
+        "from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args\n"
         "import time\n"
         "s = ServerProcess(server_args(latency_ms=60000)).__enter__()\n"
         "print(s.process.pid, flush=True)\n"

@@ -185,7 +185,7 @@ def test_rollouts_flatten_into_rows_and_dataset(loopback_server, tmp_path) -> No
 
 
 def test_refused_reply_fails_only_that_example(loopback_server, write_jsonl, tmp_path) -> None:
-    from healthbench_exp.testing.replies import REFUSE_MARKER
+    from healthbench_exp.builtin_endpoint.replies import REFUSE_MARKER
     from tests.conftest import make_row
 
     refused = make_row("refused", prompt=[{"role": "user", "content": f"hi {REFUSE_MARKER}"}])

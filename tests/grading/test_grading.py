@@ -10,6 +10,7 @@ import re
 import pytest
 from aiohttp import web
 
+from healthbench_exp.builtin_endpoint.replies import judge_reply
 from healthbench_exp.config.schema import EndpointConfig
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.types import Criterion
@@ -26,7 +27,6 @@ from healthbench_exp.grading.grader import (
 from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
-from healthbench_exp.testing.replies import judge_reply
 from tests.e2e.test_e2e import REPO
 from tests.model.test_reasoning_effort import RecordingServer
 
@@ -189,7 +189,7 @@ class _Recorder:
     async def complete(
         self, messages: list[dict[str, str]], tag: str = "", prefix_key: str | None = None
     ) -> Reply:
-        from healthbench_exp.testing.replies import judge_reply
+        from healthbench_exp.builtin_endpoint.replies import judge_reply
 
         self.prompts.append(messages[-1]["content"])
         return Reply(judge_reply(messages[-1]["content"]))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.core.outcome import Tally, run_outcome
-from healthbench_exp.testing.server import server_args
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import read_jsonl
 from tests.zygote import ForkedServer

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp import run as run_eval
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.schema import BudgetConfig, ConfigError, PromptOrder
 from healthbench_exp.grading.grader import (
@@ -20,7 +21,6 @@ from healthbench_exp.grading.grader import (
     grader_template,
     shared_prefix_first_template,
 )
-from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.cli.test_run_lock import start_run
 from tests.e2e.test_e2e import run_cli

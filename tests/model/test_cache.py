@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp import run as run_eval
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.config.schema import ConfigError, JudgeConfig, SamplingConfig
 from healthbench_exp.model.cache import CachedReply, Profile, ResponseCache, request_key
-from healthbench_exp.model.cache_admin import groups, last_runs, open_cache, profile_history
+from healthbench_exp.model.cache.admin import groups, last_runs, open_cache, profile_history
 from healthbench_exp.model.limits import AdaptiveLimit
-from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts

@@ -1,4 +1,4 @@
-"""Claims on the response cache's keys (`model.cache_claims`), on real files, between real
+"""Claims on the response cache's keys (`model.cache.claims`), on real files, between real
 processes: a key claimed by one process is not claimed by another until the holder releases it
 or dies; a waiter gets the holder's stored reply; claims exclude each other under contention;
 a holder's release waits for its reply's commit.
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from healthbench_exp.model.cache import CachedReply, ResponseCache
-from healthbench_exp.model.cache_claims import CLAIMS_FILE, Claim, KeyClaims, key_offset
+from healthbench_exp.model.cache.claims import CLAIMS_FILE, Claim, KeyClaims, key_offset
 
 KEY = "ab" * 32
 
@@ -26,7 +26,7 @@ KEY = "ab" * 32
 HOLDER = """
 import sys
 from pathlib import Path
-from healthbench_exp.model.cache_claims import KeyClaims
+from healthbench_exp.model.cache.claims import KeyClaims
 directory = Path(sys.argv[1])
 claims = KeyClaims(directory)
 assert claims.ready()
@@ -47,7 +47,7 @@ for line in sys.stdin:
 CONTENDER = """
 import os, sys
 from pathlib import Path
-from healthbench_exp.model.cache_claims import KeyClaims
+from healthbench_exp.model.cache.claims import KeyClaims
 directory = Path(sys.argv[1])
 claims = KeyClaims(directory)
 assert claims.ready()

@@ -6,7 +6,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from healthbench_exp.model.cache import CACHE_FILE, CHECKPOINT_PAGES, CachedReply, ResponseCache
+from healthbench_exp.model.cache import CACHE_FILE, CachedReply, ResponseCache
+from healthbench_exp.model.cache.store import CHECKPOINT_PAGES
 
 
 def stored(directory: Path) -> int:

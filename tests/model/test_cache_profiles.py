@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from healthbench_exp.model.cache import CachedReply, Profile, ResponseCache
-from healthbench_exp.model.cache_admin import (
+from healthbench_exp.model.cache.admin import (
     Selection,
     groups,
     last_runs,
@@ -16,8 +16,8 @@ from healthbench_exp.model.cache_admin import (
     profile_history,
     selection_condition,
 )
-from healthbench_exp.model.cache_commands import prune, stats
-from healthbench_exp.model.cache_file import upgrade_profiles
+from healthbench_exp.model.cache.commands import prune, stats
+from healthbench_exp.model.cache.database import upgrade_profiles
 
 ENDPOINT = "https://api.example/v1"
 SETTINGS = {"temperature": 0.5, "max_tokens": 2048}

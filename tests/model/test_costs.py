@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 
 from healthbench_exp import dry_run
 from healthbench_exp import run as run_eval
+from healthbench_exp.builtin_endpoint.replies import REASONING_TOKENS, judge_reply
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.schema import (
     REFERENCE_SYSTEM_MESSAGE,
@@ -25,7 +26,6 @@ from healthbench_exp.config.schema import (
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
 from healthbench_exp.model.costs import Budget, cost_usd
-from healthbench_exp.testing.replies import REASONING_TOKENS, judge_reply
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import random
 
+from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
 from healthbench_exp.testing.fake_clock import FakeClock
-from healthbench_exp.testing.limits import AccountLimits
 
 BRIEF = {"retry-after-ms": "50"}  # the flaky provider's every refusal: come back in 50 ms
 RETRY_S = 0.05  # a 500 or 503 is retried by the poster after that same Retry-After

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.ratelimit import (
     MIN_RATE,
@@ -22,7 +23,6 @@ from healthbench_exp.model.ratelimit import (
 from healthbench_exp.model.stall import stall_notices
 from healthbench_exp.model.tickets import Ticket, TicketError
 from healthbench_exp.testing.fake_clock import FakeClock
-from healthbench_exp.testing.limits import AccountLimits
 from tests.e2e.test_e2e import run_cli
 
 DEMO = ("experiment=demo", "wandb=disabled")

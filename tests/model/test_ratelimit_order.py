@@ -9,10 +9,10 @@ import json
 import urllib.error
 import urllib.request
 
+from healthbench_exp.builtin_endpoint.limits import AccountLimits, request_tokens
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.ratelimit import EndpointPacer, share_buckets
 from healthbench_exp.model.tickets import Ticket, TicketState
-from healthbench_exp.testing.limits import AccountLimits, request_tokens
 
 CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
 COST = 1_000  # tokens per request: a 4,000-character prompt, no max_tokens

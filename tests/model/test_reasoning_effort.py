@@ -16,12 +16,12 @@ import pytest
 from aiohttp import web
 from openai.types.shared import ReasoningEffort
 
+from healthbench_exp.builtin_endpoint.routes import OfflineServer
 from healthbench_exp.config.checks import validate
 from healthbench_exp.config.schema import REASONING_EFFORTS, ConfigError, EndpointConfig
 from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport, request_body
 from healthbench_exp.model.health import Halt
-from healthbench_exp.testing.routes import OfflineServer
 from tests.config.test_config import composed
 
 

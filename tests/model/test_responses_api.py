@@ -15,6 +15,8 @@ import openai
 import pytest
 
 from healthbench_exp import run as run_eval
+from healthbench_exp.builtin_endpoint.replies import REASONING_TOKENS
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.config.schema import (
     REFERENCE_SYSTEM_MESSAGE,
     Api,
@@ -23,8 +25,6 @@ from healthbench_exp.config.schema import (
     SamplingConfig,
 )
 from healthbench_exp.model.wire import read_reply
-from healthbench_exp.testing.replies import REASONING_TOKENS
-from healthbench_exp.testing.server import server_args
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts
 from tests.model.test_cache import endpoint_args

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.output.files import foreign_files
 from healthbench_exp.output.run_dir import RunDirectory
-from healthbench_exp.testing.server import server_args
 from tests import zygote
 from tests.e2e.test_e2e import REPO
 from tests.engine.test_serve import LIGHT, stand_in_env
@@ -33,7 +33,7 @@ NOT_OUTPUT = {
     ".lock": "cli/run_lock.py",  # the run lock: held while the run goes, not a record
     ".hydra/": "hydra",  # Hydra's job setup (a resume's own: output.run_dir)
     "healthbench.log": "hydra",  # the job's log, Hydra's logging setup
-    ".calls/": "model/cache_file.py",  # cache.enabled=false: the response cache's own store
+    ".calls/": "model/cache/database.py",  # cache.enabled=false: the response cache's own store
 }
 
 
@@ -95,7 +95,7 @@ def test_a_batch_judges_record_is_written_by_output(tmp_path: Path) -> None:
     assert writers_of(records, "batches.json") == {"output/files.py"}  # RunDirectory's write_json
     assert foreign_files(run_dir) == []
     journal = {r["writer"] for r in records if r["path"].startswith(".calls/")}
-    assert journal == {"model/cache_file.py"}  # cache.enabled=false: the run's own call journal
+    assert journal == {"model/cache/database.py"}  # cache.enabled=false: the run's own call journal
 
 
 def test_a_served_models_log_is_written_by_output(tmp_path: Path) -> None:
@@ -124,11 +124,11 @@ def test_a_jury_members_batch_record_and_a_pilot_are_a_runs_own_files(tmp_path: 
 
 # modules outside output/ that open a file for writing, and what they write (never a run's file)
 WRITERS_OUTSIDE_OUTPUT = {
-    "cli/bridge_kit_runs.py": "none: /dev/tty opened read-only, to ask its foreground group",
+    "cli/bridge_kit/runs.py": "none: /dev/tty opened read-only, to ask its foreground group",
     "cli/run_lock.py": "the run lock, .lock",
     "core/standard_streams.py": "/dev/null, opened on a standard stream no one reads",
     "data/healthbench.py": "the downloaded HealthBench files, in the data cache",
-    "model/cache_claims.py": "the response cache's claims (claims.lock), in the cache folder",
+    "model/cache/claims.py": "the response cache's claims (claims.lock), in the cache folder",
     "model/sweep_budget.py": "a sweep's budget ledger and its lock, in the sweep's directory",
     "sweep/aggregate.py": "a sweep's summary and page, in the sweep's directory",
     "sweep/markdown.py": "a sweep's CSV table, in the sweep's directory",
@@ -171,7 +171,7 @@ def test_no_module_outside_output_writes_a_file_but_the_listed_ones() -> None:
     outside = {
         module: lines
         for module, lines in file_writers(PACKAGE).items()
-        if not module.startswith(("output/", "testing/"))  # testing: the stand-in endpoint
+        if not module.startswith(("output/", "builtin_endpoint/"))  # the stand-in endpoint
     }
     assert set(outside) == set(WRITERS_OUTSIDE_OUTPUT), outside
 

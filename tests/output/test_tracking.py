@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import healthbench_exp
+from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.config.schema import WandbMode
 from healthbench_exp.output.wandb import content as wandb_content
 from healthbench_exp.output.wandb import tracker as tracking
-from healthbench_exp.testing.server import server_args
 from tests.e2e.test_e2e import run_cli
 from tests.wandb_log import read_run
 from tests.zygote import ForkedServer

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesParser
 
-from healthbench_exp.testing.replies import Faults, completion_response
-from healthbench_exp.testing.responses import as_system, chat_request, response_reply
+from healthbench_exp.builtin_endpoint.replies import Faults, completion_response
+from healthbench_exp.builtin_endpoint.responses import as_system, chat_request, response_reply
 
 
 @dataclass

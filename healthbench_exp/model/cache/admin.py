@@ -16,14 +16,14 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from healthbench_exp.model.cache import CACHE_FILE
-from healthbench_exp.model.cache_file import (
+from healthbench_exp.model.cache.database import (
+    CACHE_FILE,
     not_a_directory,
     open_database,
     open_read_only,
     writable,
 )
-from healthbench_exp.model.cache_profiles import Profile, profile_id
+from healthbench_exp.model.cache.profiles import Profile, profile_id
 
 # The least number of a profile's replies whose measured lengths the dry run trusts (fewer: it
 # assumes `expected_completion_tokens`). A few dozen: the mean of 30 replies whose lengths vary

@@ -15,6 +15,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+CACHE_FILE = "responses.sqlite"  # the cache file, in the cache directory (`cache_dir`)
 CALL_JOURNAL = ".calls"  # a run's own response cache when `cache.enabled=false` (model.roles)
 
 

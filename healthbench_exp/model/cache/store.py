@@ -2,7 +2,7 @@
 
 One SQLite file in WAL mode: each reply is one autocommitted row, so a process killed with -9
 leaves no torn entry, and several processes (joblib jobs of one sweep) can share the file; a key
-one of them misses is claimed until its reply is committed (`lookup`, `model.cache_claims`), so
+one of them misses is claimed until its reply is committed (`lookup`, `model.cache.claims`), so
 processes that miss it meanwhile wait and replay it rather than pay for it again. The key
 is a hash of the endpoint, every request parameter, the messages and a tag (rollout, attempt),
 so a re-run of the same config is answered from the cache, a new judge re-uses every model reply,
@@ -17,7 +17,7 @@ misses per profile: the `runs` and `run_lookups` tables) for `python -m healthbe
 stats`. The `responses` table is as its first version made it, so an older harness sharing the
 file keeps working; its entries (and those stored before) have no profile ("unknown") and no
 usage detail.
-`model.cache_admin` reads and prunes the file.
+`model.cache.admin` reads and prunes the file.
 """
 
 from __future__ import annotations
@@ -35,20 +35,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from healthbench_exp.config.schema import ConfigError
-from healthbench_exp.model.cache_claims import Claim, KeyClaims
-from healthbench_exp.model.cache_file import (
+from healthbench_exp.model.cache.claims import Claim, KeyClaims
+from healthbench_exp.model.cache.database import (
+    CACHE_FILE,
     directory_made,
     not_a_directory,
     open_database,
     open_read_only,
     writable,
 )
-from healthbench_exp.model.cache_profiles import Profile, profile_id
+from healthbench_exp.model.cache.profiles import Profile, profile_id
 from healthbench_exp.model.reply_json import tokens
 
 log = logging.getLogger(__name__)
 
-CACHE_FILE = "responses.sqlite"
 DEFAULT_DIR = "~/.cache/healthbench_exp/cache"
 
 
@@ -224,7 +224,7 @@ class ResponseCache:
         return reply
 
     async def lookup(self, key: str, profile: int | None = None) -> CachedReply | Claim | None:
-        """The stored reply for `key` (as `get`), else its claim (`model.cache_claims`): send,
+        """The stored reply for `key` (as `get`), else its claim (`model.cache.claims`): send,
         `put` the reply, then `release` the claim. While another call of `key` (another process
         sharing the file, or this one) holds the claim, this waits; if that call stored its
         reply, it is returned, counted as a hit rather than a miss. None: the key is not claimed

@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from datetime import date
 from typing import TYPE_CHECKING
 
+from healthbench_exp.builtin_endpoint.batches import BatchStore
+from healthbench_exp.builtin_endpoint.limits import AccountLimits, request_tokens
+from healthbench_exp.builtin_endpoint.replies import JUDGE_MARKER, Faults, completion_response
+from healthbench_exp.builtin_endpoint.responses import as_system, chat_request, response_reply
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.testing.batches import BatchStore
-from healthbench_exp.testing.limits import AccountLimits, request_tokens
-from healthbench_exp.testing.replies import JUDGE_MARKER, Faults, completion_response
-from healthbench_exp.testing.responses import as_system, chat_request, response_reply
 
 if TYPE_CHECKING:  # imported where the server runs: the harness only needs server_args
     from aiohttp import web

@@ -40,12 +40,12 @@ import sys
 from dataclasses import fields
 from typing import Any
 
+from healthbench_exp.builtin_endpoint.limits import ROLES
+from healthbench_exp.builtin_endpoint.routes import OfflineServer, serve
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.core.lifeline import die_with_parent
 from healthbench_exp.core.stop_signals import TERMINAL_STOPS, start_child
 from healthbench_exp.model.event_loop import event_loop_factory
-from healthbench_exp.testing.limits import ROLES
-from healthbench_exp.testing.routes import OfflineServer, serve
 
 # Flags given always, last, in this order: a server without faults is named by them in cache
 # keys (`builtin --latency-ms=0.0 ...`), so they never change.

@@ -12,8 +12,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from healthbench_exp.model.cache import CACHE_FILE
-from healthbench_exp.model.cache_admin import (
+from healthbench_exp.model.cache.admin import (
     Group,
     Selection,
     file_bytes,
@@ -26,7 +25,7 @@ from healthbench_exp.model.cache_admin import (
     selection_condition,
     vacuum,
 )
-from healthbench_exp.model.cache_file import writable
+from healthbench_exp.model.cache.database import CACHE_FILE, writable
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SIZES = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9}

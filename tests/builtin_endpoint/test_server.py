@@ -7,10 +7,10 @@ from dataclasses import asdict, fields
 
 import pytest
 
+from healthbench_exp.builtin_endpoint.limits import AccountLimits
+from healthbench_exp.builtin_endpoint.replies import Faults, completion_response
+from healthbench_exp.builtin_endpoint.server import argument_parser, server_args, settings_from
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.testing.limits import AccountLimits
-from healthbench_exp.testing.replies import Faults, completion_response
-from healthbench_exp.testing.server import argument_parser, server_args, settings_from
 
 DEFAULT_FLAGS = [
     "--latency-ms=0.0",

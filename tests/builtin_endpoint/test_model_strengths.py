@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from healthbench_exp.builtin_endpoint.replies import (
+    MODEL_MARKER,
+    base_verdict,
+    judge_met,
+    model_reply,
+)
 from healthbench_exp.config.ranges import model_strengths
 from healthbench_exp.grading.grader import grader_prompt, render_conversation
-from healthbench_exp.testing.replies import MODEL_MARKER, base_verdict, judge_met, model_reply
 
 STRENGTHS = {"strong": (0.8, 0.9), "weak": (0.2, 0.5)}
 FLIPS = {"old": 0.0, "new": 0.1}

@@ -3,8 +3,8 @@ conversation (so length-adjusted scores have something to measure offline)."""
 
 from __future__ import annotations
 
+from healthbench_exp.builtin_endpoint.replies import model_reply
 from healthbench_exp.data.healthbench import load_examples
-from healthbench_exp.testing.replies import model_reply
 from tests.data.test_professional import PRO_SAMPLE
 
 
