@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
@@ -34,7 +32,7 @@ from healthbench_exp.model.health import (
 )
 from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
 from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
-from healthbench_exp.model.http import DirectPoster, HttpError
+from healthbench_exp.model.http import Answer, DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
 from healthbench_exp.model.ratelimit import (
     EndpointPacer,
@@ -67,10 +65,6 @@ from healthbench_exp.model.wire import (
 
 if TYPE_CHECKING:
     import openai
-
-# the headers of the latest HTTP answer to the request the current task sends (set by the
-# response hook in the same task; read for the pacer's rate-limit buckets)
-_answer_headers: ContextVar[Mapping[str, str] | None] = ContextVar("answer_headers", default=None)
 
 
 class QuotaExhausted(FatalEndpointError):
@@ -198,7 +192,6 @@ class ChatEndpoint:
 
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
         self.last_reply_at = self.clock.now()
-        _answer_headers.set(headers)
         self.pacer.buckets.heard(headers)
         if status == 429:
             self.stats.rate_limited += 1
@@ -265,16 +258,12 @@ class ChatEndpoint:
             await self.turns.wait()
             ticket = await pacer.start(tokens)
             buckets = pacer.buckets
-            _answer_headers.set(None)
-            sending = partial(pacer.sending, ticket)  # the level once sent
             refusal: Refusal | None = None
             try:
-                reply = await self._send(sent, prefix_key, sending)
-                self._learn(ticket)  # answered: learnt from before it ends
+                reply = await self._send(sent, prefix_key, ticket)
             except TurnLapsed:  # a 429 came while it waited for a slot: start again
                 continue
-            except RateLimited as refused:
-                self._learn(ticket, admitted=False)
+            except RateLimited as refused:  # (learnt from, see `_post`)
                 refusal = refused.refusal
             finally:
                 buckets.ended(ticket)  # never sent: its cost back; unanswered: out of flight
@@ -284,16 +273,12 @@ class ChatEndpoint:
             pacer.succeeded(ticket.started_at)
             return reply
 
-    def _learn(self, ticket: Ticket, admitted: bool = True) -> None:
-        """Learn from the answer's headers (the ticket leaves flight in `ended` without them)."""
-        if (headers := _answer_headers.get()) is not None:
-            self.pacer.buckets.learn(headers, ticket, admitted)
-
     async def _send(
-        self, sent: list[dict[str, str]], prefix_key: str | None, sending: Callable[[], None]
+        self, sent: list[dict[str, str]], prefix_key: str | None, ticket: Ticket
     ) -> CachedReply:
         """The reply to `sent`, sent once the request holds its places and its budget (see
-        `model.request_slots`); `sending` marks it sent (for the pacer)."""
+        `model.request_slots`), on the pacer's `ticket`: marked sent when it leaves; a usable
+        reply's headers teach the pacer's buckets before it ends."""
         stats, config = self.stats, self.config
         self.halt.check()  # the run is halted: nothing more is sent
         estimate = 0.0
@@ -313,11 +298,11 @@ class ChatEndpoint:
                     body["prompt_cache_key"] = prefix_key
                 self.poster.open()  # made at the first request, before it is marked sent
                 self.halt.check()  # halted while this request waited for its places
-                sending()
+                self.pacer.sending(ticket)  # the level once sent
                 with journal_entry(self.journal, self.role, prompt_chars(sent)) as line:
-                    response = json_map(await self._post(body, sent))
+                    answer = await self._post(body, sent, ticket)
                     outcome.success = True
-                    reply = read_reply(self.api, response)
+                    reply = read_reply(self.api, json_map(answer.body))
                     line.usage, line.service_tier = reply.usage, reply.service_tier
                 paid = stats.count_paid(reply.usage, reply.service_tier)
                 spend.cost_usd = tier_cost_usd(config, *paid) or 0.0
@@ -330,16 +315,20 @@ class ChatEndpoint:
             self._failed("EmptyReply")
             self.on_attempt_failed(UNUSABLE, f"empty reply (finish_reason={reason})")
             raise EmptyReply(f"empty reply (finish_reason={reason})")
+        self.pacer.buckets.learn(answer.headers, ticket, True)  # answered: learnt from
         return CachedReply.of(text, reply.usage, prompt_chars(sent))
 
     def _failed(self, kind: str) -> None:
         self.stats.failures += 1
         self.stats.errors[kind] = self.stats.errors.get(kind, 0) + 1
 
-    async def _post(self, body: Mapping[str, object], sent: list[dict[str, str]]) -> object:
-        """The reply's JSON. A failed request raises what the run makes of it: RateLimited
-        (sent again after its wait), RequestFailed (this call failed) or FatalEndpointError
-        (stop the run); a cancelled one is counted abandoned (sent, maybe paid)."""
+    async def _post(
+        self, body: Mapping[str, object], sent: list[dict[str, str]], ticket: Ticket
+    ) -> Answer:
+        """What the endpoint answered. A failed request raises what the run makes of it:
+        RateLimited (its headers learnt from on `ticket`: sent again after its wait),
+        RequestFailed (this call failed) or FatalEndpointError (stop the run); a cancelled one
+        is counted abandoned (sent, maybe paid)."""
         try:
             return await self.poster.post(body)
         except asyncio.CancelledError:
@@ -347,7 +336,10 @@ class ChatEndpoint:
             raise
         except HttpError as exc:
             failure = self._failure(exc)
-            raise failure from (None if isinstance(failure, RateLimited) else exc)
+            if isinstance(failure, RateLimited):  # refused: what the 429 said is learnt
+                self.pacer.buckets.learn(exc.headers, ticket, False)
+                raise failure from None
+            raise failure from exc
 
     def _failure(self, exc: HttpError) -> Exception:
         """What the run makes of a failed request: RateLimited, RequestFailed or fatal."""
