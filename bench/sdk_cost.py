@@ -28,6 +28,7 @@ import openai
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from healthbench_exp.model.access import shared_tls_context
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.http import DirectPoster
 from healthbench_exp.testing.server import ServerProcess, server_args
 
@@ -126,6 +127,7 @@ async def measure(url: str, n: int) -> dict[str, list[float]]:
         connect_timeout_s=180.0,
         tls=shared_tls_context(),
         on_response=lambda status, headers: None,
+        sleep=SYSTEM_CLOCK.sleep,
     )
     # every field of the client's options model given: none of its defaults is deep-copied
     every_option: openai.RequestOptions = {

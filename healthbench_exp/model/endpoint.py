@@ -122,7 +122,7 @@ class ChatEndpoint:
             role,
             config.rate_limit.requests_per_minute,
             config.rate_limit.tokens_per_minute,
-            clock,
+            clock=clock,
         )
         self.url = base_url or OPENAI_DEFAULT_URL
         self.timeout_s = transport.timeout_s
@@ -149,7 +149,7 @@ class ChatEndpoint:
             PATHS[self.api],
             self._unanswered,
             self._before_retry,
-            clock.sleep,
+            sleep=clock.sleep,
         )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk

@@ -14,7 +14,6 @@ out (see ratelimit.py). `aiohttp` (the default) and `httpx` keep the openai clie
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -208,7 +207,7 @@ class DirectPoster:
         path: str = "/chat/completions",
         on_unanswered: Callable[[HttpError], None] = lambda error: None,
         before_retry: Callable[[], None] = lambda: None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]],
     ) -> None:
         self.sleep = sleep  # the run's clock's: the waits between retries
         self.url = base_url.rstrip("/") + path  # the endpoint's API (`model.wire.PATHS`)

@@ -12,7 +12,6 @@ module-level client breaks the second job of a multirun with "Event loop is clos
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -70,7 +69,8 @@ class SdkClients:
         path: str = "/chat/completions",
         on_unanswered: OnUnanswered = lambda error: None,
         before_retry: Callable[[], None] = lambda: None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        *,
+        sleep: Callable[[float], Awaitable[None]],
     ) -> None:
         self.settings = settings
         self.sleep = sleep  # the run's clock's: the waits between retries
