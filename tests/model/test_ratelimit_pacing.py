@@ -18,6 +18,7 @@ from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
 from healthbench_exp.model.ratelimit import EndpointPacer
 from healthbench_exp.model.tickets import Ticket
+from healthbench_exp.testing.fake_clock import FakeClock
 from healthbench_exp.testing.limits import AccountLimits, Bucket, parse_schedule
 
 COST = 2_448  # a judge call: a 400-token prompt and max_tokens 2,048
@@ -92,13 +93,14 @@ def test_requests_sent_apart_are_not_counted_twice_by_a_reply_that_overtook_them
     server = limits(capacity=20 * COST)
 
     async def scenario() -> tuple[float, float]:
-        buckets = HeaderBuckets(SYSTEM_CLOCK.now)
+        fake = FakeClock()
+        buckets = HeaderBuckets(fake.now)
         first = sent(buckets)
         headers = server.admit("m", COST)[0]
         buckets.learn({**headers, "openai-processing-ms": "0"}, first)  # one reply tells
         long_one = sent(buckets)
         server.admit("m", COST)
-        await asyncio.sleep(0.1)  # the next goes out later
+        await fake.advance(0.1)  # the next goes out later
         later = sent(buckets)
         headers = server.admit("m", COST)[0]
         buckets.learn({**headers, "openai-processing-ms": "0"}, later)  # the long one runs on
