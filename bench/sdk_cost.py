@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from healthbench_exp.builtin_endpoint.server import ServerProcess, server_args
 from healthbench_exp.model.access import shared_tls_context
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.http import DirectPoster
 
 if int(openai.__version__.split(".")[0]) >= 3:  # openai 3 sends through httpx2, 2 through httpx
@@ -126,6 +127,7 @@ async def measure(url: str, n: int) -> dict[str, list[float]]:
         connect_timeout_s=180.0,
         tls=shared_tls_context(),
         on_response=lambda status, headers: None,
+        sleep=SYSTEM_CLOCK.sleep,
     )
     # every field of the client's options model given: none of its defaults is deep-copied
     every_option: openai.RequestOptions = {

@@ -62,7 +62,7 @@ class RunControl:
                 runner.dead_endpoint_calls,
                 runner.dead_endpoint_s,
                 self.halt,
-                clock.now,
+                clock=clock.now,
             )
             for name, role in roles.needed.items()
             if not role.batch

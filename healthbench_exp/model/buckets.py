@@ -5,7 +5,6 @@ holds a `Ticket` (`model/tickets.py`) whose moves the copy makes."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 
@@ -84,7 +83,7 @@ class HeaderBuckets:
     were counted twice by every reply that overtook one, and the copy ran half a bucket low.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock  # monotonic seconds: the only time the copy reads
         self.level = dict.fromkeys(KINDS, 0.0)  # relative until learnt: marks stay comparable
         self.shift = dict.fromkeys(KINDS, 0.0)  # the corrections made so far (see `learn`)

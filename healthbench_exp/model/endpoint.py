@@ -7,15 +7,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import (
-    BudgetExhausted,
     EmptyReply,
     FatalEndpointError,
     QuotaExhausted,
@@ -41,7 +38,7 @@ from healthbench_exp.model.health import (
 )
 from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
 from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
-from healthbench_exp.model.http import DirectPoster, HttpError
+from healthbench_exp.model.http import Answer, DirectPoster, HttpError
 from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
 from healthbench_exp.model.ratelimit import (
     EndpointPacer,
@@ -53,6 +50,12 @@ from healthbench_exp.model.ratelimit import (
 )
 from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
+from healthbench_exp.model.request_slots import (
+    concurrency_slots,
+    counted_in_flight,
+    journal_entry,
+    reserved_spend,
+)
 from healthbench_exp.model.spend_journal import SpendJournal
 from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
@@ -68,10 +71,6 @@ from healthbench_exp.model.wire import (
 
 if TYPE_CHECKING:
     import openai
-
-# the headers of the latest HTTP answer to the request the current task sends (set by the
-# response hook in the same task; read for the pacer's rate-limit buckets)
-_answer_headers: ContextVar[Mapping[str, str] | None] = ContextVar("answer_headers", default=None)
 
 
 def _not_watched(kind: str, error: str) -> None:
@@ -125,7 +124,7 @@ class ChatEndpoint:
             role,
             config.rate_limit.requests_per_minute,
             config.rate_limit.tokens_per_minute,
-            clock,
+            clock=clock,
         )
         self.url = base_url or OPENAI_DEFAULT_URL
         self.timeout_s = transport.timeout_s
@@ -152,7 +151,7 @@ class ChatEndpoint:
             PATHS[self.api],
             self._unanswered,
             self._before_retry,
-            clock.sleep,
+            sleep=clock.sleep,
         )
         # runner.http_client=direct: requests skip the openai client (see model/http.py)
         self.poster: DirectPoster | SdkClients = self.sdk
@@ -195,7 +194,6 @@ class ChatEndpoint:
 
     def _answered(self, status: int, headers: Mapping[str, str]) -> None:
         self.last_reply_at = self.clock.now()
-        _answer_headers.set(headers)
         self.pacer.buckets.heard(headers)
         if status == 429:
             self.stats.rate_limited += 1
@@ -262,16 +260,12 @@ class ChatEndpoint:
             await self.turns.wait()
             ticket = await pacer.start(tokens)
             buckets = pacer.buckets
-            _answer_headers.set(None)
-            sending = partial(pacer.sending, ticket)  # the level once sent
             refusal: Refusal | None = None
             try:
-                reply = await self._send(sent, prefix_key, sending)
-                self._learn(ticket)  # answered: learnt from before it ends
+                reply = await self._send(sent, prefix_key, ticket)
             except TurnLapsed:  # a 429 came while it waited for a slot: start again
                 continue
-            except RateLimited as refused:
-                self._learn(ticket, admitted=False)
+            except RateLimited as refused:  # (learnt from, see `_post`)
                 refusal = refused.refusal
             finally:
                 buckets.ended(ticket)  # never sent: its cost back; unanswered: out of flight
@@ -281,102 +275,39 @@ class ChatEndpoint:
             pacer.succeeded(ticket.started_at)
             return reply
 
-    def _learn(self, ticket: Ticket, admitted: bool = True) -> None:
-        """Learn from the answer's headers (the ticket leaves flight in `ended` without them)."""
-        if (headers := _answer_headers.get()) is not None:
-            self.pacer.buckets.learn(headers, ticket, admitted)
-
     async def _send(
-        self, sent: list[dict[str, str]], prefix_key: str | None, sending: Callable[[], None]
+        self, sent: list[dict[str, str]], prefix_key: str | None, ticket: Ticket
     ) -> CachedReply:
-        stats = self.stats
+        """The reply to `sent`, sent once the request holds its places and its budget (see
+        `model.request_slots`), on the pacer's `ticket`: marked sent when it leaves; a usable
+        reply's headers teach the pacer's buckets before it ends."""
+        stats, config = self.stats, self.config
         self.halt.check()  # the run is halted: nothing more is sent
-        await self.limit.acquire()
-        if self.shared_limit is not None:
-            await self.shared_limit.acquire()
         estimate = 0.0
         if self.budget is not None:
-            estimate = request_estimate_usd(
-                self.config.price,
-                sum(len(m["content"]) for m in sent),
-                self.config.expected_completion_tokens,
-                self.config.service_tier,
-            )
-            try:
-                self.budget.reserve(estimate)
-            except BudgetExhausted as exc:
-                self.halt.stop(str(exc))  # no other request is sent either
-                if self.shared_limit is not None:
-                    self.shared_limit.release()
-                self.limit.release(success=False)
-                raise
-        cost: float | None = 0.0
-        if stats.in_flight == 0:
-            self.busy_since = self.clock.now()
-        stats.in_flight += 1
-        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
-        success = False
-        journalled: int | None = None  # its number in the spend journal, until it ends
-        try:
-            body = with_messages(self.api, self.body, sent)
-            if prefix_key is not None:
-                body["prompt_cache_key"] = prefix_key
-            self.poster.open()  # made at the first request, before it is marked sent
-            self.halt.check()  # halted while this request waited for its places
-            sending()
-            if self.journal is not None:
-                journalled = self.journal.sent(self.role, prompt_chars(sent))
-            response = json_map(await self._post(body))
-            success = True
-        except asyncio.CancelledError:  # sent, never answered: maybe paid, counted apart
-            stats.count_abandoned(prompt_chars(sent))
-            journalled = None  # left open in the journal, as a kill leaves it
-            raise
-        except HttpError as exc:
-            if exc.status in (401, 403):
-                raise FatalEndpointError(
-                    f"{self.role} endpoint refused the API key ({exc.status}); "
-                    f"check {self.config.api_key_env}"
-                ) from exc
-            if exc.status == 404:
-                raise FatalEndpointError(
-                    f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
-                    f"path {PATHS[self.api]} ({exc.status}); check {self.role}.name, "
-                    f"{self.role}.base_url and {self.role}.api"
-                ) from exc
-            if exc.status == 429:
-                refusal = classify_429(exc.headers, exc.body and {"error": exc.body})
-                if refusal.quota:
-                    raise QuotaExhausted(
-                        f"{self.role} endpoint {self.url}: insufficient_quota (429): "
-                        f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
-                    ) from exc
-                if not refusal.too_large:
-                    raise RateLimited(refusal) from None
-                self._failed("RequestTooLarge")  # (its attempt counted in `_answered`)
-                raise RequestFailed(f"RateLimitError: {refusal.message}") from exc
-            if exc.status is not None and exc.status < 300:  # a 2xx whose reply is not JSON
-                self.on_attempt_failed(UNUSABLE, str(exc))
-            self._failed(exc.name)
-            raise RequestFailed(str(exc)) from exc
-        finally:
-            stats.in_flight -= 1
-            if self.shared_limit is not None:
-                self.shared_limit.release()
-            self.limit.release(success)
-            if success:
-                reply = read_reply(self.api, response)
-                prompt_tokens, cached, completion_tokens = stats.count_paid(
-                    reply.usage, reply.service_tier
-                )
-                cost = tier_cost_usd(self.config, prompt_tokens, cached, completion_tokens)
-            if journalled is not None and self.journal is not None:  # answered: paid or not
-                if success:
-                    self.journal.ended(journalled, reply.usage, reply.service_tier)
-                else:
-                    self.journal.ended(journalled, None, None)
-            if self.budget is not None:
-                self.budget.settle(estimate, cost or 0.0)
+            chars = sum(len(m["content"]) for m in sent)
+            tokens, tier = config.expected_completion_tokens, config.service_tier
+            estimate = request_estimate_usd(config.price, chars, tokens, tier)
+        async with concurrency_slots(self.limit, self.shared_limit) as outcome:
+            with (
+                reserved_spend(self.budget, estimate, self.halt) as spend,
+                counted_in_flight(stats) as first,
+            ):
+                if first:
+                    self.busy_since = self.clock.now()
+                body = with_messages(self.api, self.body, sent)
+                if prefix_key is not None:
+                    body["prompt_cache_key"] = prefix_key
+                self.poster.open()  # made at the first request, before it is marked sent
+                self.halt.check()  # halted while this request waited for its places
+                self.pacer.sending(ticket)  # the level once sent
+                with journal_entry(self.journal, self.role, prompt_chars(sent)) as line:
+                    answer = await self._post(body, sent, ticket)
+                    outcome.success = True
+                    reply = read_reply(self.api, json_map(answer.body))
+                    line.usage, line.service_tier = reply.usage, reply.service_tier
+                paid = stats.count_paid(reply.usage, reply.service_tier)
+                spend.cost_usd = tier_cost_usd(config, *paid) or 0.0
         text, reason = reply.text, reply.finish_reason
         if reason == "content_filter":
             self._failed("Refused")
@@ -386,15 +317,60 @@ class ChatEndpoint:
             self._failed("EmptyReply")
             self.on_attempt_failed(UNUSABLE, f"empty reply (finish_reason={reason})")
             raise EmptyReply(f"empty reply (finish_reason={reason})")
+        self.pacer.buckets.learn(answer.headers, ticket, True)  # answered: learnt from
         return CachedReply.of(text, reply.usage, prompt_chars(sent))
 
     def _failed(self, kind: str) -> None:
         self.stats.failures += 1
         self.stats.errors[kind] = self.stats.errors.get(kind, 0) + 1
 
-    async def _post(self, body: Mapping[str, object]) -> object:
-        """The reply's JSON; HttpError, named as the openai client names its errors."""
-        return await self.poster.post(body)
+    async def _post(
+        self, body: Mapping[str, object], sent: list[dict[str, str]], ticket: Ticket
+    ) -> Answer:
+        """What the endpoint answered. A failed request raises what the run makes of it:
+        RateLimited (its headers learnt from on `ticket`: sent again after its wait),
+        RequestFailed (this call failed) or FatalEndpointError (stop the run); a cancelled one
+        is counted abandoned (sent, maybe paid)."""
+        try:
+            return await self.poster.post(body)
+        except asyncio.CancelledError:
+            self.stats.count_abandoned(prompt_chars(sent))
+            raise
+        except HttpError as exc:
+            failure = self._failure(exc)
+            if isinstance(failure, RateLimited):  # refused: what the 429 said is learnt
+                self.pacer.buckets.learn(exc.headers, ticket, False)
+                raise failure from None
+            raise failure from exc
+
+    def _failure(self, exc: HttpError) -> Exception:
+        """What the run makes of a failed request: RateLimited, RequestFailed or fatal."""
+        if exc.status in (401, 403):
+            return FatalEndpointError(
+                f"{self.role} endpoint refused the API key ({exc.status}); "
+                f"check {self.config.api_key_env}"
+            )
+        if exc.status == 404:
+            return FatalEndpointError(
+                f"{self.role} endpoint does not know model {self.config.name!r} or the URL "
+                f"path {PATHS[self.api]} ({exc.status}); check {self.role}.name, "
+                f"{self.role}.base_url and {self.role}.api"
+            )
+        if exc.status == 429:
+            refusal = classify_429(exc.headers, exc.body and {"error": exc.body})
+            if refusal.quota:
+                return QuotaExhausted(
+                    f"{self.role} endpoint {self.url}: insufficient_quota (429): "
+                    f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
+                )
+            if not refusal.too_large:
+                return RateLimited(refusal)
+            self._failed("RequestTooLarge")  # (its attempt counted in `_answered`)
+            return RequestFailed(f"RateLimitError: {refusal.message}")
+        if exc.status is not None and exc.status < 300:  # a 2xx whose reply is not JSON
+            self.on_attempt_failed(UNUSABLE, str(exc))
+        self._failed(exc.name)
+        return RequestFailed(str(exc))
 
     async def close(self) -> None:
         await self.sdk.close()

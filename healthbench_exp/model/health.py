@@ -30,7 +30,6 @@ its last errors.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
@@ -102,7 +101,8 @@ class EndpointHealth:
         dead_after_calls: int,
         dead_after_s: float,
         halt: Halt | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        *,
+        clock: Callable[[], float],
     ) -> None:
         self.role, self.url = role, url
         self.dead_after_calls, self.dead_after_s = dead_after_calls, dead_after_s

@@ -14,13 +14,14 @@ out (see ratelimit.py). `aiohttp` (the default) and `httpx` keep the openai clie
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
 import random
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -142,6 +143,53 @@ def retry_delay_s(attempt: int, headers: Mapping[str, str]) -> float:
     return delay * (1 - 0.25 * random.random())
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What an endpoint answered a request with: its HTTP `status` (2xx), its `headers` (the
+    pacer learns the server's rate-limit buckets from them) and its `body` (the reply's JSON).
+    A poster returns one; a failed request raises HttpError, which carries the same three."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: object
+
+
+def retryable(error: HttpError) -> bool:
+    """Whether the openai client would send again the attempt that failed with `error`: one
+    that got no HTTP answer (`kind` set), or an answer `should_retry` retries (never a 429, nor
+    a 2xx whose reply is not JSON)."""
+    if error.kind:
+        return True
+    status = error.status
+    return status is not None and 300 <= status != 429 and should_retry(status, error.headers)
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[Answer]],
+    max_retries: int,
+    before_retry: Callable[[], None],
+    sleep: Callable[[float], Awaitable[None]],
+    on_unanswered: Callable[[HttpError], None],
+) -> Answer:
+    """The one retry loop of both posters (the openai client's bounded retries): `attempt`'s
+    Answer, its HttpError sent again up to `max_retries` times while `retryable`, after
+    `retry_delay_s` (slept on the run's clock, `sleep`); `before_retry` raises to send no retry
+    (the run is halted); every attempt that got no HTTP answer reaches `on_unanswered`."""
+    tries = 0
+    while True:
+        try:
+            return await attempt()
+        except HttpError as error:
+            if error.kind:
+                on_unanswered(error)
+            if not retryable(error) or tries >= max_retries:
+                raise
+            headers = error.headers
+        before_retry()
+        await sleep(retry_delay_s(tries, headers))
+        tries += 1
+
+
 class DirectPoster:
     """`post(body)`: the parsed JSON reply of `{base_url}{path}` (`/chat/completions`, or
     `/responses`), or HttpError."""
@@ -159,7 +207,7 @@ class DirectPoster:
         path: str = "/chat/completions",
         on_unanswered: Callable[[HttpError], None] = lambda error: None,
         before_retry: Callable[[], None] = lambda: None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]],
     ) -> None:
         self.sleep = sleep  # the run's clock's: the waits between retries
         self.url = base_url.rstrip("/") + path  # the endpoint's API (`model.wire.PATHS`)
@@ -200,43 +248,40 @@ class DirectPoster:
             )
         return self._session
 
-    async def post(self, body: Mapping[str, object]) -> object:
+    async def post(self, body: Mapping[str, object]) -> Answer:
+        """What the endpoint answered `body` with; HttpError once `with_retries` gives up."""
         data = json.dumps(body, ensure_ascii=False).encode()
+        return await with_retries(
+            partial(self._attempt, data),
+            self.max_retries,
+            self.before_retry,
+            self.sleep,
+            self.on_unanswered,
+        )
+
+    async def _attempt(self, data: bytes) -> Answer:
+        """One POST of `data`: its Answer, or HttpError (no answer, or not a usable one)."""
         session = self._open()
         proxy, proxy_auth = self.proxy
-        attempt = 0
-        while True:
-            headers: Mapping[str, str] = {}
-            try:
-                async with session.post(
-                    self.url, data=data, headers=self.headers, proxy=proxy, proxy_auth=proxy_auth
-                ) as response:
-                    raw = await response.read()
-                    status, headers = response.status, response.headers
-            except TimeoutError as exc:  # aiohttp.ServerTimeoutError is one
-                error = unanswered_error("APITimeoutError", exc)
-                self.on_unanswered(error)
-            except aiohttp.ClientError as exc:
-                error = unanswered_error("APIConnectionError", exc)
-                self.on_unanswered(error)
-            else:
-                self.on_response(status, headers)
-                if status < 300:
-                    try:
-                        reply: object = json.loads(raw)
-                        return reply
-                    except ValueError as exc:
-                        raise HttpError(
-                            "APIResponseValidationError", f"reply is not JSON ({exc})", status
-                        ) from None
-                error = status_error(status, headers, raw)
-                if status == 429 or not should_retry(status, headers):
-                    raise error
-            if attempt >= self.max_retries:
-                raise error
-            self.before_retry()
-            await self.sleep(retry_delay_s(attempt, headers))
-            attempt += 1
+        try:
+            async with session.post(
+                self.url, data=data, headers=self.headers, proxy=proxy, proxy_auth=proxy_auth
+            ) as response:
+                raw = await response.read()
+                status, headers = response.status, response.headers
+        except TimeoutError as exc:  # aiohttp.ServerTimeoutError is one
+            raise unanswered_error("APITimeoutError", exc) from exc
+        except aiohttp.ClientError as exc:
+            raise unanswered_error("APIConnectionError", exc) from exc
+        self.on_response(status, headers)
+        if status >= 300:
+            raise status_error(status, headers, raw)
+        try:
+            return Answer(status, headers, json.loads(raw))
+        except ValueError as exc:
+            raise HttpError(
+                "APIResponseValidationError", f"reply is not JSON ({exc})", status
+            ) from None
 
     async def close(self) -> None:
         if self._session is not None:

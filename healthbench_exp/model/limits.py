@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,9 +66,7 @@ class AdaptiveLimit:
     proceed.
     """
 
-    def __init__(
-        self, maximum: int, clock: Callable[[], float] = time.monotonic, cooldown_s: float = 1.0
-    ) -> None:
+    def __init__(self, maximum: int, clock: Callable[[], float], cooldown_s: float = 1.0) -> None:
         self.clock = clock
         self.maximum = self.limit = self.lowest = maximum
         self.cooldown_s = cooldown_s

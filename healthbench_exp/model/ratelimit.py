@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from healthbench_exp.model.buckets import HeaderBuckets
-from healthbench_exp.model.clock import SYSTEM_CLOCK, Clock
+from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.server_waits import parse_duration, retry_after_s
 from healthbench_exp.model.tickets import Ticket
 
@@ -170,7 +170,8 @@ class EndpointPacer:
         role: str,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
-        clock: Clock = SYSTEM_CLOCK,
+        *,
+        clock: Clock,
     ) -> None:
         self.role = role
         self.clock = clock

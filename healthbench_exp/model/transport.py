@@ -12,14 +12,14 @@ module-level client breaks the second job of a multirun with "Event loop is clos
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from healthbench_exp.config.schema import EndpointConfig, HttpClient, RunnerConfig
 from healthbench_exp.model.access import ClientSettings, shared_tls_context
-from healthbench_exp.model.http import HttpError, retry_delay_s, should_retry, unanswered_error
+from healthbench_exp.model.http import Answer, HttpError, unanswered_error, with_retries
 
 if TYPE_CHECKING:
     import httpx
@@ -29,6 +29,8 @@ CONNECTIONS_PER_CLIENT = 16
 FLEX_TIMEOUT_S = 900.0  # OpenAI's advice for service_tier=flex: a 15-minute client timeout
 # the endpoint's hook for every HTTP answer: its status and headers
 OnResponse = Callable[[int, Mapping[str, str]], None]
+# the openai client's header asking for the raw response (openai._constants.RAW_RESPONSE_HEADER)
+_RAW_RESPONSE = "X-Stainless-Raw-Response"
 # its hook for every attempt that got no HTTP answer (refused, timed out)
 OnUnanswered = Callable[[HttpError], None]
 
@@ -67,7 +69,8 @@ class SdkClients:
         path: str = "/chat/completions",
         on_unanswered: OnUnanswered = lambda error: None,
         before_retry: Callable[[], None] = lambda: None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        *,
+        sleep: Callable[[float], Awaitable[None]],
     ) -> None:
         self.settings = settings
         self.sleep = sleep  # the run's clock's: the waits between retries
@@ -122,47 +125,49 @@ class SdkClients:
             response.headers["x-should-retry"] = "false"
         self.on_response(response.status_code, response.headers)
 
-    async def post(self, body: Mapping[str, object]) -> object:
-        """The reply's JSON; HttpError, named as the openai client names its errors.
+    async def post(self, body: Mapping[str, object]) -> Answer:
+        """What the endpoint answered; HttpError, named as the openai client names its errors.
 
         The client's bounded retries (`runner.max_retries`: connection errors, timeouts, 408,
         409, 5xx, with its backoff: `model.http.should_retry`, `retry_delay_s`) are made here,
         one client attempt at a time, so that every attempt that got no HTTP answer reaches
         `on_unanswered` (the endpoint's health counts each one) and a refused connection is
         named as one (`model.http.unanswered_error`)."""
-        import openai
-
-        # The client's low-level post: its auth, timeouts and error types, without
-        # re-validating a body of plain strings or building pydantic models of the reply
-        # (together about 2 ms of CPU per request, more than the rest of the harness).
         clients = self.clients
         client = clients[self.sent % len(clients)]
         self.sent += 1
-        attempt = 0
-        while True:
-            headers: Mapping[str, str] = {}
-            try:
-                return await client.post(
-                    self.path, body=body, cast_to=object, options={"max_retries": 0}
-                )
-            except openai.APIStatusError as exc:
-                headers = exc.response.headers
-                error = HttpError(
-                    type(exc).__name__, exc.message, exc.status_code, headers, exc.body
-                )
-                error.__cause__ = exc
-                if exc.status_code == 429 or not should_retry(exc.status_code, headers):
-                    raise error from exc
-            except openai.APIConnectionError as exc:  # APITimeoutError is one
-                error = unanswered_error(type(exc).__name__, exc)
-                self.on_unanswered(error)
-            except openai.APIError as exc:  # a reply that is not JSON
-                raise HttpError(type(exc).__name__, str(exc)) from exc
-            if attempt >= self.transport.max_retries:
-                raise error
-            self.before_retry()
-            await self.sleep(retry_delay_s(attempt, headers))
-            attempt += 1
+        return await with_retries(
+            partial(self._attempt, client, body),
+            self.transport.max_retries,
+            self.before_retry,
+            self.sleep,
+            self.on_unanswered,
+        )
+
+    async def _attempt(self, client: openai.AsyncOpenAI, body: Mapping[str, object]) -> Answer:
+        """One attempt through the client's low-level post: its auth, timeouts and error types,
+        without re-validating a body of plain strings or building pydantic models of the reply
+        (together about 2 ms of CPU per request, more than the rest of the harness); asked for
+        the raw response (as `with_raw_response` does) so that its headers come back with it."""
+        import openai
+
+        try:
+            raw = await client.post(
+                self.path,
+                body=body,
+                cast_to=object,
+                options={"max_retries": 0, "headers": {_RAW_RESPONSE: "raw"}},  # one attempt, raw
+            )
+            answer = cast("openai.AsyncAPIResponse[object]", raw)
+            return Answer(answer.status_code, answer.headers, await answer.parse())
+        except openai.APIStatusError as exc:
+            headers = exc.response.headers
+            error = HttpError(type(exc).__name__, exc.message, exc.status_code, headers, exc.body)
+            raise error from exc
+        except openai.APIConnectionError as exc:  # APITimeoutError is one
+            raise unanswered_error(type(exc).__name__, exc) from exc
+        except openai.APIError as exc:  # a reply that is not JSON
+            raise HttpError(type(exc).__name__, str(exc)) from exc
 
     async def close(self) -> None:
         for client in self._clients:

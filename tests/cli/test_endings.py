@@ -26,6 +26,7 @@ from healthbench_exp.engine.stops import (
     raise_if_given_up,
 )
 from healthbench_exp.grading.verdict_watch import UnparseableJudge
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.endpoint import QuotaExhausted
 from healthbench_exp.model.health import SERVER_ERRORS, EndpointHealth
 
@@ -85,7 +86,7 @@ def test_a_dead_endpoint_ends_the_run_resumable(
 ) -> None:
     """A run an endpoint given up on ended: its own status and exit code, and the line ends
     with the command that finishes the run."""
-    health = EndpointHealth(role, "http://127.0.0.1:9/v1", 3, 0.0)
+    health = EndpointHealth(role, "http://127.0.0.1:9/v1", 3, 0.0, clock=SYSTEM_CLOCK.now)
     for _ in range(3):
         health.attempt_failed(SERVER_ERRORS, "HTTP 500")
     assert health.dead

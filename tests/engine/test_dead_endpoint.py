@@ -17,6 +17,7 @@ import pytest
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.core.endpoint_errors import RequestFailed
 from healthbench_exp.core.run_end import Exit
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.health import (
     BARE_429,
     NO_REPLY,
@@ -115,7 +116,7 @@ def test_calls_waiting_on_an_endpoint_declared_dead_end_not_run_and_their_tasks_
     record the row and go on. A task also cancelled from elsewhere stays cancelled."""
 
     async def scenario() -> tuple[list[str], list[int], bool]:
-        health = EndpointHealth("judge", "http://j", 3, 0.0)
+        health = EndpointHealth("judge", "http://j", 3, 0.0, clock=SYSTEM_CLOCK.now)
         forever = asyncio.Event()
 
         async def silent() -> Reply:

@@ -20,6 +20,7 @@ from healthbench_exp.builtin_endpoint.server import server_args
 from healthbench_exp.config.schema import ConfigError, JudgeConfig, SamplingConfig
 from healthbench_exp.model.cache import CachedReply, Profile, ResponseCache, request_key
 from healthbench_exp.model.cache.admin import groups, last_runs, open_cache, profile_history
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.limits import AdaptiveLimit
 from tests import zygote
 from tests.e2e.test_e2e import REPO, run_cli
@@ -121,7 +122,7 @@ def test_cache_can_be_disabled(loopback_server, tmp_path, isolated_cache) -> Non
 
 def test_adaptive_limit_halves_on_429_and_recovers() -> None:
     async def go() -> list[int]:
-        limit = AdaptiveLimit(16, cooldown_s=0.0)
+        limit = AdaptiveLimit(16, SYSTEM_CLOCK.now, cooldown_s=0.0)
         seen = []
         limit.rate_limited()
         seen.append(limit.limit)
@@ -142,7 +143,7 @@ def test_adaptive_limit_halves_on_429_and_recovers() -> None:
 
 def test_adaptive_limit_caps_requests_in_flight() -> None:
     async def go() -> int:
-        limit = AdaptiveLimit(8, cooldown_s=0.0)
+        limit = AdaptiveLimit(8, SYSTEM_CLOCK.now, cooldown_s=0.0)
         limit.rate_limited()  # now 4
         peak = active = 0
 
@@ -330,7 +331,7 @@ def test_judge_config_has_bounded_parse_retries(loopback_server, tmp_path) -> No
 
 def test_adaptive_limit_survives_cancelled_waiters() -> None:
     async def go() -> tuple[int, int]:
-        limit = AdaptiveLimit(1)
+        limit = AdaptiveLimit(1, SYSTEM_CLOCK.now)
         await limit.acquire()
         waiting = asyncio.create_task(limit.acquire())
         await asyncio.sleep(0)

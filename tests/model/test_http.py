@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from openai._models import FinalRequestOptions
 
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.http import DirectPoster, retry_delay_s, should_retry, status_error
 
 try:  # the HTTP library the installed openai client builds its responses with
@@ -163,6 +164,7 @@ async def _through_proxy_or_not(
         connect_timeout_s=10,
         tls=ssl.create_default_context(),
         on_response=lambda status, headers: None,
+        sleep=SYSTEM_CLOCK.sleep,
     )
     try:
         for _ in range(2):  # the proxy is looked up once, then used for every request

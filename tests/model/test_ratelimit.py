@@ -13,6 +13,7 @@ import pytest
 
 from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.ratelimit import (
     MIN_RATE,
     EndpointPacer,
@@ -213,7 +214,7 @@ async def turn(pacer: EndpointPacer) -> float:
 
 def test_the_pacer_pauses_every_request_and_a_burst_cuts_the_pace_once() -> None:
     async def scenario() -> None:
-        pacer = EndpointPacer("judge")
+        pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
         started = [await turn(pacer) for _ in range(5)]  # unpaced: at once
         assert started[-1] - started[0] < 0.05 and pacer.describe() == ""
         for _ in range(4):
@@ -244,7 +245,7 @@ def test_the_pacer_learns_the_limits_from_the_headers_and_is_seldom_refused() ->
     limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=30_000, rate_limit_window_s=1))
 
     async def scenario() -> tuple[int, int, float]:
-        pacer, in_flight, refused, sent = EndpointPacer("judge"), [], 0, 0
+        pacer, in_flight, refused, sent = EndpointPacer("judge", clock=SYSTEM_CLOCK), [], 0, 0
         began = time.monotonic()
         while time.monotonic() - began < 1.5:
             mark = await pacer.start(3_000)
@@ -312,7 +313,7 @@ def test_requests_that_wait_for_a_slot_after_their_start_are_not_refused() -> No
 
 
 def test_a_request_never_sent_gives_its_cost_back() -> None:
-    buckets = EndpointPacer("judge").buckets
+    buckets = EndpointPacer("judge", clock=SYSTEM_CLOCK).buckets
     before = dict(buckets.level)
     mark = buckets.take(500.0)
     buckets.ended(mark)
@@ -335,7 +336,7 @@ def test_a_request_never_sent_gives_its_cost_back() -> None:
 
 def test_the_progress_line_gives_limits_per_minute_as_the_provider_states_them() -> None:
     """A first-tier key's 30,000 tokens a minute reads so, not "3e+04 tokens/s"."""
-    pacer = EndpointPacer("judge")
+    pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
     pacer.buckets.stated(30_000, 500)
     pacer.base_rate = 1.0
     line = pacer.describe()

@@ -11,6 +11,7 @@ import urllib.request
 
 from healthbench_exp.builtin_endpoint.limits import AccountLimits, request_tokens
 from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.ratelimit import EndpointPacer, share_buckets
 from healthbench_exp.model.tickets import Ticket, TicketState
 
@@ -45,7 +46,7 @@ def test_a_reply_that_overtook_earlier_requests_does_not_give_their_cost_back(
     assert request_tokens({}, MESSAGES) == COST  # the server counts what the pacer takes
 
     async def scenario() -> tuple[int, int, int]:
-        pacer = EndpointPacer("judge")
+        pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
         buckets = pacer.buckets
 
         async def send_one() -> Ticket:
@@ -94,7 +95,7 @@ def test_the_refill_while_a_request_travels_to_the_server_is_not_counted_twice(
     server = loopback_server(rate_limit_tokens=capacity, rate_limit_window_s=1.0)
 
     async def scenario() -> tuple[int, int]:
-        pacer = EndpointPacer("judge")
+        pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
         buckets = pacer.buckets
 
         async def send_one() -> Ticket:
@@ -132,7 +133,7 @@ def test_a_long_reply_sent_well_before_does_not_hold_the_copy_back() -> None:
     limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=CAPACITY, rate_limit_window_s=60))
 
     async def scenario() -> tuple[float, float]:
-        buckets = EndpointPacer("model").buckets
+        buckets = EndpointPacer("model", clock=SYSTEM_CLOCK).buckets
         buckets.reorder_s = 0.05
 
         async def send_one() -> tuple[Ticket, dict[str, str]]:
@@ -156,7 +157,7 @@ def test_a_long_reply_sent_well_before_does_not_hold_the_copy_back() -> None:
 
 def test_requests_are_in_flight_from_their_sending_until_they_end() -> None:
     async def scenario() -> None:
-        pacer = EndpointPacer("judge")
+        pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
         buckets = pacer.buckets
         answered = await pacer.start(10.0)
         buckets.sending(answered)
@@ -188,7 +189,9 @@ def test_the_model_and_a_judge_of_one_model_on_one_account_keep_one_copy() -> No
     bucket again and the server refused that."""
     limits = AccountLimits(OfflineServerConfig(rate_limit_tokens=CAPACITY, rate_limit_window_s=60))
     account = ("https://api.example/v1", "key", "gpt-x")
-    model, judge, other = (EndpointPacer(role) for role in ("model", "judge", "jury:b"))
+    model, judge, other = (
+        EndpointPacer(role, clock=SYSTEM_CLOCK) for role in ("model", "judge", "jury:b")
+    )
     share_buckets([(account, model), (account, judge), ((*account[:2], "gpt-y"), other)])
     assert model.buckets is judge.buckets and other.buckets is not model.buckets
 
@@ -222,9 +225,9 @@ def test_roles_on_one_account_keep_the_limits_their_users_stated() -> None:
     same model 30,000: the one copy they share paces by the lowest stated (before, the first
     pacer's copy was kept and the judges' statements were lost: nothing paced them)."""
     account = ("https://api.example/v1", "key", "gpt-x")
-    model = EndpointPacer("model")
-    judge = EndpointPacer("judge", tokens_per_minute=60_000)
-    jury = EndpointPacer("jury:b", tokens_per_minute=30_000)
+    model = EndpointPacer("model", clock=SYSTEM_CLOCK)
+    judge = EndpointPacer("judge", tokens_per_minute=60_000, clock=SYSTEM_CLOCK)
+    jury = EndpointPacer("jury:b", tokens_per_minute=30_000, clock=SYSTEM_CLOCK)
     share_buckets([(account, model), (account, judge), (account, jury)])
     shared = model.buckets
     assert judge.buckets is shared and jury.buckets is shared

@@ -19,6 +19,7 @@ from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
 from healthbench_exp.model.ratelimit import EndpointPacer
 from healthbench_exp.model.tickets import Ticket
+from healthbench_exp.testing.fake_clock import FakeClock
 
 COST = 2_448  # a judge call: a 400-token prompt and max_tokens 2,048
 
@@ -42,7 +43,7 @@ def test_before_any_reply_the_requests_out_hold_at_most_a_first_tier_bucket() ->
     holds 12 of them; the 13th waits for a reply (18 of 30 were refused before)."""
 
     async def scenario() -> tuple[int, float | None, float | None]:
-        pacer = EndpointPacer("judge")
+        pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
         buckets = pacer.buckets
         started = 0
         while buckets.unknown_wait_s(COST) is None and started < 30:
@@ -66,7 +67,7 @@ def test_a_waiting_request_starts_as_soon_as_a_reply_makes_room() -> None:
     server = limits(capacity=10 * COST)
 
     async def scenario() -> float:
-        pacer = EndpointPacer("judge")
+        pacer = EndpointPacer("judge", clock=SYSTEM_CLOCK)
         buckets = pacer.buckets
         marks = [sent(buckets) for _ in range(9)]
         replies = [server.admit("m", COST)[0] for _ in marks]
@@ -92,13 +93,14 @@ def test_requests_sent_apart_are_not_counted_twice_by_a_reply_that_overtook_them
     server = limits(capacity=20 * COST)
 
     async def scenario() -> tuple[float, float]:
-        buckets = HeaderBuckets()
+        fake = FakeClock()
+        buckets = HeaderBuckets(fake.now)
         first = sent(buckets)
         headers = server.admit("m", COST)[0]
         buckets.learn({**headers, "openai-processing-ms": "0"}, first)  # one reply tells
         long_one = sent(buckets)
         server.admit("m", COST)
-        await asyncio.sleep(0.1)  # the next goes out later
+        await fake.advance(0.1)  # the next goes out later
         later = sent(buckets)
         headers = server.admit("m", COST)[0]
         buckets.learn({**headers, "openai-processing-ms": "0"}, later)  # the long one runs on
@@ -119,7 +121,7 @@ def test_a_request_admitted_after_another_but_answered_before_it_stays_taken() -
     server = limits(capacity=20 * COST)
 
     async def scenario() -> tuple[float, float]:
-        buckets = HeaderBuckets()
+        buckets = HeaderBuckets(SYSTEM_CLOCK.now)
         probe = sent(buckets)
         buckets.learn({**server.admit("m", COST)[0], "openai-processing-ms": "0"}, probe)
         first, second = sent(buckets), sent(buckets)
@@ -141,7 +143,7 @@ def test_a_stated_token_limit_paces_from_the_first_request() -> None:
     per_minute = 6 * COST  # a bucket of six judge calls, refilled over a minute
 
     async def scenario() -> tuple[int, float]:
-        pacer = EndpointPacer("judge", tokens_per_minute=per_minute)
+        pacer = EndpointPacer("judge", tokens_per_minute=per_minute, clock=SYSTEM_CLOCK)
         buckets = pacer.buckets
         started = 0
         while buckets.wait_s(COST) <= 0 and started < 20:
@@ -165,7 +167,7 @@ def test_the_copy_slows_when_other_jobs_spend_the_limit_and_comes_back() -> None
     server = limits(capacity=capacity, window_s=window_s)
 
     async def scenario() -> list[float]:
-        buckets = HeaderBuckets()
+        buckets = HeaderBuckets(SYSTEM_CLOCK.now)
         paces = []
         for others in (0.0, 0.5, 0.0):
             server.buckets("m")["tokens"].schedule = [(0.0, others)]
