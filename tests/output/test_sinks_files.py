@@ -124,9 +124,9 @@ def test_a_jury_members_batch_record_and_a_pilot_are_a_runs_own_files(tmp_path: 
 
 # modules outside output/ that open a file for writing, and what they write (never a run's file)
 WRITERS_OUTSIDE_OUTPUT = {
-    "cli/bridge_kit/runs.py": "none: /dev/tty opened read-only, to ask its foreground group",
     "cli/run_lock.py": "the run lock, .lock",
     "core/standard_streams.py": "/dev/null, opened on a standard stream no one reads",
+    "core/stop_signals.py": "a stop level passed on to children (a sweep's .stopping, the kit's)",
     "data/healthbench.py": "the downloaded HealthBench files, in the data cache",
     "model/cache/claims.py": "the response cache's claims (claims.lock), in the cache folder",
     "model/sweep_budget.py": "a sweep's budget ledger and its lock, in the sweep's directory",
