@@ -34,7 +34,11 @@ class StartUpStopped(BaseException):
         self.signum = signum
 
 
+_received: list[int] = []  # the stopping signals seen before the app's handlers took over
+
+
 def _stopped(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)  # kept: an import's cleanup callback can swallow the exception
     raise StartUpStopped(signum)
 
 
@@ -52,22 +56,31 @@ def _tell(stop: StartUpStopped) -> None:
     raise SystemExit(128 + stop.signum) from None
 
 
+def _unraisable(unraisable: "sys.UnraisableHookArgs") -> None:
+    if not isinstance(unraisable.exc_value, StartUpStopped):  # that one is in `_received`
+        sys.__unraisablehook__(unraisable)
+
+
 if __name__ == "__main__":
+    sys.unraisablehook = _unraisable
     for _signum in _SIGNALS:
         if signal.getsignal(_signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
             signal.signal(_signum, _stopped)
-    try:
-        from healthbench_exp.core import standard_streams
+try:
+    from healthbench_exp.core import standard_streams
 
-        # output no one reads (`| head -3`, a terminal gone, `>&-`) never stops the run: before
-        # anything opens a file (which could take a closed standard descriptor's number)
-        standard_streams.guard()
+    # output no one reads (`| head -3`, a terminal gone, `>&-`) never stops the run: before
+    # anything opens a file (which could take a closed standard descriptor's number)
+    standard_streams.guard()
 
-        from healthbench_exp.cli.app import main  # after the collector is off
+    from healthbench_exp.cli.app import main  # after the collector is off
 
+    if _received:  # a signal whose exception an import's callback swallowed
+        raise StartUpStopped(_received[0])
+    if __name__ == "__main__":
         try:
             main()
         finally:
             gc.freeze()
-    except StartUpStopped as stop:
-        _tell(stop)
+except StartUpStopped as stop:
+    _tell(stop)

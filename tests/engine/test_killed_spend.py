@@ -54,15 +54,18 @@ def test_a_killed_invocations_paid_calls_are_counted_after_resume(
     # (the endpoint answered them, the run never read them) are abandoned, estimated apart
     assert paid_requests(killed) >= 3
     assert 0 <= abandoned(killed) <= IN_FLIGHT
-    assert paid_requests(killed) + abandoned(killed) == killed_received
+    # every request the endpoint received was journalled first; one journalled as the kill came
+    # may not have left the process yet: in flight means maybe received, maybe paid
+    assert paid_requests(killed) <= killed_received <= paid_requests(killed) + abandoned(killed)
     assert killed["total_cost_usd"] > 0
     if abandoned(killed):
         assert killed["abandoned_cost_usd"] > 0
     # the resume paid exactly what the endpoint received since; the killed calls it found in
     # the cache are replays, not paid again
     assert paid_requests(resume) == received(server) - killed_received
-    # the run's paid requests and the abandoned ones are every request the endpoint received
-    assert paid_requests(usage) + abandoned(usage) == received(server)
+    # the run's paid requests are those received, but for the killed ones in flight
+    unread = killed_received - paid_requests(killed)  # received at the kill, never read
+    assert paid_requests(usage) + unread == received(server)
     assert usage["total_cost_usd"] == pytest.approx(sum(i["total_cost_usd"] for i in invocations))
     assert usage["total_cost_usd"] > resume["total_cost_usd"]
     tokens = sum(

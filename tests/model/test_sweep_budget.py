@@ -53,7 +53,8 @@ def test_the_sweep_s_spend_stays_under_its_cap(tmp_path: Path) -> None:
     assert budget["max_usd"] == 0.1 and budget["stopped_by"] == "max_usd"
     assert budget["sweep_jobs_usd"] == pytest.approx({"0": costs["0"]})
     # the stop line of job 1 names each job's spend and the command that finishes it
-    (line,) = [x for x in result.stderr.splitlines() if "resume=" in x and f"{sweep}/1 " in x]
+    lines = result.stderr.splitlines()
+    (line,) = [x for x in lines if x.startswith("error:") and f"resume={sweep}/1 " in x]
     assert line.startswith("error: budget.max_usd=0.1 (the sweep's, over all its jobs) reached")
     assert f"(0: ${costs['0']:.4f}, 1: ${costs['1']:.4f} (this one))" in line
     assert f"finish with: python -m healthbench_exp resume={sweep}/1 budget.max_usd=" in line
