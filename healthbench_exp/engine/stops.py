@@ -38,7 +38,13 @@ from typing import TYPE_CHECKING, TypeVar
 from healthbench_exp.core.endpoint_errors import QuotaExhausted
 from healthbench_exp.core.errors import OutputWriteError
 from healthbench_exp.core.run_end import Exit, RunEnded, Status
-from healthbench_exp.core.stop_signals import LEAVE, STOP_COUNT, STOPPING_SIGNALS, Stop
+from healthbench_exp.core.stop_signals import (
+    LEAVE,
+    STOP_COUNT,
+    STOPPING_SIGNALS,
+    Stop,
+    signals_held_at_fork,
+)
 from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine.grace import StopGrace
 from healthbench_exp.model.health import EndpointHealth
@@ -140,18 +146,11 @@ def signals_interrupt() -> Iterator[None]:
         sys.unraisablehook = previous_hook
 
 
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held() -> contextlib.AbstractContextManager[None]:
     """Within, the STOPPING_SIGNALS wait (blocked in this thread) and arrive on exit: a short
-    write that must be whole (an invocation's usage) is not cut by a second Ctrl-C."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    write that must be whole (an invocation's usage) is not cut by a second Ctrl-C (the one
+    hold of `core.stop_signals`, as at a fork)."""
+    return signals_held_at_fork()
 
 
 @contextlib.contextmanager
