@@ -58,7 +58,7 @@ from healthbench_exp.sweep.judge_table import judge_table
 from healthbench_exp.sweep.jury import jury_columns
 from healthbench_exp.sweep.markdown import markdown, write_csv
 from healthbench_exp.sweep.out_folder import written_or_exit
-from healthbench_exp.sweep.planned import finish_command, unfinished_lines
+from healthbench_exp.sweep.planned import NOT_STARTED, finish_command, unfinished_lines
 from healthbench_exp.sweep.published import published_columns
 from healthbench_exp.sweep.regrade_compare import regrade_comparisons
 
@@ -293,7 +293,7 @@ def unfinished_told(rows: list[dict[str, object]]) -> str | None:
         return None
     return "; ".join(
         f"{len(jobs)} of {len(rows)} jobs "
-        f"{'' if status in ('failed', 'not_started') else 'ended '}{status.replace('_', ' ')} "
+        f"{'' if status in (Status.FAILED, NOT_STARTED) else 'ended '}{status.replace('_', ' ')} "
         f"({', '.join(jobs)})"
         for status, jobs in unfinished.items()
     )
