@@ -136,3 +136,13 @@ SCENARIOS = (
     ),
 )
 RARE_VERDICT = tuple(w for w in SCENARIOS if w.name.startswith("rare: "))
+
+
+if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(
+        description="Print the bridge study's worlds, one name a line (bridge_study.py runs them)."
+    ).parse_args()
+    for world in SCENARIOS:
+        print(world.name)

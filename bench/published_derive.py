@@ -26,9 +26,9 @@ Run: python bench/published_derive.py ../shared/published/published.csv
 
 from __future__ import annotations
 
+import argparse
 import csv
 import re
-import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "healthbench_exp" / "published" / "published.csv"
@@ -212,4 +212,8 @@ def main(source: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(
+        description="Derive healthbench_exp/published/published.csv from the gathered CSV."
+    )
+    parser.add_argument("source", type=Path, help="the gathered published.csv")
+    main(parser.parse_args().source)

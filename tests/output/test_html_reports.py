@@ -67,7 +67,8 @@ def test_a_partial_run_says_so_in_its_report_and_in_the_comparison(tmp_path: Pat
     compared = aggregate(str(run), "--out", str(tmp_path / "cmp"), cwd=tmp_path)
     # the comparison is written, and the exit says a run in it is not finished
     assert compared.returncode == 1, compared.stderr
-    assert compared.stderr.strip().splitlines()[-1].endswith(f"resume={run}"), compared.stderr
+    last = compared.stderr.strip().splitlines()[-1]  # with the budget its resume needs
+    assert f"finish with: python -m healthbench_exp resume={run} budget.max_usd=" in last, last
     (row,) = json.loads((tmp_path / "cmp" / "sweep_summary.json").read_text())["jobs"]
     assert row["status"] == "partial" and row["banners"] == "DEMO PARTIAL"
     markdown = (tmp_path / "cmp" / "sweep_summary.md").read_text()
