@@ -17,8 +17,11 @@ test, so a failure names the rule and each offending import with its module and 
   library: one wing, readable on its own;
 - the response cache (`model.cache`, a package) imports only `core`, `config`,
   `model.reply_json`, itself and the standard library; inside it each part imports only the
-  parts below it (`CACHE_PARTS`), and code outside it imports its face (`__init__`) or its
+  parts below it (`CACHE.parts`), and code outside it imports its face (`__init__`) or its
   command line's verbs (`commands`), never its other parts;
+- the pacer (`model.pacer`, a package) imports only `model.clock`, itself and the standard
+  library; inside it each part imports only the parts below it (`PACER.parts`), and only the
+  endpoint's modules (`PACER.users`) import it, through its face;
 - no module over `MAX_LINES` lines.
 
 A module's layer is the first sub-package under `healthbench_exp/` (`healthbench_exp.model.cache`
@@ -85,19 +88,62 @@ CORE = "core"
 MAX_LINES = 400
 BRIDGE = f"{PACKAGE}.grading.bridge"
 BRIDGE_THIRD_PARTY = frozenset({"numpy"})
-CACHE = f"{PACKAGE}.model.cache"
-# what the cache may import outside itself (besides the standard library and sqlite3's own)
-CACHE_OUTSIDE = (f"{PACKAGE}.core", f"{PACKAGE}.config", f"{PACKAGE}.model.reply_json")
-# each part of the cache -> the parts it may import (its face, `__init__`, may import any)
-CACHE_PARTS: dict[str, frozenset[str]] = {
-    "database": frozenset(),
-    "profiles": frozenset(),
-    "claims": frozenset(),
-    "store": frozenset({"database", "profiles", "claims"}),
-    "admin": frozenset({"database", "profiles"}),
-    "commands": frozenset({"admin", "database"}),
-}
-CACHE_FACES = frozenset({CACHE, f"{CACHE}.commands"})  # what code outside the cache imports
+
+
+@dataclass(frozen=True)
+class Room:
+    """A package inside a layer that is held to imports of its own (the cache, the pacer).
+
+    `package`: its dotted name; `title`: how a report names it; `outside`: the package modules
+    (or sub-packages) it may import besides itself, and `outside_text` the same in words (it
+    imports no third-party module); `parts`: each of its modules -> the others it may import
+    (its face, `__init__`, may import any; a part not listed, none); `faces`: what code
+    outside it may import; `users`: the only modules outside it that may (None: any).
+    """
+
+    package: str
+    title: str
+    outside: tuple[str, ...]
+    outside_text: str
+    parts: dict[str, frozenset[str]]
+    faces: frozenset[str]
+    users: frozenset[str] | None = None
+
+
+CACHE = Room(
+    package=f"{PACKAGE}.model.cache",
+    title="the cache",
+    outside=(f"{PACKAGE}.core", f"{PACKAGE}.config", f"{PACKAGE}.model.reply_json"),
+    outside_text="core, config, model.reply_json and the standard library",
+    parts={
+        "database": frozenset(),
+        "profiles": frozenset(),
+        "claims": frozenset(),
+        "store": frozenset({"database", "profiles", "claims"}),
+        "admin": frozenset({"database", "profiles"}),
+        "commands": frozenset({"admin", "database"}),
+    },
+    faces=frozenset({f"{PACKAGE}.model.cache", f"{PACKAGE}.model.cache.commands"}),
+)
+PACER = Room(
+    package=f"{PACKAGE}.model.pacer",
+    title="the pacer",
+    outside=(f"{PACKAGE}.model.clock",),
+    outside_text="model.clock and the standard library",
+    parts={
+        "server_waits": frozenset(),
+        "tickets": frozenset(),
+        "limits": frozenset(),
+        "refusals": frozenset({"server_waits"}),
+        "buckets": frozenset({"server_waits", "tickets"}),
+        "pace": frozenset({"buckets", "refusals", "tickets"}),
+    },
+    faces=frozenset({f"{PACKAGE}.model.pacer"}),
+    # the endpoint, what each request holds, the roles sharing an account, the HTTP retries
+    users=frozenset(
+        f"{PACKAGE}.model.{name}" for name in ("endpoint", "request_slots", "roles", "http")
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -380,43 +426,62 @@ def bridge_rule(package: Package) -> list[str]:
     return sorted(found)
 
 
-def cache_rule(package: Package) -> list[str]:
-    """Imports into, out of and within the response cache's package beyond what it allows."""
+def room_rule(package: Package, room: Room) -> list[str]:
+    """Imports into, out of and within `room`'s package beyond what it allows."""
 
     def inside(name: str, prefix: str) -> bool:
         return name == prefix or name.startswith(prefix + ".")
 
     found = set()
     for name, module in package.items():
-        if not inside(name, CACHE):
+        if not inside(name, room.package):
             for target, line in module.internal_targets().items():
-                if inside(target, CACHE) and target not in CACHE_FACES:
+                if not inside(target, room.package):
+                    continue
+                if target not in room.faces:
+                    faces = " or ".join(sorted(room.faces))
                     found.add(
-                        f"{name}: imports {target} (outside the cache, import its face "
-                        f"{CACHE} or its commands) [line {line}]"
+                        f"{name}: imports {target} (outside {room.title}, import only {faces}) "
+                        f"[line {line}]"
+                    )
+                if room.users is not None and name not in room.users:
+                    found.add(
+                        f"{name}: imports {target} ({room.title} is imported only by "
+                        f"{', '.join(sorted(room.users))}) [line {line}]"
                     )
             continue
-        part = name.removeprefix(CACHE).lstrip(".")
+        part = name.removeprefix(room.package).lstrip(".")
+        below = room.parts.get(part, frozenset())
         for imp in module.imports:
             if not imp.internal:
                 if imp.target.split(".")[0] not in sys.stdlib_module_names:
                     found.add(
-                        f"{name}: imports {imp.target} (the cache imports only core, config, "
-                        f"model.reply_json and the standard library) [line {imp.line}]"
+                        f"{name}: imports {imp.target} ({room.title} imports only "
+                        f"{room.outside_text}) [line {imp.line}]"
                     )
-            elif inside(imp.target, CACHE):
-                theirs = imp.target.removeprefix(CACHE).lstrip(".")
-                if part and theirs != part and theirs not in CACHE_PARTS.get(part, frozenset()):
+            elif inside(imp.target, room.package):
+                theirs = imp.target.removeprefix(room.package).lstrip(".")
+                if part and theirs != part and theirs not in below:
                     found.add(
-                        f"{name}: imports {imp.target} (the cache's {part or 'face'} imports "
-                        f"only {sorted(CACHE_PARTS.get(part, frozenset()))}) [line {imp.line}]"
+                        f"{name}: imports {imp.target} ({room.title}'s {part} imports only "
+                        f"{sorted(below)}) [line {imp.line}]"
                     )
-            elif not any(inside(imp.target, allowed) for allowed in CACHE_OUTSIDE):
+            elif not any(inside(imp.target, allowed) for allowed in room.outside):
                 found.add(
-                    f"{name}: imports {imp.target} (the cache imports only core, config, "
-                    f"model.reply_json and the standard library) [line {imp.line}]"
+                    f"{name}: imports {imp.target} ({room.title} imports only "
+                    f"{room.outside_text}) [line {imp.line}]"
                 )
     return sorted(found)
+
+
+def cache_rule(package: Package) -> list[str]:
+    """The response cache's imports (`CACHE`): see `room_rule`."""
+    return room_rule(package, CACHE)
+
+
+def pacer_rule(package: Package) -> list[str]:
+    """The pacer's imports (`PACER`): see `room_rule`."""
+    return room_rule(package, PACER)
 
 
 def length_rule(package: Package) -> list[str]:
@@ -438,6 +503,8 @@ RULES: dict[str, Callable[[Package], list[str]]] = {
     "core imports only the standard library": core_stdlib_rule,
     "the bridge imports only core, numpy and the standard library": bridge_rule,
     "the cache's parts import only the parts below them; outside, only its face": cache_rule,
+    "the pacer's parts import only the parts below them; only the endpoint's modules import it, "
+    "through its face": pacer_rule,
     f"no module over {MAX_LINES} lines": length_rule,
 }
 
@@ -505,6 +572,15 @@ FAKE_PACKAGE = {
     "model/cache/__init__.py": "from . import store\n",
     "model/cache/store.py": "import sqlite3\nfrom healthbench_exp.model import endpoint\n",
     "model/cache/database.py": "from healthbench_exp.model.cache.store import key\n",
+    "model/http.py": "from healthbench_exp.model.pacer.server_waits import retry_after_s\n",
+    "model/pacer/__init__.py": "from .pace import EndpointPacer\n",
+    "model/pacer/pace.py": (
+        "import asyncio\nfrom healthbench_exp.model import http\nfrom . import buckets\n"
+    ),
+    "model/pacer/buckets.py": "import aiohttp\n",
+    "model/pacer/tickets.py": "from .buckets import Bucket\n",
+    "model/pacer/server_waits.py": "import re\n",
+    "engine/pacing.py": "from healthbench_exp.model.pacer import EndpointPacer\n",
     "output/__init__.py": "from healthbench_exp import __main__\n",
     "output/files.py": "import os\n" + "x = 1\n" * 400,
     "cli/__init__.py": "",
@@ -576,12 +652,24 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             "the standard library) [line 2]",
         ],
         "cache_rule": [
-            f"{p}.engine.replay: imports {p}.model.cache.store (outside the cache, import its "
-            f"face {p}.model.cache or its commands) [line 1]",
+            f"{p}.engine.replay: imports {p}.model.cache.store (outside the cache, import only "
+            f"{p}.model.cache or {p}.model.cache.commands) [line 1]",
             f"{p}.model.cache.database: imports {p}.model.cache.store (the cache's database "
             "imports only []) [line 1]",
             f"{p}.model.cache.store: imports {p}.model.endpoint (the cache imports only core, "
             "config, model.reply_json and the standard library) [line 2]",
+        ],
+        "pacer_rule": [
+            f"{p}.engine.pacing: imports {p}.model.pacer (the pacer is imported only by "
+            f"{', '.join(sorted(PACER.users or ()))}) [line 1]",
+            f"{p}.model.http: imports {p}.model.pacer.server_waits (outside the pacer, import "
+            f"only {p}.model.pacer) [line 1]",
+            f"{p}.model.pacer.buckets: imports aiohttp (the pacer imports only model.clock and "
+            "the standard library) [line 1]",
+            f"{p}.model.pacer.pace: imports {p}.model.http (the pacer imports only model.clock "
+            "and the standard library) [line 2]",
+            f"{p}.model.pacer.tickets: imports {p}.model.pacer.buckets (the pacer's tickets "
+            "imports only []) [line 1]",
         ],
         "length_rule": [f"{p}.output.files: 401 lines (> {MAX_LINES})"],
     }
@@ -614,5 +702,13 @@ def test_the_checker_passes_a_package_that_keeps_the_rules(tmp_path: Path) -> No
         "model/cache/store.py": "import sqlite3\nfrom . import database\n",
         "model/cache/database.py": "from healthbench_exp.core import types\n",
         "engine/replay.py": "from healthbench_exp.model.cache import keep\n",
+        "model/clock.py": "import time\n",
+        "model/endpoint.py": "from healthbench_exp.model.pacer import EndpointPacer\n",
+        "model/pacer/__init__.py": "from .pace import EndpointPacer\n",
+        "model/pacer/pace.py": (
+            "import asyncio\nfrom healthbench_exp.model.clock import Clock\nfrom . import buckets\n"
+        ),
+        "model/pacer/buckets.py": "import math\nfrom .server_waits import seconds\n",
+        "model/pacer/server_waits.py": "import re\n",
     }
     assert check(write_package(tmp_path, clean)) == []

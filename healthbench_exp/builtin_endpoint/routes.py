@@ -235,7 +235,7 @@ class OfflineServer:
                 if responses:
                     payload = response_reply(payload, sent.get("max_output_tokens"))
             # as OpenAI's, from admitting the request to answering it: the client learns from
-            # it when its request was admitted (model/buckets.py)
+            # it when its request was admitted (model/pacer/buckets.py)
             processing = {"openai-processing-ms": f"{(time.perf_counter() - received) * 1e3:.0f}"}
             return _json(status, payload, {**headers, **(extra or {}), **processing})
         finally:

@@ -28,6 +28,7 @@ from healthbench_exp.model.cache import (
 )
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import Budget, request_estimate_usd, tier_cost_usd
+from healthbench_exp.model.endpoint_stats import EndpointStats
 from healthbench_exp.model.health import (
     CONNECTION_ERRORS,
     NO_REPLY,
@@ -39,11 +40,13 @@ from healthbench_exp.model.health import (
 from healthbench_exp.model.http import NO_REPLY as TIMED_OUT
 from healthbench_exp.model.http import REFUSED as CONNECTION_REFUSED
 from healthbench_exp.model.http import Answer, DirectPoster, HttpError
-from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats, LoopTurns
-from healthbench_exp.model.ratelimit import (
+from healthbench_exp.model.pacer import (
+    AdaptiveLimit,
     EndpointPacer,
+    LoopTurns,
     RateLimited,
     Refusal,
+    Ticket,
     TurnLapsed,
     brief_refusal,
     classify_429,
@@ -57,7 +60,6 @@ from healthbench_exp.model.request_slots import (
     reserved_spend,
 )
 from healthbench_exp.model.spend_journal import SpendJournal
-from healthbench_exp.model.tickets import Ticket
 from healthbench_exp.model.transport import SdkClients, Transport
 from healthbench_exp.model.wire import (
     PATHS,

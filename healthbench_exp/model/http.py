@@ -9,7 +9,7 @@ the same names and messages (`InternalServerError: Error code: 500 - <the error'
 `APITimeoutError: Request timed out.`), without building an httpx request, a pydantic options
 model and header mappings for every call (about 1 ms of CPU per request in openai 3.x, as much
 as all the rest of the harness). A rate-limit 429 is never retried here: the endpoint waits it
-out (see ratelimit.py). `aiohttp` (the default) and `httpx` keep the openai client itself.
+out (see `model.pacer`). `aiohttp` (the default) and `httpx` keep the openai client itself.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from healthbench_exp.model.server_waits import MAX_RETRY_AFTER_S, retry_after_s
+from healthbench_exp.model.pacer import MAX_RETRY_AFTER_S, retry_after_s
 
 INITIAL_RETRY_DELAY_S = 0.5  # the openai client's backoff: 0.5 s, doubling ...
 MAX_RETRY_DELAY_S = 8.0  # ... up to 8 s, times a jitter of 0.75 to 1

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 from healthbench_exp.core.completer import Reply
 from healthbench_exp.model.cache import CachedReply, Claim, ResponseCache
-from healthbench_exp.model.limits import EndpointStats
+from healthbench_exp.model.endpoint_stats import EndpointStats
 
 
 @contextlib.asynccontextmanager

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from healthbench_exp.core.endpoint_errors import BudgetExhausted
 from healthbench_exp.model.costs import Budget
+from healthbench_exp.model.endpoint_stats import EndpointStats
 from healthbench_exp.model.health import Halt
-from healthbench_exp.model.limits import AdaptiveLimit, EndpointStats
+from healthbench_exp.model.pacer import AdaptiveLimit
 from healthbench_exp.model.spend_journal import SpendJournal
 
 

@@ -38,9 +38,9 @@ from healthbench_exp.model.cache import CALL_JOURNAL, ResponseCache, cache_dir
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.costs import usage_summary
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
+from healthbench_exp.model.endpoint_stats import EndpointStats
 from healthbench_exp.model.health import EndpointHealth, Halt
-from healthbench_exp.model.limits import EndpointStats
-from healthbench_exp.model.ratelimit import share_buckets
+from healthbench_exp.model.pacer import share_buckets
 from healthbench_exp.model.spend_journal import SpendJournal
 from healthbench_exp.model.sweep_budget import budget_of
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from healthbench_exp.core.run_files import SPEND_JOURNAL, RunFiles
-from healthbench_exp.model.limits import EndpointStats
+from healthbench_exp.model.endpoint_stats import EndpointStats
 
 
 class SpendJournal:

@@ -56,8 +56,8 @@ class Clients:
 
 @dataclass
 class RoleCounters(Record):
-    """One role's counters in `Measured.endpoints` (`model.limits.EndpointStats` as plain data),
-    the parts the summaries read."""
+    """One role's counters in `Measured.endpoints` (`model.endpoint_stats.EndpointStats` as plain
+    data), the parts the summaries read."""
 
     requests: int
     cache_hits: int

@@ -11,7 +11,7 @@ import pytest
 from healthbench_exp.builtin_endpoint.limits import AccountLimits, format_duration
 from healthbench_exp.builtin_endpoint.replies import JUDGE_MARKER
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.model.ratelimit import classify_429
+from healthbench_exp.model.pacer import classify_429
 
 
 def test_the_server_limits_as_openai_does() -> None:

@@ -21,7 +21,7 @@ from healthbench_exp.config.schema import ConfigError, JudgeConfig, SamplingConf
 from healthbench_exp.model.cache import CachedReply, Profile, ResponseCache, request_key
 from healthbench_exp.model.cache.admin import groups, last_runs, open_cache, profile_history
 from healthbench_exp.model.clock import SYSTEM_CLOCK
-from healthbench_exp.model.limits import AdaptiveLimit
+from healthbench_exp.model.pacer import AdaptiveLimit
 from tests import zygote
 from tests.e2e.test_e2e import REPO, run_cli
 from tests.engine.test_runner import make_config, read_jsonl, verdicts

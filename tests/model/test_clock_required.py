@@ -8,11 +8,9 @@ import inspect
 
 import pytest
 
-from healthbench_exp.model.buckets import HeaderBuckets
 from healthbench_exp.model.health import EndpointHealth
 from healthbench_exp.model.http import DirectPoster
-from healthbench_exp.model.limits import AdaptiveLimit
-from healthbench_exp.model.ratelimit import EndpointPacer
+from healthbench_exp.model.pacer import AdaptiveLimit, EndpointPacer, HeaderBuckets
 from healthbench_exp.model.transport import SdkClients
 
 # each constructor, and the parameter that carries the run's clock (or its sleep)

@@ -12,8 +12,8 @@ import pytest
 from healthbench_exp.config.endpoint import EndpointConfig, PriceConfig
 from healthbench_exp.core.summary import Usage
 from healthbench_exp.model.costs import USAGE_FIELDS, request_estimate_usd, usage_summary
+from healthbench_exp.model.endpoint_stats import EndpointStats
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation
-from healthbench_exp.model.limits import EndpointStats
 from healthbench_exp.output.console import format_usage
 from healthbench_exp.output.run_dir import RunDirectory
 

@@ -13,9 +13,9 @@ import pytest
 
 from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.model.buckets import FIRST_BURST_TOKENS, FIRST_REPLY_WAIT_S, HeaderBuckets
-from healthbench_exp.model.ratelimit import DEFAULT_WAIT_S, EndpointPacer, wait_from_429
-from healthbench_exp.model.tickets import Ticket
+from healthbench_exp.model.pacer import EndpointPacer, HeaderBuckets, Ticket
+from healthbench_exp.model.pacer.buckets import FIRST_BURST_TOKENS, FIRST_REPLY_WAIT_S
+from healthbench_exp.model.pacer.refusals import DEFAULT_WAIT_S, wait_from_429
 from healthbench_exp.testing.fake_clock import FakeClock
 
 COST = 2_448  # a judge call: a 400-token prompt and max_tokens 2,048

@@ -11,7 +11,7 @@ import random
 
 from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.config.schema import OfflineServerConfig
-from healthbench_exp.model.ratelimit import EndpointPacer, classify_429
+from healthbench_exp.model.pacer import EndpointPacer, classify_429
 from healthbench_exp.testing.fake_clock import FakeClock
 
 BRIEF = {"retry-after-ms": "50"}  # the flaky provider's every refusal: come back in 50 ms

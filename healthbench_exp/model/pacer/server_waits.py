@@ -1,7 +1,6 @@
 """How long a server says to wait: its `Retry-After` headers (`retry_after_s`, the one reader
-used by the HTTP retries of `model/http.py` and by the rate-limit pauses of
-`model/ratelimit.py`) and the durations OpenAI writes its resets and messages in
-(`parse_duration`)."""
+used by the HTTP retries of `model/http.py` and by the rate-limit waits of `refusals.py`) and
+the durations OpenAI writes its resets and messages in (`parse_duration`)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ from healthbench_exp.config.schema import EndpointConfig
 from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
-from healthbench_exp.model.ratelimit import DEFAULT_WAIT_S, EndpointPacer
+from healthbench_exp.model.pacer import EndpointPacer
+from healthbench_exp.model.pacer.refusals import DEFAULT_WAIT_S
 
 
 async def send_calls(base_url: str, calls: int, in_flight: int = 8) -> EndpointPacer:

@@ -13,12 +13,11 @@ import pytest
 
 from healthbench_exp.builtin_endpoint.limits import AccountLimits, Bucket, parse_schedule
 from healthbench_exp.config.schema import EndpointConfig, OfflineServerConfig
-from healthbench_exp.model.buckets import FIRST_BURST_TOKENS, HEADROOM, HeaderBuckets
 from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.endpoint import ChatEndpoint, Shared, Transport
 from healthbench_exp.model.health import Halt
-from healthbench_exp.model.ratelimit import EndpointPacer
-from healthbench_exp.model.tickets import Ticket
+from healthbench_exp.model.pacer import EndpointPacer, Ticket
+from healthbench_exp.model.pacer.buckets import FIRST_BURST_TOKENS, HEADROOM, HeaderBuckets
 from healthbench_exp.testing.fake_clock import FakeClock
 
 COST = 2_448  # a judge call: a 400-token prompt and max_tokens 2,048

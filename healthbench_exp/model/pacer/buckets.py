@@ -1,6 +1,6 @@
 """The endpoint's copy of the server's rate-limit buckets, learnt from the
 `x-ratelimit-limit/remaining/reset-*` headers of its replies (see `HeaderBuckets`); each request
-holds a `Ticket` (`model/tickets.py`) whose moves the copy makes."""
+holds a `Ticket` (`tickets.py`) whose moves the copy makes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from healthbench_exp.model.server_waits import parse_duration
-from healthbench_exp.model.tickets import KINDS, Ticket, TicketError, TicketState
+from healthbench_exp.model.pacer.server_waits import parse_duration
+from healthbench_exp.model.pacer.tickets import KINDS, Ticket, TicketError, TicketState
 
 HEADROOM = 0.02  # of a learnt bucket's capacity, kept unspent against counting differences
 # a request sent up to this many seconds before another may reach the server after it (while the
@@ -124,7 +124,7 @@ class HeaderBuckets:
 
     def adopt(self, other: HeaderBuckets) -> None:
         """Another pacer of the same account now draws on this copy (see
-        `ratelimit.share_buckets`): the limits its user stated hold here too. Only before any
+        `pace.share_buckets`): the limits its user stated hold here too. Only before any
         request has started on either (nothing to carry over but the statement)."""
         if self.sent or other.sent or any(self.pending.values()) or any(other.pending.values()):
             raise TicketError("buckets are shared before any request starts")

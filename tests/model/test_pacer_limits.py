@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from healthbench_exp.model.limits import LoopTurns
+from healthbench_exp.model.pacer import LoopTurns
 
 PER_TURN = 4
 REQUESTS = 42  # not a multiple of PER_TURN: the last turn starts the rest

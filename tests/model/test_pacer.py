@@ -14,15 +14,12 @@ import pytest
 from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.clock import SYSTEM_CLOCK
-from healthbench_exp.model.ratelimit import (
-    MIN_RATE,
-    EndpointPacer,
-    classify_429,
-    parse_duration,
-    wait_from_429,
-)
+from healthbench_exp.model.pacer import EndpointPacer, Ticket, classify_429
+from healthbench_exp.model.pacer.pace import MIN_RATE
+from healthbench_exp.model.pacer.refusals import wait_from_429
+from healthbench_exp.model.pacer.server_waits import parse_duration
+from healthbench_exp.model.pacer.tickets import TicketError
 from healthbench_exp.model.stall import stall_notices
-from healthbench_exp.model.tickets import Ticket, TicketError
 from healthbench_exp.testing.fake_clock import FakeClock
 from tests.e2e.test_e2e import run_cli
 

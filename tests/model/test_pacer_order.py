@@ -12,8 +12,8 @@ import urllib.request
 from healthbench_exp.builtin_endpoint.limits import AccountLimits, request_tokens
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.clock import SYSTEM_CLOCK
-from healthbench_exp.model.ratelimit import EndpointPacer, share_buckets
-from healthbench_exp.model.tickets import Ticket, TicketState
+from healthbench_exp.model.pacer import EndpointPacer, Ticket, share_buckets
+from healthbench_exp.model.pacer.tickets import TicketState
 
 CAPACITY = 60_000  # tokens per 60 s window: 1,000 a second
 COST = 1_000  # tokens per request: a 4,000-character prompt, no max_tokens

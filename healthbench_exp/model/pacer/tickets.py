@@ -1,4 +1,4 @@
-"""A request's ticket in the pacer's copy of the server's buckets (`model/buckets.py`): what it
+"""A request's ticket in the pacer's copy of the server's buckets (`buckets.py`): what it
 took, where it stands, and the only moves it may make.
 
     take ──► TAKEN ──sending──► SENT ──learn(admitted)──► ANSWERED

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from healthbench_exp.model.http import retry_delay_s, should_retry
-from healthbench_exp.model.ratelimit import DEFAULT_WAIT_S, MAX_WAIT_S, wait_from_429
-from healthbench_exp.model.server_waits import MAX_RETRY_AFTER_S, retry_after_s
+from healthbench_exp.model.pacer.refusals import DEFAULT_WAIT_S, MAX_WAIT_S, wait_from_429
+from healthbench_exp.model.pacer.server_waits import MAX_RETRY_AFTER_S, retry_after_s
 
 
 def test_seconds_milliseconds_and_dates_are_read_milliseconds_first() -> None:
