@@ -84,7 +84,7 @@ def test_error_messages_are_the_openai_clients() -> None:
 
 def test_retries_follow_the_openai_client() -> None:
     """Whether to retry: the openai client's `_should_retry` for every status and header, but
-    for a 429, which `direct` never retries itself (the endpoint waits it out: ratelimit.py)."""
+    for a 429, which `direct` never retries itself (the endpoint waits it out: `model.pacer`)."""
     client = openai_client()
     for status in STATUSES:
         for headers in RETRY_HEADERS:

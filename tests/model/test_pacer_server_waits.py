@@ -1,6 +1,6 @@
-"""The one Retry-After reader (`model/server_waits.py`) and what each of its users makes of
+"""The one Retry-After reader (`model/pacer/server_waits.py`) and what each of its users makes of
 its edge cases: the HTTP retries (`model/http.py`, as the openai client) and the pause after a
-rate-limit 429 (`model/ratelimit.py`)."""
+rate-limit 429 (`model/pacer/refusals.py`)."""
 
 from __future__ import annotations
 
