@@ -22,6 +22,7 @@ test, so a failure names the rule and each offending import with its module and 
 - the pacer (`model.pacer`, a package) imports only `model.clock`, itself and the standard
   library; inside it each part imports only the parts below it (`PACER.parts`), and only the
   endpoint's modules (`PACER.users`) import it, through its face;
+- the map in the face's docstring of each of those two packages names every part of it;
 - no module over `MAX_LINES` lines.
 
 A module's layer is the first sub-package under `healthbench_exp/` (`healthbench_exp.model.cache`
@@ -427,12 +428,20 @@ def bridge_rule(package: Package) -> list[str]:
 
 
 def room_rule(package: Package, room: Room) -> list[str]:
-    """Imports into, out of and within `room`'s package beyond what it allows."""
+    """Imports into, out of and within `room`'s package beyond what it allows, and its parts
+    that the map in its face's docstring does not name (as `part`)."""
 
     def inside(name: str, prefix: str) -> bool:
         return name == prefix or name.startswith(prefix + ".")
 
     found = set()
+    if room.package in package:
+        face = package[room.package].path
+        map_text = ast.get_docstring(ast.parse(face.read_text(encoding="utf-8"))) or ""
+        for name in package:
+            part = name.removeprefix(room.package).lstrip(".")
+            if inside(name, room.package) and part and f"`{part}`" not in map_text:
+                found.add(f"{room.package}: the map in its __init__ does not name `{part}`")
     for name, module in package.items():
         if not inside(name, room.package):
             for target, line in module.internal_targets().items():
@@ -569,11 +578,11 @@ FAKE_PACKAGE = {
     "engine/builtin.py": "from ..builtin_endpoint.server import serve\n",
     "engine/loop.py": "import healthbench_exp.builtin_endpoint.server\nimport healthbench_exp\n",
     "engine/replay.py": "from healthbench_exp.model.cache.store import key\n",
-    "model/cache/__init__.py": "from . import store\n",
+    "model/cache/__init__.py": '"""`store`."""\nfrom . import store\n',  # no `database`
     "model/cache/store.py": "import sqlite3\nfrom healthbench_exp.model import endpoint\n",
     "model/cache/database.py": "from healthbench_exp.model.cache.store import key\n",
     "model/http.py": "from healthbench_exp.model.pacer.server_waits import retry_after_s\n",
-    "model/pacer/__init__.py": "from .pace import EndpointPacer\n",
+    "model/pacer/__init__.py": '"""`pace`, `buckets`, `tickets`."""\nfrom .pace import Pacer\n',
     "model/pacer/pace.py": (
         "import asyncio\nfrom healthbench_exp.model import http\nfrom . import buckets\n"
     ),
@@ -658,6 +667,7 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             "imports only []) [line 1]",
             f"{p}.model.cache.store: imports {p}.model.endpoint (the cache imports only core, "
             "config, model.reply_json and the standard library) [line 2]",
+            f"{p}.model.cache: the map in its __init__ does not name `database`",
         ],
         "pacer_rule": [
             f"{p}.engine.pacing: imports {p}.model.pacer (the pacer is imported only by "
@@ -670,6 +680,7 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
             "and the standard library) [line 2]",
             f"{p}.model.pacer.tickets: imports {p}.model.pacer.buckets (the pacer's tickets "
             "imports only []) [line 1]",
+            f"{p}.model.pacer: the map in its __init__ does not name `server_waits`",
         ],
         "length_rule": [f"{p}.output.files: 401 lines (> {MAX_LINES})"],
     }
@@ -698,13 +709,13 @@ def test_the_checker_passes_a_package_that_keeps_the_rules(tmp_path: Path) -> No
         "testing/__init__.py": "",
         "testing/fake_clock.py": "from healthbench_exp.core.types import json\n",
         "model/__init__.py": "",
-        "model/cache/__init__.py": "from .store import keep\n",
+        "model/cache/__init__.py": '"""`store`, `database`."""\nfrom .store import keep\n',
         "model/cache/store.py": "import sqlite3\nfrom . import database\n",
         "model/cache/database.py": "from healthbench_exp.core import types\n",
         "engine/replay.py": "from healthbench_exp.model.cache import keep\n",
         "model/clock.py": "import time\n",
         "model/endpoint.py": "from healthbench_exp.model.pacer import EndpointPacer\n",
-        "model/pacer/__init__.py": "from .pace import EndpointPacer\n",
+        "model/pacer/__init__.py": '"""`pace`, `buckets`, `server_waits`."""\nfrom . import pace\n',
         "model/pacer/pace.py": (
             "import asyncio\nfrom healthbench_exp.model.clock import Clock\nfrom . import buckets\n"
         ),
