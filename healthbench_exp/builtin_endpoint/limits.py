@@ -70,15 +70,17 @@ def others_share(schedule: Sequence[tuple[float, float]], elapsed: float) -> flo
 
 
 class Bucket:
-    """`capacity` units, refilled evenly over `window_s`; full at the start. `schedule`: when
-    the account's other jobs spend a share of the refill (see `parse_schedule`)."""
+    """`capacity` units, refilled evenly over `window_s`; full at the start (`clock()`, the
+    server's monotonic seconds). `schedule`: when the account's other jobs spend a share of the
+    refill (see `parse_schedule`)."""
 
     def __init__(
         self,
         capacity: int,
         window_s: float,
         schedule: Sequence[tuple[float, float]] = (),
-        clock: Callable[[], float] = time.monotonic,
+        *,
+        clock: Callable[[], float],
     ) -> None:
         self.capacity = capacity
         self.per_s = capacity / window_s
@@ -103,12 +105,11 @@ class Bucket:
 class AccountLimits:
     """The account faults of `settings`: rate limits (`rate_limit_requests` and
     `rate_limit_tokens` per `rate_limit_window_s` for each model, 0 = none), `quota_exhausted`
-    and `silent`, for the requests of `limited_role`. `clock`: monotonic seconds (a fake one in
-    the pacer's tests)."""
+    and `silent`, for the requests of `limited_role`. `clock`: the server's monotonic seconds,
+    the only time the limits read (the wall clock where the server is made, `server.main`; a
+    fake one in the pacer's tests)."""
 
-    def __init__(
-        self, settings: OfflineServerConfig, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, settings: OfflineServerConfig, clock: Callable[[], float]) -> None:
         self.clock = clock
         if settings.limited_role not in ROLES:
             raise ValueError(f"limited_role must be one of {', '.join(ROLES)}")
@@ -143,7 +144,7 @@ class AccountLimits:
         buckets = self.models.get(model)
         if buckets is None:
             buckets = self.models[model] = {
-                kind: Bucket(capacity, self.window_s, self.schedule, self.clock)
+                kind: Bucket(capacity, self.window_s, self.schedule, clock=self.clock)
                 for kind, capacity in self.capacities.items()
             }
             self.admitted_by_model[model] = {"limited_requests": 0, "limited_tokens": 0}

@@ -23,7 +23,7 @@ import asyncio
 import json
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -93,12 +93,20 @@ def _model_not_found(model: str) -> web.Response:
 
 class OfflineServer:
     """The routes, over one Faults, one BatchStore and the account's limits, all set by
-    `settings`; `require_key`: answer 401 to requests without `Authorization: Bearer <it>`."""
+    `settings`; `require_key`: answer 401 to requests without `Authorization: Bearer <it>`;
+    `clock`: the monotonic seconds the limits refill by (the wall clock, given where the
+    server is made: `server.main`)."""
 
-    def __init__(self, settings: OfflineServerConfig, require_key: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: OfflineServerConfig,
+        require_key: str | None = None,
+        *,
+        clock: Callable[[], float],
+    ) -> None:
         self.faults = Faults(settings, require_key)
         self.batches = BatchStore(settings.batch_delay_s)
-        self.limits = AccountLimits(settings)
+        self.limits = AccountLimits(settings, clock)
         self.shutdown_dates = parse_shutdown_dates(settings.shutdown_dates)
         self.responses_api = not settings.no_responses_api
         self.flex_unavailable = settings.flex_unavailable  # flex requests still to refuse

@@ -37,6 +37,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import fields
 from typing import Any
 
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
         die_with_parent(args.parent_pid)
         for signum in TERMINAL_STOPS:  # Ctrl-C, a closed terminal: the harness stops us
             signal.signal(signum, signal.SIG_IGN)
-    server = OfflineServer(settings_from(args), args.require_key)
+    server = OfflineServer(settings_from(args), args.require_key, clock=time.monotonic)
     with (
         asyncio.Runner(loop_factory=event_loop_factory()) as runner,
         contextlib.suppress(KeyboardInterrupt),

@@ -12,6 +12,7 @@ from healthbench_exp.builtin_endpoint.limits import AccountLimits, format_durati
 from healthbench_exp.builtin_endpoint.replies import JUDGE_MARKER
 from healthbench_exp.config.schema import OfflineServerConfig
 from healthbench_exp.model.pacer import classify_429
+from healthbench_exp.testing.fake_clock import FakeClock
 
 
 def test_the_server_limits_as_openai_does() -> None:
@@ -21,7 +22,8 @@ def test_the_server_limits_as_openai_does() -> None:
             rate_limit_tokens=1000,
             rate_limit_window_s=6.0,
             limited_role="judge",
-        )
+        ),
+        FakeClock().now,
     )
     assert limits.applies(is_judge=True) and not limits.applies(is_judge=False)
     headers, refusal = limits.admit("m", 400)
@@ -35,7 +37,7 @@ def test_the_server_limits_as_openai_does() -> None:
     assert status == 429 and error["code"] == "rate_limit_exceeded" and error["type"] == "tokens"
     assert "Please try again in" in error["message"]
     wait = int(refused_headers["retry-after-ms"]) / 1000
-    assert 0.5 < wait <= 0.61  # 100 tokens at 1000 per 6 s
+    assert 0.6 <= wait <= 0.601  # 100 tokens at 1000 per 6 s, in ms rounded up
     assert classify_429(refused_headers, body).wait_s == pytest.approx(wait)
     assert format_duration(0.02) == "20ms" and format_duration(6) == "6s"
     assert format_duration(60) == "1m0s" and format_duration(1.2) == "1.2s"
@@ -71,7 +73,9 @@ def test_the_server_answers_429_over_http(loopback_server) -> None:
 
 
 def test_each_model_has_its_own_limits_as_openai_limits_each_model() -> None:
-    limits = AccountLimits(OfflineServerConfig(rate_limit_requests=2, rate_limit_window_s=60.0))
+    limits = AccountLimits(
+        OfflineServerConfig(rate_limit_requests=2, rate_limit_window_s=60.0), FakeClock().now
+    )
     for _ in range(2):
         assert limits.admit("gpt-x", 10)[1] is None
     headers, refusal = limits.admit("gpt-x", 10)  # its two are spent

@@ -11,6 +11,7 @@ from healthbench_exp.builtin_endpoint.limits import AccountLimits
 from healthbench_exp.builtin_endpoint.replies import Faults, completion_response
 from healthbench_exp.builtin_endpoint.server import argument_parser, server_args, settings_from
 from healthbench_exp.config.schema import OfflineServerConfig
+from healthbench_exp.testing.fake_clock import FakeClock
 
 DEFAULT_FLAGS = [
     "--latency-ms=0.0",
@@ -70,6 +71,6 @@ def test_faults_and_limits_take_the_config() -> None:
     faults = Faults(settings)
     status, _, _ = completion_response(faults, 0.5, "m", {}, [{"content": "hi"}])
     assert status in (429, 500, 503) and faults.counts["errors_injected"] == 1
-    limits = AccountLimits(settings)
+    limits = AccountLimits(settings, FakeClock().now)
     assert list(limits.capacities) == ["requests"] and limits.applies(is_judge=False)
     assert Faults(settings).draw() == Faults(settings).draw()  # seeded by settings.seed

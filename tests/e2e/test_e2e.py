@@ -57,12 +57,13 @@ def run_python_m(
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 300
 ) -> subprocess.CompletedProcess:
     """`python -m healthbench_exp <args>` in its own process, forked from one that has imported
     the package already (tests/zygote.py): the other modules' tests, without 3 s of imports each.
-    `env` is laid over this process's environment (`over_this_environment`)."""
-    return zygote.run(*args, env=over_this_environment(env), cwd=cwd)
+    `env` is laid over this process's environment (`over_this_environment`); a run still going
+    after `timeout` seconds is killed and raises `subprocess.TimeoutExpired`."""
+    return zygote.run(*args, env=over_this_environment(env), cwd=cwd, timeout=timeout)
 
 
 def test_demo_runs_offline_and_writes_every_output(demo_run: DemoRun) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 
 import pytest
 
@@ -149,12 +150,15 @@ async def run_against(
     refusal_s: float = 0.02,
     refuse_first: int = 0,
     stagger_s: float = 0.0,
+    jitter_s: float = 0.0,
 ) -> tuple[int, float]:
     """`requests` calls through `pacer` by `workers` at once, as the endpoint makes them, to
     a server answering after `latency_s` (a 429 after `refusal_s`) and refusing without any
     rate-limit header (no x-ratelimit-*, no retry-after: as most OpenAI-compatible servers)
-    its first `refuse_first` requests and whatever passes `server`'s limits. The 429s and the fake
-    seconds until the last reply."""
+    its first `refuse_first` requests and whatever passes `server`'s limits; each answer's
+    latency drawn within `jitter_s` of `latency_s` (seeded). The 429s and the fake seconds until
+    the last reply."""
+    draws = random.Random(0)
     refused = 0
     left = requests
     began = fake.now()
@@ -174,7 +178,7 @@ async def run_against(
                     pacer.buckets.learn({}, ticket, admitted=False)
                     pacer.rate_limited(wait_from_429({}, "", None), ticket.started_at)
                     continue
-                await fake.sleep(latency_s)
+                await fake.sleep(latency_s + draws.uniform(-jitter_s, jitter_s))
                 pacer.buckets.learn({}, ticket)
                 pacer.succeeded(ticket.started_at)
                 break
@@ -211,13 +215,35 @@ def test_a_sustained_limit_without_headers_is_followed_closely() -> None:
     """A server that admits 600 requests a minute (a bucket of 600, full at the start, refilled
     evenly) and answers 429 without any rate header beyond; 3,000 requests, 32 at once: the
     pacer comes down from the first burst in a few cuts and keeps to the limit, <= 2% of the
-    requests refused (38 of 3,038) and >= 0.85 of the limit used (0.995)."""
+    requests refused (33 of 3,033) and >= 0.85 of the limit used (0.996)."""
 
     async def scenario() -> tuple[int, float, int]:
         fake = FakeClock()
         server = limits(fake, rate_limit_requests=600, rate_limit_window_s=60.0)
         pacer = EndpointPacer("judge", clock=fake.clock)
         refused, took = await run_against(fake, server, pacer, requests=3_000)
+        return refused, took, server.admitted["limited_requests"]
+
+    refused, took, admitted = asyncio.run(scenario())
+    allowed = 600 + 10 * took
+    assert refused <= 0.02 * (admitted + refused), (refused, admitted)
+    assert admitted >= 0.85 * allowed, (admitted, allowed, took)
+
+
+def test_a_sustained_limit_without_headers_met_by_many_requests_in_flight() -> None:
+    """The same limit (600 a minute, a bucket of 600) met as the bench meets it: 1,068 judge
+    calls, 256 at once, 400 +- 200 ms a reply. The first 429 comes unpaced, after the bucket's
+    first burst: the pace starts slow and doubles, so the next 429 comes near the limit. Paced
+    at 0.9 times that burst (200 a second, doubling) instead, a second round of 429s came at
+    that pace: 39 refused (3.5%), as on the wall clock under load (3.2%); now 13 (1.2%)."""
+
+    async def scenario() -> tuple[int, float, int]:
+        fake = FakeClock()
+        server = limits(fake, rate_limit_requests=600, rate_limit_window_s=60.0)
+        pacer = EndpointPacer("judge", clock=fake.clock)
+        refused, took = await run_against(
+            fake, server, pacer, requests=1_068, workers=256, jitter_s=0.2
+        )
         return refused, took, server.admitted["limited_requests"]
 
     refused, took, admitted = asyncio.run(scenario())

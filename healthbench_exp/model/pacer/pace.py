@@ -29,6 +29,7 @@ from healthbench_exp.model.pacer.tickets import Ticket
 log = logging.getLogger(__name__)
 
 MIN_RATE = 0.05  # requests per second: the slowest pace (3 a minute)
+SLOW_START_RATE = 1.0  # requests per second: the pace after a 429 met unpaced
 OBSERVE_S = 10.0  # the pace after a 429 is set from the successes of this many seconds
 PACE_MARGIN = 0.9  # ... times this
 # after a cut the pace doubles every DOUBLING_S up to what the server sustained before it
@@ -64,7 +65,8 @@ class EndpointPacer:
     Unpaced until the first 429 (or from the start at `requests_per_minute`, when known). A
     429 pauses every request until the server's reset time and sets the pace to PACE_MARGIN
     times the successes per second of the last OBSERVE_S (since the first cut, once there was
-    one; halved if there were none), never faster than the pace refused. From there the pace
+    one; halved if there were none), never faster than the pace refused, or SLOW_START_RATE
+    when refused unpaced (the successes were a first burst, not the limit). From there the pace
     doubles every DOUBLING_S up to the successes per second the server sustained before the
     429 (`ceiling`; without bound where it sustained none yet, as in a burst of 429s at the
     start), then rises by RAMP_PER_REQUEST of that for every request started, until the next
@@ -226,12 +228,10 @@ class EndpointPacer:
         if started_at > self.last_cut and not self.buckets.per_s:
             refused_at = self.rate(now)
             accepted = self._accepted_rate(now)
-            paced = accepted or (refused_at or 2.0) / 2
-            # refused unpaced, or with nothing answered since the first cut: no rate known to
-            # be sustained, so the pace doubles until a 429 shows one
-            ceiling = None
+            # refused unpaced: start slow, as the successes were a first burst (class docstring)
+            paced, ceiling = SLOW_START_RATE, None
             if refused_at is not None:  # refused at this pace: never faster than before
-                paced = min(paced, refused_at * PACE_MARGIN)
+                paced = min(accepted or refused_at / 2, refused_at * PACE_MARGIN)
             if refused_at is not None and accepted:
                 # what was sustained, but no lower than half the pace refused: an estimate
                 # from the successes of a second or two must not hold the pace far down
