@@ -40,9 +40,10 @@ class RunControl:
     """One run's stop, its watches and its counters (see the module docstring).
 
     `runner`: the thresholds (dead endpoint, failure fraction, grace); `roles` and `urls`: the
-    endpoints the run talks to (a batched judge is not watched: its replies come when the batch
-    ends); `criteria`: every criterion the run's rows send to the judge; `kind`: the task's
-    (`eval` | `meta_eval`); `clock`: the run's one clock, through its whole request path."""
+    endpoints the run talks to (a batched judge is never declared dead, its replies come when
+    the batch ends; its 429 `insufficient_quota` halts the run as any endpoint's); `criteria`:
+    every criterion the run's rows send to the judge; `kind`: the task's (`eval` |
+    `meta_eval`); `clock`: the run's one clock, through its whole request path."""
 
     def __init__(
         self,
@@ -59,13 +60,12 @@ class RunControl:
             name: EndpointHealth(
                 name,
                 urls[name] or OPENAI_DEFAULT_URL,
-                runner.dead_endpoint_calls,
-                runner.dead_endpoint_s,
+                0 if role.batch else runner.dead_endpoint_calls,  # 0: never declared dead
+                0 if role.batch else runner.dead_endpoint_s,
                 self.halt,
                 clock=clock.now,
             )
             for name, role in roles.needed.items()
-            if not role.batch
         }
         self.fraction = FractionStop(
             criteria, runner.max_failure_fraction, self.halt, self.healths, kind

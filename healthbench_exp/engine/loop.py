@@ -93,7 +93,8 @@ async def evaluate_rows(
     endpoint after that, and the rows not yet started are each recorded `not run` at once,
     without a call; `control.healths` says why. So does a run whose failed rows or ungraded
     criteria are certain to pass `runner.max_failure_fraction` (`control.fraction`, checked as
-    each row finishes). A batched judge is not watched (its replies come when the batch ends).
+    each row finishes). A batched judge is never declared dead (its replies come when the batch
+    ends), but its 429 `insufficient_quota` halts the run as any endpoint's does.
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
