@@ -33,7 +33,7 @@ from healthbench_exp.model.access import OPENAI_DEFAULT_URL
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.health import EndpointHealth, Halt
-from healthbench_exp.model.roles import Roles
+from healthbench_exp.model.roles import Counters, Roles
 
 
 class RunControl:
@@ -73,8 +73,8 @@ class RunControl:
         self.max_failure_fraction = runner.max_failure_fraction
         self.grace = StopGrace(runner.stop_grace_s, self.halt, self.in_flight)
         # the roles' counters (`model.roles.OpenRoles.stats`) as the evaluation last left them:
-        # empty until it has ended, however it ended
-        self.counters: dict[str, object] = {}
+        # None until it has ended, however it ended
+        self.counters: Counters | None = None
         self._open: Sequence[ChatEndpoint] = ()  # the endpoints while they are open
 
     @contextlib.contextmanager
@@ -90,7 +90,7 @@ class RunControl:
         """The requests sent and not answered yet, over every open endpoint of the run."""
         return sum(endpoint.stats.in_flight for endpoint in self._open)
 
-    def counted(self, counters: dict[str, object]) -> None:
+    def counted(self, counters: Counters) -> None:
         """The roles' counters at the evaluation's end (kept for a run cut short)."""
         self.counters = counters
 

@@ -33,7 +33,7 @@ from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.model.health import Guarded
-from healthbench_exp.model.roles import JUDGE, MODEL, OpenRoles, Roles, open_roles
+from healthbench_exp.model.roles import JUDGE, MODEL, Counters, OpenRoles, Roles, open_roles
 from healthbench_exp.model.stall import watch_endpoints
 from healthbench_exp.tasks.base import Clients, Juror, Task
 
@@ -69,7 +69,7 @@ class Evaluation:
     (`model.roles.OpenRoles.stats`: calls, tokens, the evaluation time, the budget's state).
     Why it was halted, if it was, the run's `RunControl` says."""
 
-    counters: dict[str, object]
+    counters: Counters
 
 
 async def evaluate_rows(
@@ -193,8 +193,9 @@ async def evaluate(
             with control.watching(opened.endpoints):
                 await evaluate_rows(task, items, opened, settings, on_result, control)
         finally:
-            control.counted(opened.stats(started))
-        return Evaluation(control.counters)
+            counters = opened.stats(started)
+            control.counted(counters)
+        return Evaluation(counters)
 
 
 @contextlib.contextmanager
