@@ -8,7 +8,9 @@ queue has stopped growing (no model reply pending, nothing added for `SETTLE_S`)
 calls are uploaded as one JSONL file and submitted as one batch; the batch is polled every
 `judge.batch_poll_s` seconds and its replies are stored in the response cache (keyed exactly as
 synchronous calls, so either transport replays the other) before the waiting graders get them.
-Verdicts that cannot be parsed are resampled in a further batch.
+Verdicts that cannot be parsed are resampled in a further batch. A batch refused with 429
+`insufficient_quota` is the run's quota stop, as a refused call is (`model.health`): the run
+halts and writes what finished, with its spend.
 
 Every submitted batch is recorded in `<run dir>/batches.json` when it is created, before it is
 waited for (written through the run's `core.run_files.RunFiles`). A run that
@@ -30,7 +32,6 @@ from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
 from healthbench_exp.model.endpoint import ChatEndpoint
-from healthbench_exp.model.health import EndpointStopped
 from healthbench_exp.model.ratelimit import classify_429
 from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
@@ -117,7 +118,6 @@ class BatchJudge:
             if self.pending and settled and not self.busy():
                 batch, self.pending = self.pending, {}
                 try:
-                    self.endpoint.halt.check()  # a halted run submits no batch
                     await self._submit(batch)
                 except Exception as exc:  # every waiting grader learns why
                     for _, future in batch.values():
@@ -125,11 +125,9 @@ class BatchJudge:
                             future.set_exception(self._failure(exc))
 
     def _failure(self, exc: Exception) -> Exception:
-        """What a grader waiting on a batch that could not be submitted makes of `exc`: the
-        run's halt as it is (`EndpointStopped`), a 429 `insufficient_quota` as the quota stop
-        (the run halts, as at a refused call: `model.health`), anything else a failed call."""
-        if isinstance(exc, EndpointStopped):
-            return EndpointStopped(str(exc))
+        """What a grader waiting on a batch that could not be submitted makes of `exc`: a 429
+        `insufficient_quota` is the quota stop (the run halts, as at a refused call:
+        `model.health`), anything else a failed call."""
         if getattr(exc, "status_code", None) == 429:  # the SDK's RateLimitError
             response = getattr(exc, "response", None)
             headers = response.headers if response is not None else {}
@@ -224,13 +222,8 @@ class BatchJudge:
         future = waiting[key][1] if key in waiting else None
         if response.get("status_code") != 200:
             self.endpoint._failed(f"Batch{response.get('status_code')}")
-            refusal = classify_429({}, body) if response.get("status_code") == 429 else None
             if future is not None and not future.done():
-                future.set_exception(
-                    self.endpoint.quota_stop(refusal.message)
-                    if refusal is not None and refusal.quota  # the run halts (`model.health`)
-                    else RequestFailed(f"batch item failed: {line.get('error')}")
-                )
+                future.set_exception(RequestFailed(f"batch item failed: {line.get('error')}"))
             return key
         reply = read_reply(self.endpoint.api, body)
         usage = reply.usage
