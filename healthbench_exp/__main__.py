@@ -23,6 +23,8 @@ import signal
 import sys
 from types import FrameType
 
+from healthbench_exp.core.run_end import Exit  # an enum: nothing more is imported
+
 gc.disable()
 
 
@@ -53,7 +55,7 @@ _WHY = {"SIGINT": " (Ctrl-C)", "SIGHUP": " (the terminal closed)"}
 def _tell(stop: StartUpStopped) -> None:
     name = signal.Signals(stop.signum).name
     print(f"interrupted by {name}{_WHY.get(name, '')}", file=sys.stderr)
-    raise SystemExit(128 + stop.signum) from None
+    raise SystemExit(Exit.signalled(stop.signum)) from None
 
 
 def _unraisable(unraisable: "sys.UnraisableHookArgs") -> None:

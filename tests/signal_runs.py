@@ -3,7 +3,10 @@ start a sweep to be refused: `python -m healthbench_exp` in a process of its own
 loopback endpoint whose `/stats` outlive the runs, the paid calls read back from its records.
 
 Used by tests/engine/test_stop_usage.py, tests/sweep/test_sweep_stops.py and
-tests/cli/test_sweep_checks.py (each asserts what it asserted before; only the set-up is here).
+tests/cli/test_sweep_checks.py (each asserts what it asserted before; only the set-up is here);
+`delivered` by the tests that deliver one signal as a terminal, nohup or SLURM would
+(tests/engine/test_signal_once.py, tests/cli/test_parallel_stop.py and
+tests/cli/test_bridge_kit_stops.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from tests import zygote
 from tests.cli.test_run_lock import lines, start_run, wait_for
 from tests.conftest import LoopbackServer
 from tests.engine.test_resume_records import endpoint_args
+from tests.signal_deliveries import REPO, Delivery, deliver, start
 
 IN_FLIGHT = 3  # runner.max_in_flight: at most this many calls are cut short by the signal
 STOPPING = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -68,6 +72,29 @@ def stop_signalled(
         process.send_signal(signum)
     _out, err = process.communicate(timeout=120)
     return process.returncode, err
+
+
+def delivered(
+    command: list[str],
+    log: Path,
+    delivery: Delivery,
+    ready: Callable[[], bool],
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str]:
+    """Start `command` in a session of its own (with a terminal or none, as `delivery` says;
+    its output to `log`), deliver `delivery`'s signal once `ready()` holds, and wait for its
+    end (killed if it outlives 120 s); return its exit code and output."""
+    started = start(command, log, delivery.terminal, cwd=cwd, env=env)
+    try:
+        wait_for(ready, started.process)
+        deliver(started, delivery)
+        code = started.process.wait(timeout=120)
+    finally:
+        if started.process.poll() is None:
+            started.process.kill()
+        started.close()
+    return code, started.output()
 
 
 def no_key_env(*unset: str) -> dict[str, str]:

@@ -9,8 +9,10 @@ none or `auto`); `flex_unavailable` answers that many `flex` requests 429 "Resou
 Unavailable", as OpenAI answers flex requests it has no capacity for. `GET /stats` returns
 request counters, `POST /stats/reset` zeroes them; `GET /stats/requests` returns the latest
 RECENT request bodies of either API as received (`{"path", "body"}`, oldest first); the files
-and batches routes are `batches.BatchStore`'s. Outages: `fail_status` answers every request of
-the limited role after the first `fail_after` with that status (no rate-limit headers);
+and batches routes are `batches.BatchStore`'s (`quota_exhausted` for the judge answers a
+batch's creation 429 `insufficient_quota`, as OpenAI refuses a batch without credit). Outages:
+`fail_status` answers every request of the limited role after the first `fail_after` with that
+status (no rate-limit headers);
 `down_after` answers that chat request 503 and closes the port (`serve`). `GET /v1/models` lists
 the models given a shutdown date (`shutdown_dates`) with it, `GET /v1/models/{id}` describes any
 model (with its `shutdown_date` when one is given); a model past its date is answered, there and
@@ -180,6 +182,9 @@ class OfflineServer:
             batch = json.loads(raw)
             if batch.get("input_file_id") not in self.batches.files:
                 return _json(404, {"error": {"message": "no such file", "type": "not_found"}})
+            if self.limits.quota_exhausted and self.limits.applies(True):  # judge calls only
+                self.faults.count("quota_refused")  # as OpenAI: the batch is not created
+                return _json(*self.limits.quota_error())
             return _json(200, self.batches.create(batch, self.faults))
         responses = path == "/v1/responses" and self.responses_api
         if path != "/v1/chat/completions" and not responses:

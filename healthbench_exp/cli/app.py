@@ -175,7 +175,7 @@ def stop_after_finishing(sweep_dir: Path | None, parallel: bool) -> None:
     print(f"interrupted by {signal_text(signum)}: the sweep stops here", file=sys.stderr)
     with signals_held():
         tell_sweep(sweep_dir)
-    raise SystemExit(128 + signum)
+    raise SystemExit(Exit.signalled(signum))
 
 
 def end(

@@ -28,6 +28,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from healthbench_exp.core.run_end import Exit
+
 PR_SET_PDEATHSIG = 1  # prctl(2): a signal for the child when its parent dies
 WATCH_S = 0.25  # between two looks at the parent
 # a guard's SIGTERM to the group, then this long, then SIGKILL: the harness is gone, nobody
@@ -77,7 +79,7 @@ def die_with_parent(parent: int) -> None:
     watch of the parent that exits the process (for a parent already gone too)."""
     if _PRCTL is not None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
-    watch_parent(parent, lambda: os._exit(1))
+    watch_parent(parent, lambda: os._exit(Exit.ERROR))
 
 
 def group_alive(group: int) -> bool:

@@ -33,16 +33,17 @@ from healthbench_exp.model.access import OPENAI_DEFAULT_URL
 from healthbench_exp.model.clock import Clock
 from healthbench_exp.model.endpoint import ChatEndpoint
 from healthbench_exp.model.health import EndpointHealth, Halt
-from healthbench_exp.model.roles import Roles
+from healthbench_exp.model.roles import Counters, Roles
 
 
 class RunControl:
     """One run's stop, its watches and its counters (see the module docstring).
 
     `runner`: the thresholds (dead endpoint, failure fraction, grace); `roles` and `urls`: the
-    endpoints the run talks to (a batched judge is not watched: its replies come when the batch
-    ends); `criteria`: every criterion the run's rows send to the judge; `kind`: the task's
-    (`eval` | `meta_eval`); `clock`: the run's one clock, through its whole request path."""
+    endpoints the run talks to (a batched judge is never declared dead, its replies come when
+    the batch ends; its 429 `insufficient_quota` halts the run as any endpoint's); `criteria`:
+    every criterion the run's rows send to the judge; `kind`: the task's (`eval` |
+    `meta_eval`); `clock`: the run's one clock, through its whole request path."""
 
     def __init__(
         self,
@@ -59,13 +60,12 @@ class RunControl:
             name: EndpointHealth(
                 name,
                 urls[name] or OPENAI_DEFAULT_URL,
-                runner.dead_endpoint_calls,
-                runner.dead_endpoint_s,
+                0 if role.batch else runner.dead_endpoint_calls,  # 0: never declared dead
+                0 if role.batch else runner.dead_endpoint_s,
                 self.halt,
                 clock=clock.now,
             )
             for name, role in roles.needed.items()
-            if not role.batch
         }
         self.fraction = FractionStop(
             criteria, runner.max_failure_fraction, self.halt, self.healths, kind
@@ -73,8 +73,8 @@ class RunControl:
         self.max_failure_fraction = runner.max_failure_fraction
         self.grace = StopGrace(runner.stop_grace_s, self.halt, self.in_flight)
         # the roles' counters (`model.roles.OpenRoles.stats`) as the evaluation last left them:
-        # empty until it has ended, however it ended
-        self.counters: dict[str, object] = {}
+        # None until it has ended, however it ended
+        self.counters: Counters | None = None
         self._open: Sequence[ChatEndpoint] = ()  # the endpoints while they are open
 
     @contextlib.contextmanager
@@ -90,7 +90,7 @@ class RunControl:
         """The requests sent and not answered yet, over every open endpoint of the run."""
         return sum(endpoint.stats.in_flight for endpoint in self._open)
 
-    def counted(self, counters: dict[str, object]) -> None:
+    def counted(self, counters: Counters) -> None:
         """The roles' counters at the evaluation's end (kept for a run cut short)."""
         self.counters = counters
 

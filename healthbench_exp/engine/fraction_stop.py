@@ -99,7 +99,7 @@ class FractionStop:
                 "no model endpoint was called: the failed rows have no reply in the "
                 "completions source (completions.source; examples.jsonl gives each one's error)"
             )
-        return f"the {self.role} endpoint's answers failed"  # a judge not watched (batched)
+        return f"the {self.role} endpoint's answers failed"
 
 
 def raise_if_over_fraction(

@@ -33,7 +33,7 @@ from healthbench_exp.engine.stops import interruptible, signal_handlers_kept
 from healthbench_exp.grading.verdict_watch import UnparseableWatch
 from healthbench_exp.model.event_loop import event_loop_factory
 from healthbench_exp.model.health import Guarded
-from healthbench_exp.model.roles import JUDGE, MODEL, OpenRoles, Roles, open_roles
+from healthbench_exp.model.roles import JUDGE, MODEL, Counters, OpenRoles, Roles, open_roles
 from healthbench_exp.model.stall import watch_endpoints
 from healthbench_exp.tasks.base import Clients, Juror, Task
 
@@ -69,7 +69,7 @@ class Evaluation:
     (`model.roles.OpenRoles.stats`: calls, tokens, the evaluation time, the budget's state).
     Why it was halted, if it was, the run's `RunControl` says."""
 
-    counters: dict[str, object]
+    counters: Counters
 
 
 async def evaluate_rows(
@@ -93,7 +93,8 @@ async def evaluate_rows(
     endpoint after that, and the rows not yet started are each recorded `not run` at once,
     without a call; `control.healths` says why. So does a run whose failed rows or ungraded
     criteria are certain to pass `runner.max_failure_fraction` (`control.fraction`, checked as
-    each row finishes). A batched judge is not watched (its replies come when the batch ends).
+    each row finishes). A batched judge is never declared dead (its replies come when the batch
+    ends), but its 429 `insufficient_quota` halts the run as any endpoint's does.
     """
     runner, batched, total = settings.runner, roles.roles.batched, len(items)
     # with batched judge calls every row must reach its judge calls before a batch goes out
@@ -192,8 +193,9 @@ async def evaluate(
             with control.watching(opened.endpoints):
                 await evaluate_rows(task, items, opened, settings, on_result, control)
         finally:
-            control.counted(opened.stats(started))
-        return Evaluation(control.counters)
+            counters = opened.stats(started)
+            control.counted(counters)
+        return Evaluation(counters)
 
 
 @contextlib.contextmanager

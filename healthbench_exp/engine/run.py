@@ -56,7 +56,7 @@ from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
 from healthbench_exp.model.probe import with_probed_limits
-from healthbench_exp.model.roles import Roles
+from healthbench_exp.model.roles import Counters, Roles
 from healthbench_exp.published.run_side import with_published
 from healthbench_exp.tasks.base import Measured, Task
 
@@ -137,7 +137,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             )
             grace = control.grace
             finishing.begin(grace.signum if grace.answered_all() else None)
-        stats = evaluation.counters
+        stats = evaluation.counters.as_dict()
         usage = roles.usage(stats)
         measured = Measured(stats, usage, time.monotonic() - started)
         summary = with_published(summarizer.summary(measured))  # beside the published numbers
@@ -165,7 +165,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
             raise
     except BaseException as exc:
         finishing.end(complete=False)
-        if control is not None and control.counters and not accounted:  # cut short: paid still
+        if control is not None and control.counters is not None and not accounted:  # paid still
             cut = record_cut_short(
                 settings, roles, control.counters, began, time.monotonic() - started
             )
@@ -218,7 +218,7 @@ def account_invocation(
 def record_cut_short(
     settings: RunSettings,
     roles: Roles,
-    counters: dict[str, object],
+    counters: Counters,
     began: datetime,
     wall_time_s: float,
 ) -> Usage:
@@ -227,7 +227,8 @@ def record_cut_short(
     their cost estimated) in `invocations.jsonl`, whole even if a second signal comes; an
     output that cannot be written loses this line only, not the error that ended the run.
     Return that usage."""
-    measured = Measured(counters, roles.usage(counters), wall_time_s)
+    plain = counters.as_dict()
+    measured = Measured(plain, roles.usage(plain), wall_time_s)
     budget = measured.budget
     with signals_held(), contextlib.suppress(OutputWriteError, OSError):
         record_invocation(

@@ -8,7 +8,9 @@ queue has stopped growing (no model reply pending, nothing added for `SETTLE_S`)
 calls are uploaded as one JSONL file and submitted as one batch; the batch is polled every
 `judge.batch_poll_s` seconds and its replies are stored in the response cache (keyed exactly as
 synchronous calls, so either transport replays the other) before the waiting graders get them.
-Verdicts that cannot be parsed are resampled in a further batch.
+Verdicts that cannot be parsed are resampled in a further batch. A batch refused with 429
+`insufficient_quota` is the run's quota stop, as a refused call is (`model.health`): the run
+halts and writes what finished, with its spend.
 
 Every submitted batch is recorded in `<run dir>/batches.json` when it is created, before it is
 waited for (written through the run's `core.run_files.RunFiles`). A run that
@@ -30,6 +32,7 @@ from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
 from healthbench_exp.model.endpoint import ChatEndpoint
+from healthbench_exp.model.ratelimit import classify_429
 from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.wire import PATHS, read_reply, with_messages
@@ -119,7 +122,19 @@ class BatchJudge:
                 except Exception as exc:  # every waiting grader learns why
                     for _, future in batch.values():
                         if not future.done():
-                            future.set_exception(RequestFailed(f"batch failed: {exc}"))
+                            future.set_exception(self._failure(exc))
+
+    def _failure(self, exc: Exception) -> Exception:
+        """What a grader waiting on a batch that could not be submitted makes of `exc`: a 429
+        `insufficient_quota` is the quota stop (the run halts, as at a refused call:
+        `model.health`), anything else a failed call."""
+        if getattr(exc, "status_code", None) == 429:  # the SDK's RateLimitError
+            response = getattr(exc, "response", None)
+            headers = response.headers if response is not None else {}
+            refusal = classify_429(headers, {"error": getattr(exc, "body", None)})
+            if refusal.quota:
+                return self.endpoint.quota_stop(refusal.message)
+        return RequestFailed(f"batch failed: {exc}")
 
     # -- the Batch API -----------------------------------------------------------------------
 

@@ -361,10 +361,7 @@ class ChatEndpoint:
         if exc.status == 429:
             refusal = classify_429(exc.headers, exc.body and {"error": exc.body})
             if refusal.quota:
-                return QuotaExhausted(
-                    f"{self.role} endpoint {self.url}: insufficient_quota (429): "
-                    f"{refusal.message or 'quota exhausted'}; add credit or raise the limit"
-                )
+                return self.quota_stop(refusal.message)
             if not refusal.too_large:
                 return RateLimited(refusal)
             self._failed("RequestTooLarge")  # (its attempt counted in `_answered`)
@@ -373,6 +370,14 @@ class ChatEndpoint:
             self.on_attempt_failed(UNUSABLE, str(exc))
         self._failed(exc.name)
         return RequestFailed(str(exc))
+
+    def quota_stop(self, message: str) -> QuotaExhausted:
+        """What stops the run at this endpoint's 429 `insufficient_quota` (`message`: what the
+        endpoint said), whether a call or a batch (`model.batch`) was refused."""
+        return QuotaExhausted(
+            f"{self.role} endpoint {self.url}: insufficient_quota (429): "
+            f"{message or 'quota exhausted'}; add credit or raise the limit"
+        )
 
     async def close(self) -> None:
         await self.sdk.close()

@@ -178,6 +178,27 @@ class Opened:
         return self.endpoint.stats
 
 
+@dataclass(frozen=True)
+class Counters:
+    """An evaluation's counters, as it left them (`OpenRoles.stats`): each role's
+    (`roles`: `model.limits.EndpointStats` as plain data, by name, zeros for a role not
+    called), the evaluation time (`evaluation_s`), the budget's state (`budget`:
+    `model.costs.Budget.state`, None without one) and the id of the invocation's spend journal
+    (`journal`, `model.spend_journal`)."""
+
+    roles: dict[str, dict[str, object]]
+    evaluation_s: float
+    budget: dict[str, object] | None
+    journal: str
+
+    def as_dict(self) -> dict[str, object]:
+        """As plain data, in one mapping: each role's counters by name, then `evaluation_s`,
+        `budget` and `journal` (what `Roles.usage` and `tasks.base.Measured` read)."""
+        plain: dict[str, object] = dict(self.roles)
+        plain.update(evaluation_s=self.evaluation_s, budget=self.budget, journal=self.journal)
+        return plain
+
+
 class OpenRoles:
     """The open roles of a run, by name (see `open_roles`)."""
 
@@ -201,19 +222,20 @@ class OpenRoles:
         """Every open endpoint (the progress line and the stall watch show them)."""
         return [entry.endpoint for entry in self.opened.values()]
 
-    def stats(self, started: float) -> dict[str, object]:
-        """Each role's counters (zeros for the model when it was not called) as plain data, the
-        evaluation time since `started`, the budget's state (None without one) and the id of
-        the spend journal (`journal`: the invocation records it with its usage)."""
-        stats: dict[str, object] = {
-            name: asdict(self.opened[name].stats if name in self.opened else EndpointStats())
-            for name in self.roles.every
-        }
-        stats["evaluation_s"] = time.monotonic() - started
+    def stats(self, started: float) -> Counters:
+        """Each role's counters (zeros for the model when it was not called), the evaluation
+        time since `started`, the budget's state (None without one) and the id of the spend
+        journal (`journal`: the invocation records it with its usage)."""
         budget = next((e.budget for e in self.endpoints if e.budget is not None), None)
-        stats["budget"] = None if budget is None else budget.state()
-        stats["journal"] = self.journal
-        return stats
+        return Counters(
+            roles={
+                name: asdict(self.opened[name].stats if name in self.opened else EndpointStats())
+                for name in self.roles.every
+            },
+            evaluation_s=time.monotonic() - started,
+            budget=None if budget is None else budget.state(),
+            journal=self.journal,
+        )
 
 
 @contextlib.asynccontextmanager

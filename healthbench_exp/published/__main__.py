@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from healthbench_exp.core.published_record import PublishedComparison
+from healthbench_exp.core.run_end import Exit
 from healthbench_exp.core.summary import RunSummary, read_summary
 from healthbench_exp.published.clusters import cluster_table
 from healthbench_exp.published.compare import LENGTH_ADJUSTED, OVERALL, RunSide, compare
@@ -173,14 +174,14 @@ def main(argv: Sequence[str]) -> int:
     commands = {"list": list_rows, "compare": compare_command}
     if not argv or argv[0] not in commands:
         print(USAGE, file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     try:
         lines = commands[argv[0]](argv[1:])
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     print("\n".join(lines))
-    return 0
+    return Exit.COMPLETED
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.output.html.charts import number
 from healthbench_exp.output.run_context import RunContext, abandoned_text
 from healthbench_exp.sweep.jobs import total
@@ -45,7 +46,9 @@ def abandoned_sums(rows: Sequence[Mapping[str, object]]) -> AbandonedSums:
     if not counted:
         return {}
     estimate = total([number(row, "abandoned_cost_usd") for row in counted])
-    measured = total([number(row, "cost_usd") for row in rows if row.get("status") != "dry_run"])
+    measured = total(
+        [number(row, "cost_usd") for row in rows if row.get("status") != Status.DRY_RUN]
+    )
     return {
         "abandoned_in_flight": sum(int(number(row, "abandoned_in_flight") or 0) for row in counted),
         "abandoned_cost_usd": estimate,

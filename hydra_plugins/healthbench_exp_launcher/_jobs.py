@@ -19,6 +19,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from healthbench_exp.cli.startup import STARTED_MARKERS
+from healthbench_exp.core.run_end import Status
 from healthbench_exp.engine.stops import resume_hint
 from healthbench_exp.output.files import write_status
 from healthbench_exp.sweep.jobs import read_json
@@ -96,7 +97,7 @@ def record_failure(job_dir: Path, overrides: list[str], reason: str) -> str:
     """Record in `job_dir` that the job failed for `reason` unless the job recorded its own end;
     return the status the job folder now holds."""
     status = (read_json(job_dir / "status.json") or {}).get("status")
-    if status not in (None, "running"):
+    if status not in (None, Status.RUNNING):
         return str(status)
     recorded = job_dir / ".hydra" / "overrides.yaml"
     if not recorded.exists():  # never started: name the job by its overrides all the same
@@ -104,8 +105,8 @@ def record_failure(job_dir: Path, overrides: list[str], reason: str) -> str:
         OmegaConf.save(OmegaConf.create(list(overrides)), recorded)
     if any((job_dir / marker).exists() for marker in STARTED_MARKERS):
         reason = f"{reason}; finish with: {resume_hint(job_dir)}"
-    write_status(job_dir, "failed", reason)
-    return "failed"
+    write_status(job_dir, Status.FAILED, reason)
+    return Status.FAILED
 
 
 def log_tail(path: Path, lines: int = 15) -> str:

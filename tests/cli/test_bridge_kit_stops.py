@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_bridge_kit import KIT
-from tests.cli.test_run_lock import lines, wait_for
+from tests.cli.test_run_lock import lines
 from tests.e2e.bridge_runs import write_data
-from tests.signal_deliveries import DELIVERIES, Delivery, abandoned_calls, deliver, start, status
+from tests.signal_deliveries import DELIVERIES, Delivery, abandoned_calls, status
+from tests.signal_runs import delivered
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="a pty, process groups")
 # the ways whose stop was lost before (the kit passed SIGTERM on to a run that had it already):
@@ -42,20 +43,11 @@ def test_one_signal_to_the_kit_gives_its_run_the_grace(tmp_path: Path, delivery:
         f"dataset.path={data}", "examples=20", f"out={out}", "offline_server.latency_ms=1500",
         "runner.max_concurrent=2",
     ]  # fmt: skip
-    started = start(
-        command, tmp_path / "kit.log", delivery.terminal, cwd=tmp_path,
-        env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
+    # ready once the run has recorded a row: its next calls are in flight (each takes 1.5 s)
+    code, output = delivered(
+        command, tmp_path / "kit.log", delivery, lambda: bool(lines(source / "examples.jsonl")),
+        cwd=tmp_path, env={"HEALTHBENCH_CACHE_DIR": str(tmp_path / "cache")},
     )  # fmt: skip
-    try:
-        # the run has recorded a row: its next calls are in flight (each takes 1.5 s)
-        wait_for(lambda: bool(lines(source / "examples.jsonl")), started.process)
-        deliver(started, delivery)
-        code = started.process.wait(timeout=120)
-    finally:
-        if started.process.poll() is None:
-            started.process.kill()
-        started.close()
-    output = started.output()
 
     assert code == 128 + delivery.signum, output[-3000:]
     assert "Traceback" not in output and "KeyboardInterrupt" not in output

@@ -19,14 +19,8 @@ import pytest
 
 from tests.cli.test_run_lock import lines, wait_for
 from tests.engine.test_resume_records import endpoint_args
-from tests.signal_deliveries import (
-    DELIVERIES,
-    Delivery,
-    abandoned_calls,
-    deliver,
-    start,
-    status,
-)
+from tests.signal_deliveries import DELIVERIES, Delivery, abandoned_calls, deliver, start, status
+from tests.signal_runs import delivered
 from tests.sweep.test_sweep_stops import finish_commands
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="a pty, process groups")
@@ -47,23 +41,13 @@ def sweep_stopped(loopback_server, tmp_path: Path, delivery: Delivery) -> tuple[
         "sampling.temperature=0,0.5", "hydra/launcher=parallel", "hydra.launcher.n_jobs=2",
         f"hydra.sweep.dir={sweep}",
     ]  # fmt: skip
-    started = start(command, tmp_path / "sweep.log", delivery.terminal)
-    try:
-        # both jobs run, each with calls in flight
-        wait_for(
-            lambda: (
-                all(lines(sweep / job / "examples.jsonl") for job in "01")
-                and server.stats()["in_flight"] >= 2
-            ),
-            started.process,
-        )
-        deliver(started, delivery)
-        code = started.process.wait(timeout=120)
-    finally:
-        if started.process.poll() is None:
-            started.process.kill()
-        started.close()
-    return sweep, code, started.output()
+
+    def ready() -> bool:  # both jobs run, each with calls in flight
+        jobs_run = all(lines(sweep / job / "examples.jsonl") for job in "01")
+        return jobs_run and server.stats()["in_flight"] >= 2
+
+    code, output = delivered(command, tmp_path / "sweep.log", delivery, ready)
+    return sweep, code, output
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_run_lock import lines, wait_for
+from tests.cli.test_run_lock import lines
 from tests.output.test_tracking import wandb_env
-from tests.signal_deliveries import DELIVERIES, Delivery, abandoned_calls, deliver, start, status
+from tests.signal_deliveries import DELIVERIES, Delivery, abandoned_calls, status
+from tests.signal_runs import delivered
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="a pty, process groups")
 QUICK = {"SIGINT-group-tty"}  # the terminal's Ctrl-C; the others with the slow tests
@@ -32,21 +33,13 @@ QUICK = {"SIGINT-group-tty"}  # the terminal's Ctrl-C; the others with the slow 
 )
 def test_one_signal_to_a_run_gives_it_its_grace(tmp_path: Path, delivery: Delivery) -> None:
     run_dir = tmp_path / "run"
-    started = start(
+    code, output = delivered(
         [sys.executable, "-m", "healthbench_exp", "experiment=demo", "runner.progress=false",
          "runner.max_concurrent=2", "offline_server.latency_ms=1500",
          f"cache.dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}"],
-        tmp_path / "run.log", delivery.terminal, env=wandb_env(tmp_path),
+        tmp_path / "run.log", delivery, lambda: bool(lines(run_dir / "examples.jsonl")),
+        env=wandb_env(tmp_path),
     )  # fmt: skip
-    try:
-        wait_for(lambda: bool(lines(run_dir / "examples.jsonl")), started.process)
-        deliver(started, delivery)
-        code = started.process.wait(timeout=120)
-    finally:
-        if started.process.poll() is None:
-            started.process.kill()
-        started.close()
-    output = started.output()
 
     assert code == 128 + delivery.signum, output[-3000:]
     assert "Traceback" not in output and "abandoned in flight" not in output, output[-3000:]

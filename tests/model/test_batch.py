@@ -185,3 +185,39 @@ def test_two_runs_batching_the_same_calls_on_one_cache_pay_once(tmp_path: Path) 
     both = [json.loads((run / "summary.json").read_text())["usage"]["judge"] for run in runs]
     assert sum(run["requests"] for run in both) == one_run["requests"]  # was twice as many
     assert [run["requests"] + run["cache_hits"] for run in both] == [one_run["requests"]] * 2
+
+
+def test_a_quota_refused_batch_stops_the_run_with_its_summary_report_and_spend(
+    tmp_path, isolated_cache
+) -> None:
+    """The Batch API answers the judge's batch 429 insufficient_quota: the run halts as at a
+    refused call (no raw error, no `ungraded` end): it writes summary.json and report.html with
+    what it spent, prints its partial table, ends `failed` (exit 2) with the resume; the resume,
+    once the quota is back, finishes and counts both invocations' spend."""
+    run_dir = tmp_path / "run"
+    batched = ("judge.batch=true", "judge.batch_poll_s=0.05", "runner.max_retries=0")
+    common = ("experiment=demo", "runner.progress=false", "wandb.mode=disabled", *batched)
+    quota = ("offline_server.quota_exhausted=true", "offline_server.limited_role=judge")
+    result = run_cli(*common, f"hydra.run.dir={run_dir}", "cache.enabled=false", *quota)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["partial"] is True and summary["counts"]["rows_not_run"] == 24
+    assert summary["counts"]["ungraded_criteria"] == 0  # not run, not ungraded
+    model_calls = summary["usage"]["model"]["requests"]
+    assert model_calls == 24 and summary["usage"]["total_cost_usd"] > 0  # its spend
+    assert "PARTIAL" in (run_dir / "report.html").read_text()
+    assert result.stdout.strip().splitlines()[-1] == f"outputs: {run_dir}"
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: stopped early: judge endpoint ") and "insufficient_quota" in last
+    assert f"spent ${summary['usage']['total_cost_usd']:.4f} in this invocation" in last, last
+    assert last.endswith(f"then finish with: python -m healthbench_exp resume={run_dir}"), last
+    recorded = json.loads((run_dir / "status.json").read_text())
+    assert recorded["status"] == "failed" and recorded["error"] in last
+    resumed = run_cli(f"resume={run_dir}", "offline_server.quota_exhausted=false")
+    assert resumed.returncode == 0, resumed.stderr
+    final = json.loads((run_dir / "summary.json").read_text())
+    assert final["partial"] is False and final["counts"]["rows_not_run"] == 0
+    assert len(final["usage"]["invocations"]) == 2
+    assert final["usage"]["model"]["requests"] == 24  # the model replies were not paid again
+    assert final["usage"]["judge"]["requests"] == 106
