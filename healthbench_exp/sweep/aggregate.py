@@ -131,8 +131,7 @@ def job_row(job: Job) -> dict[str, object]:
         }
     )
     if score is not None and std is not None:
-        interval = normal_interval(score, std)
-        row["ci_low"], row["ci_high"] = interval.low, interval.high
+        row["ci_low"], row["ci_high"] = normal_interval(score, std).as_list()
     if "length_adjusted_score" in metrics:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
     row.update(headline_columns(summary))
@@ -170,8 +169,7 @@ def headline_columns(summary: RunSummary) -> dict[str, object]:
     value, std = summary.metrics.get(name), summary.metrics.get(f"{name}:bootstrap_std")
     row: dict[str, object] = {"headline": name, "headline_score": value, "headline_std": std}
     if value is not None and std is not None:
-        interval = normal_interval(value, std)
-        row["headline_ci_low"], row["headline_ci_high"] = interval.low, interval.high
+        row["headline_ci_low"], row["headline_ci_high"] = normal_interval(value, std).as_list()
     return row
 
 
