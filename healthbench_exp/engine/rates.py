@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.core.intervals import Interval
+from healthbench_exp.core.record import Record
 from healthbench_exp.grading.resampling import bootstrap_draws
 from healthbench_exp.model.cache import CachedReply, History
 from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd, tier_factor
@@ -135,9 +136,10 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class CostInterval(Interval):
+class CostInterval(Interval, Record):
     """A cost estimate's interval (`core.intervals.Interval`) with the text saying how it was
-    made (`method`, shown beside it)."""
+    made (`method`, shown beside it); estimate.json's `interval` (`low`, `high`, `method`), read
+    back as itself."""
 
     method: str
 
