@@ -19,8 +19,8 @@ category at once, as weights (one vectorized draw per resample, not one index ar
 population); `grading.bridge` imports only `core` and numpy (one wing, readable on its own), so
 its estimator's draws and its holdout error's resamples of means (drawn as `bootstrap_draws`
 draws one population) are its own. Everything else resamples here: the calibrated rates'
-interval, the paired comparison and the headline's std (`reference_draws`), a cost estimate's
-interval (`engine.rates.bootstrap_interval`: pilot rows, `bootstrap_draws`).
+interval and a cost estimate's (`engine.rates.bootstrap_interval`, the pilot's rows) through
+`bootstrap_draws`, the headline's std and the paired comparison through `reference_draws`.
 """
 
 from __future__ import annotations
