@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from healthbench_exp.core.intervals import Interval
 
 
 def percentile_by_hand(ordered: Sequence[float], q: float) -> float:
@@ -12,3 +14,8 @@ def percentile_by_hand(ordered: Sequence[float], q: float) -> float:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def interval_lists(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] | None]:
+    """Each named interval as [low, high] (None kept): how the by-hand oracles write them."""
+    return {name: None if i is None else i.as_list() for name, i in intervals.items()}

@@ -54,7 +54,7 @@ class BootstrapResult:
 
     @classmethod
     def of_draws(
-        cls, estimate: float, draws: Sequence[float], level: float = LEVEL
+        cls, estimate: float, draws: Iterable[float], level: float = LEVEL
     ) -> BootstrapResult:
         """The result of `draws` (the statistic of each resample; not empty) around `estimate`."""
         values = [float(v) for v in draws]

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from healthbench_exp.core.record import Record
+from healthbench_exp.engine.rates import CostInterval
 
 
 @dataclass
@@ -36,13 +37,6 @@ class RatesPart(Record):
     tokens_per_char: float | None
     cached_share: float
     source: str  # pilot | history | assumed
-
-
-@dataclass
-class IntervalPart(Record):
-    low: float
-    high: float
-    method: str
 
 
 @dataclass
@@ -80,7 +74,7 @@ class Estimate(Record):
     judge: RoleCalls
     jury: dict[str, RoleCalls] | None
     total_cost_usd: float | None
-    interval: IntervalPart | None
+    interval: CostInterval | None  # the pilot's 95% interval (`engine.rates`)
     pilot: PilotPart | None
     rates: dict[str, RatesPart]
     # per role a DurationPart, and `seconds`: the longest (read by `durations`)

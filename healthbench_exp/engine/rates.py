@@ -11,13 +11,14 @@ prompt caching). The calls still to pay are then priced from their counted promp
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from healthbench_exp.config.schema import PriceConfig
 from healthbench_exp.core.intervals import Interval
+from healthbench_exp.core.record import Record
+from healthbench_exp.grading.resampling import bootstrap_draws
 from healthbench_exp.model.cache import CachedReply, History
 from healthbench_exp.model.costs import BATCH_PRICE_FACTOR, cost_usd, tier_factor
 
@@ -135,9 +136,10 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class CostInterval(Interval):
+class CostInterval(Interval, Record):
     """A cost estimate's interval (`core.intervals.Interval`) with the text saying how it was
-    made (`method`, shown beside it)."""
+    made (`method`, shown beside it); estimate.json's `interval` (`low`, `high`, `method`), read
+    back as itself."""
 
     method: str
 
@@ -199,15 +201,15 @@ def bootstrap_interval(
     if n < 2 or point is None:
         return None
     roles = sorted({role for row in rows for role in row})  # the model, judge, jury members
-    rng = random.Random(seed)
-    totals = []
-    for _ in range(resamples):
-        drawn = [rows[rng.randrange(n)] for _ in rows]
-        total = total_at({role: from_replies(sample.replies(role, drawn), "pilot") for role in
-                          roles})  # fmt: skip
-        if total is None:
-            return None
-        totals.append(total)
+
+    def resampled(drawn: Sequence[int]) -> float | None:
+        picked = [rows[i] for i in drawn]
+        return total_at({role: from_replies(sample.replies(role, picked), "pilot") for role in
+                         roles})  # fmt: skip
+
+    totals = bootstrap_draws(resampled, (n,), resamples, seed)  # `grading.resampling`'s draws
+    if len(totals) < resamples:  # a resample without a price: no interval
+        return None
     left = max(rows_left, 1)
     spread = n / (n - 1) + n / left
     half = t_975(n - 1) * statistics.stdev(totals) * math.sqrt(spread)

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from healthbench_exp.core.intervals import percentile_interval
+from healthbench_exp.core.calibrated_record import CalibratedCategory
+from healthbench_exp.core.intervals import BootstrapResult
 from healthbench_exp.grading.bridge.rates import rogan_gladen as corrected_share
-from healthbench_exp.grading.resampling import bootstrap_draws
+from healthbench_exp.grading.resampling import bootstrap
 
 MIN_YOUDEN = 0.1  # Se + Sp - 1 at most this: the judge barely tells met from not met
 MIN_ROWS = 20  # majority-positive and majority-negative meta-eval rows needed, each
@@ -100,7 +101,10 @@ def not_corrected_reason(rates: ErrorRates) -> str | None:
 
 @dataclass(frozen=True)
 class CalibratedRate:
-    """One category's calibrated rate (summary.json's `calibrated.criteria` row)."""
+    """One category's calibrated rate: `corrected` (None: not corrected, see `reason`) and
+    its bootstrap (`core.intervals.BootstrapResult` around `corrected`: its 95% percentile
+    interval and the draws' std; None when not corrected or when no resample has a corrected
+    value). `record()`: summary.json's `calibrated.criteria` row."""
 
     category: str
     n_eval: int  # graded eval criteria with the tag
@@ -110,9 +114,25 @@ class CalibratedRate:
     n_pos: int
     n_neg: int
     corrected: float | None
-    ci_low: float | None
-    ci_high: float | None
+    bootstrap: BootstrapResult | None
     reason: str | None  # why not corrected; None when corrected
+
+    def record(self) -> CalibratedCategory:
+        """summary.json's row: the interval written flat as `ci_low` / `ci_high`."""
+        interval = None if self.bootstrap is None else self.bootstrap.interval
+        return CalibratedCategory(
+            self.category,
+            self.n_eval,
+            self.observed,
+            self.sensitivity,
+            self.specificity,
+            self.n_pos,
+            self.n_neg,
+            self.corrected,
+            None if interval is None else interval.low,
+            None if interval is None else interval.high,
+            self.reason,
+        )
 
 
 def calibrate(
@@ -134,12 +154,12 @@ def calibrate(
     reason = not_corrected_reason(rates)
     if observed is None:
         reason = "; ".join(r for r in ("no graded eval criterion", reason) if r)
-    corrected = ci_low = ci_high = None
+    corrected = result = None
     if reason is None:
         assert observed is not None and rates.sensitivity is not None
         assert rates.specificity is not None
         corrected = checked_rogan_gladen(observed, rates.sensitivity, rates.specificity)
-        ci_low, ci_high = _interval(eval_examples, meta_pairs, samples, seed)
+        result = corrected_bootstrap(corrected, eval_examples, meta_pairs, samples, seed)
     return CalibratedRate(
         category,
         graded,
@@ -149,25 +169,26 @@ def calibrate(
         rates.n_pos,
         rates.n_neg,
         corrected,
-        ci_low,
-        ci_high,
+        result,
         reason,
     )
 
 
-def _interval(
+def corrected_bootstrap(
+    corrected: float,
     eval_examples: Sequence[tuple[int, int]],
     meta_pairs: Sequence[tuple[bool, bool]],
     samples: int,
     seed: int,
-) -> tuple[float | None, float | None]:
-    """2.5th and 97.5th percentiles of the corrected rate over the bootstrap resamples (of the
-    eval's examples and the meta-eval's rows, each drawn anew: `grading.resampling`)."""
+) -> BootstrapResult | None:
+    """The bootstrap of the corrected rate (`corrected`, on the data itself) over resamples of
+    the eval's examples and the meta-eval's rows, each drawn anew (`grading.resampling`): its
+    2.5th and 97.5th percentiles and std; None when no resample has a corrected value."""
     counts = np.asarray(eval_examples, dtype=float).reshape(-1, 2)
     verdict = np.asarray([v for v, _ in meta_pairs], dtype=float)
     truth = np.asarray([t for _, t in meta_pairs], dtype=bool)
 
-    def corrected(examples: np.ndarray, rows: np.ndarray) -> float | None:
+    def resampled(examples: np.ndarray, rows: np.ndarray) -> float | None:
         drawn = counts[examples].sum(axis=0)
         v, t = verdict[rows], truth[rows]
         n_pos, n_neg = t.sum(), (~t).sum()
@@ -179,8 +200,4 @@ def _interval(
             return None
         return checked_rogan_gladen(drawn[0] / drawn[1], float(se), float(sp))
 
-    values = bootstrap_draws(corrected, (len(counts), len(meta_pairs)), samples, seed)
-    if not values:
-        return None, None
-    interval = percentile_interval(values)
-    return interval.low, interval.high
+    return bootstrap(resampled, (len(counts), len(meta_pairs)), samples, seed, corrected)

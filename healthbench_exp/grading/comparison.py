@@ -12,7 +12,7 @@ from math import comb
 
 import numpy as np
 
-from healthbench_exp.core.intervals import percentile_interval
+from healthbench_exp.core.intervals import BootstrapResult
 from healthbench_exp.grading.resampling import reference_draws
 from healthbench_exp.grading.scoring import BOOTSTRAP_CHUNK, bootstrap_std, clipped_mean
 
@@ -94,11 +94,24 @@ def length_adjusted_metrics(
 
 @dataclass(frozen=True)
 class PairedDifference:
+    """A paired comparison of two runs: `bootstrap.estimate` is the clipped mean of A minus
+    the clipped mean of B on the `n` prompt_ids both scored, `bootstrap.interval` the 2.5th and
+    97.5th percentiles of the resamples' differences, `bootstrap.std` their std."""
+
     n: int  # prompt_ids both sides scored
-    mean_difference: float  # clipped mean of A minus clipped mean of B, on those prompt_ids
-    ci_low: float  # 2.5th percentile of the bootstrap differences
-    ci_high: float  # 97.5th percentile
+    bootstrap: BootstrapResult
     sign_flip_fraction: float  # share of resamples whose difference does not share its sign
+
+    def record(self) -> dict[str, float | int]:
+        """As a comparison writes it: `n`, `mean_difference`, `ci_low`, `ci_high`,
+        `sign_flip_fraction`."""
+        return {
+            "n": self.n,
+            "mean_difference": self.bootstrap.estimate,
+            "ci_low": self.bootstrap.interval.low,
+            "ci_high": self.bootstrap.interval.high,
+            "sign_flip_fraction": self.sign_flip_fraction,
+        }
 
 
 def paired_bootstrap(
@@ -118,6 +131,5 @@ def paired_bootstrap(
     diffs = np.empty(samples)
     for rows, index in reference_draws(len(shared), samples, seed, BOOTSTRAP_CHUNK):
         diffs[rows] = np.clip(x[index].mean(axis=1), 0, 1) - np.clip(y[index].mean(axis=1), 0, 1)
-    interval = percentile_interval(diffs)
     flips = float(np.mean(diffs * point <= 0)) if point != 0 else 1.0
-    return PairedDifference(len(shared), point, interval.low, interval.high, flips)
+    return PairedDifference(len(shared), BootstrapResult.of_draws(point, diffs), flips)

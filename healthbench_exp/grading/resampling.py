@@ -12,9 +12,15 @@ headline's bootstrap std (`grading.scoring.bootstrap_std`) draws what simple-eva
 `np.random.choice(values, n)` draws after `np.random.seed(seed)`, from a legacy
 `numpy.random.RandomState`, so its figures equal the reference's to the last digit; a paired
 comparison of two runs (`grading.comparison.paired_bootstrap`) draws that same stream, one draw
-for both runs. `grading.paper_figure` resamples categories with weights and `grading.bridge` has
-its own layout of draws (its estimator package); `engine.rates.bootstrap_interval` (a cost
-estimate's interval) resamples pilot rows with `random.Random` (the engine without numpy).
+for both runs.
+
+Two loops draw on their own, each said where: `grading.paper_figure` resamples rows within each
+category at once, as weights (one vectorized draw per resample, not one index array per
+population); `grading.bridge` imports only `core` and numpy (one wing, readable on its own), so
+its estimator's draws and its holdout error's resamples of means (drawn as `bootstrap_draws`
+draws one population) are its own. Everything else resamples here: the calibrated rates'
+interval and a cost estimate's (`engine.rates.bootstrap_interval`, the pilot's rows) through
+`bootstrap_draws`, the headline's std and the paired comparison through `reference_draws`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from importlib import resources
 
 import numpy as np
 
-from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.resampling import reference_draws
 
@@ -92,12 +91,6 @@ def bootstrap_std(values: Sequence[float], samples: int, seed: int, clip: bool =
     for rows, indices in reference_draws(len(array), samples, seed, BOOTSTRAP_CHUNK):
         means[rows] = array[indices].mean(axis=1)
     return float(np.std(np.clip(means, 0, 1) if clip else means))
-
-
-def ci95(mean: float, std: float) -> tuple[float, float]:
-    """The 95% interval every report shows: mean +- 1.96 bootstrap std, clipped to [0, 1]."""
-    interval = normal_interval(mean, std)
-    return interval.low, interval.high
 
 
 def tag_metric_names(metrics: Mapping[str, object], prefix: str) -> list[str]:

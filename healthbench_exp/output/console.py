@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import Calibrated, Metrics, RunSummary, Usage
-from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names
+from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, slice_names
 from healthbench_exp.output.bridged_text import bridged_lines
 from healthbench_exp.output.run_context import protocol_label
 from healthbench_exp.published.text import summary_lines
@@ -17,7 +18,7 @@ def _ci(metrics: Metrics, name: str) -> str:
     mean, std = metrics[name], metrics[f"{name}:bootstrap_std"]
     if mean is None or std is None:
         return _value(mean)
-    low, high = ci95(mean, std)
+    low, high = normal_interval(mean, std).as_list()
     return f"{mean:.4f}  [{low:.4f}, {high:.4f}]  n={metrics[f'{name}:n_samples']}"
 
 

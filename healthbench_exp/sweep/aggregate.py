@@ -33,10 +33,11 @@ from typing import NotRequired, TypedDict
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.run_end import Exit, Status
 from healthbench_exp.core.summary import RunSummary
-from healthbench_exp.grading.scoring import ci95, tag_metric_names
+from healthbench_exp.grading.scoring import tag_metric_names
 from healthbench_exp.output.files import write_json
 from healthbench_exp.output.html.charts import number, text
 from healthbench_exp.output.html.pages import sweep_report
@@ -130,7 +131,7 @@ def job_row(job: Job) -> dict[str, object]:
         }
     )
     if score is not None and std is not None:
-        row["ci_low"], row["ci_high"] = ci95(score, std)
+        row["ci_low"], row["ci_high"] = normal_interval(score, std).as_list()
     if "length_adjusted_score" in metrics:
         row["length_adjusted_score"] = metrics["length_adjusted_score"]
     row.update(headline_columns(summary))
@@ -168,7 +169,7 @@ def headline_columns(summary: RunSummary) -> dict[str, object]:
     value, std = summary.metrics.get(name), summary.metrics.get(f"{name}:bootstrap_std")
     row: dict[str, object] = {"headline": name, "headline_score": value, "headline_std": std}
     if value is not None and std is not None:
-        row["headline_ci_low"], row["headline_ci_high"] = ci95(value, std)
+        row["headline_ci_low"], row["headline_ci_high"] = normal_interval(value, std).as_list()
     return row
 
 

@@ -189,7 +189,7 @@ def paired_comparisons(
                     SEED,
                 )
                 if diff is not None:
-                    by_theme[theme] = diff.__dict__
+                    by_theme[theme] = diff.record()
             pairs.append(
                 {
                     "a": a.name,
@@ -198,7 +198,7 @@ def paired_comparisons(
                     "b_label": labels[b.name],
                     "a_overrides": " ".join(a.overrides),
                     "b_overrides": " ".join(b.overrides),
-                    **overall.__dict__,
+                    **overall.record(),
                     "themes": by_theme,
                 }
             )

@@ -117,7 +117,7 @@ def axis_scores(run: Path) -> dict[str, dict[str, float]]:
 
 def _shift(regrade: dict[str, float], source: dict[str, float]) -> dict[str, object] | None:
     diff = paired_bootstrap(regrade, source, BOOTSTRAP_SAMPLES, SEED)
-    return None if diff is None else asdict(diff)
+    return None if diff is None else dict(diff.record())
 
 
 def compare_regrade(source: Path, regrade: Path) -> dict[str, object]:

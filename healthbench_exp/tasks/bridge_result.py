@@ -84,7 +84,7 @@ def bridged(
         pairs=len(pairs),
         strata=result.strata,
         metrics=result.metrics,
-        ci=result.ci,
+        ci={name: None if i is None else i.as_list() for name, i in result.ci.items()},
         holdout_error=holdout_error(pairs, result.cells, estimator, samples, seed),
         spread=cells,
         transport=moved or None,
@@ -104,7 +104,7 @@ def transport_of(sources: Sequence[BridgeSource], samples: int, seed: int) -> li
             t.own,
             t.bridged,
             None if t.bridged is None or t.own is None else t.bridged - t.own,
-            t.ci,
+            None if t.ci is None else t.ci.as_list(),
             t.refused,
         )
         for t in leave_one_out(all_pairs(sources), len(sources), ESTIMATORS, samples, seed)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from healthbench_exp.config.schema import Config, ConfigError, JudgeConfig, TaskKind
 from healthbench_exp.core.run_end import Status
-from healthbench_exp.core.summary import META_EVAL, Calibrated, CalibratedCategory, read_summary
+from healthbench_exp.core.summary import META_EVAL, Calibrated, read_summary
 from healthbench_exp.grading.calibration import calibrate, usable_pairs
 
 KEY = "calibration.meta_eval_run"
@@ -162,5 +162,5 @@ def calibrated(
         records = source.rows.get(category, [])
         pairs = usable_pairs([v for v, _ in records], [labels for _, labels in records])
         rate = calibrate(category, examples, pairs, samples, seed)
-        rows.append(CalibratedCategory(**asdict(rate)))
+        rows.append(rate.record())
     return Calibrated(meta_eval_run=source.path, judge=judge, criteria=rows)

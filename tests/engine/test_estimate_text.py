@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from healthbench_exp.core.intervals import Interval
 from healthbench_exp.engine.estimate_record import Estimate
 from healthbench_exp.engine.estimate_text import format_estimate
+from healthbench_exp.engine.rates import CostInterval
 
 CALLS = {
     "calls": 10,
@@ -51,6 +53,13 @@ def estimate() -> dict[str, object]:
         "assumptions": {"tokenizer": "tiktoken o200k_base", "history_min_replies": 20},
         "rate_limits_probed": [],
     }
+
+
+def test_the_interval_is_read_back_as_the_cost_interval_it_was_written_from() -> None:
+    """estimate.json's `interval` is the one interval type (with its method), both ways."""
+    interval = Estimate.from_dict(estimate()).interval
+    assert interval == CostInterval(0.4, 0.6, "bootstrap") and isinstance(interval, Interval)
+    assert interval.covers(0.5) and interval.to_dict() == estimate()["interval"]
 
 
 def test_every_part_of_the_estimate_is_printed() -> None:

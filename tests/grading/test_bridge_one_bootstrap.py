@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bench.bridge_simulation import World, WorldLayout, bridge_data, bridged, run_layout
+from healthbench_exp.core.intervals import Interval
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.bridge import ESTIMATORS, Pair, RunRow, bridge_run
 from healthbench_exp.grading.bridge.cells import OVERALL
@@ -69,14 +70,16 @@ def test_the_study_bridges_a_replicate_to_the_last_digit_as_bridge_run(method: s
         np.random.default_rng(11),
     )
     cli = bridge_run(rows, pairs, 70, 11, estimator)
-    assert study_path == (cli.metrics[OVERALL], *cli.ci[OVERALL])
+    interval = cli.ci[OVERALL]
+    assert isinstance(interval, Interval)  # the one interval type
+    assert study_path == (cli.metrics[OVERALL], *interval.as_list())
     assert bridged(
         bridge_data(layout, *bridge),
         run_layout(layout, stratum, new, present),
         estimator,
         70,
         np.random.default_rng(12),
-    ) != (cli.metrics[OVERALL], *cli.ci[OVERALL])
+    ) != (cli.metrics[OVERALL], *interval.as_list())
 
 
 def test_layout_overall_is_layout_of_for_the_overall_score() -> None:

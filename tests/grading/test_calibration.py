@@ -80,25 +80,33 @@ def test_calibrate_one_category_by_hand() -> None:
     assert (rate.sensitivity, rate.specificity) == (pytest.approx(0.8), pytest.approx(0.8))
     assert rate.corrected == pytest.approx(0.5)  # (0.5 + 0.8 - 1) / 0.6
     assert rate.reason is None
-    assert rate.ci_low is not None and rate.ci_high is not None and rate.corrected is not None
-    assert 0 <= rate.ci_low <= rate.corrected <= rate.ci_high <= 1
-    assert rate.ci_low < rate.ci_high
+    assert rate.bootstrap is not None and rate.corrected is not None
+    low, high = rate.bootstrap.interval.as_list()
+    assert 0 <= low <= rate.corrected <= high <= 1 and low < high
+    assert rate.bootstrap.estimate == rate.corrected and rate.bootstrap.std > 0
+    assert rate.bootstrap.draws <= 200  # resamples without a corrected value are left out
     assert calibrate("cluster:x", examples, pairs(20, 5, 4, 16), 200, 0) == rate  # seeded
     other_seed = calibrate("cluster:x", examples, pairs(20, 5, 4, 16), 200, 1)
-    assert (other_seed.ci_low, other_seed.ci_high) != (rate.ci_low, rate.ci_high)
+    assert other_seed.bootstrap != rate.bootstrap
+    # summary.json's row writes the interval flat, as `ci_low` / `ci_high`
+    row = rate.record().to_dict()
+    assert (row["corrected"], row["ci_low"], row["ci_high"]) == (rate.corrected, low, high)
+    assert "bootstrap" not in row
 
 
 def test_interval_collapses_when_nothing_varies() -> None:
     # a perfect judge (Se = Sp = 1 in every resample) and every example at p = 1/2
     rate = calibrate("cluster:x", [(1, 2)] * 5, pairs(20, 0, 0, 20), 100, 0)
-    assert rate.corrected == pytest.approx(0.5)
-    assert rate.ci_low == pytest.approx(0.5) and rate.ci_high == pytest.approx(0.5)
+    assert rate.corrected == pytest.approx(0.5) and rate.bootstrap is not None
+    assert rate.bootstrap.interval.as_list() == pytest.approx([0.5, 0.5])
+    assert rate.bootstrap.std == pytest.approx(0.0)
 
 
 def test_not_corrected_categories_keep_their_rates_and_say_why() -> None:
     rate = calibrate("cluster:y", [(1, 1), (0, 1)], pairs(5, 5, 5, 5), 100, 0)
     assert rate.observed == 0.5 and rate.sensitivity == 0.5 and rate.specificity == 0.5
-    assert rate.corrected is None and rate.ci_low is None and rate.ci_high is None
+    assert rate.corrected is None and rate.bootstrap is None
+    assert (rate.record().ci_low, rate.record().ci_high) == (None, None)
     assert rate.reason == "n_pos 10 < 20; n_neg 10 < 20; Se + Sp - 1 = 0.000 <= 0.1"
     nothing_graded = calibrate("cluster:z", [], pairs(20, 5, 4, 16), 100, 0)
     assert nothing_graded.observed is None and nothing_graded.n_eval == 0

@@ -64,12 +64,14 @@ def test_paired_bootstrap_finds_a_known_difference() -> None:
     better = {p: s + 0.1 + rng.gauss(0, 0.05) for p, s in base.items()}
     result = paired_bootstrap(better, base, samples=1000, seed=0)
     assert result is not None and result.n == 400
-    assert result.mean_difference == pytest.approx(
+    difference, (low, high) = result.bootstrap.estimate, result.bootstrap.interval.as_list()
+    assert difference == pytest.approx(
         np.clip(np.mean(list(better.values())), 0, 1) - np.clip(np.mean(list(base.values())), 0, 1)
     )
-    assert 0.09 < result.mean_difference < 0.11
-    assert result.ci_low < result.mean_difference < result.ci_high
-    assert result.ci_high - result.ci_low < 0.02  # pairing removes the between-prompt spread
+    assert 0.09 < difference < 0.11
+    assert low < difference < high
+    assert high - low < 0.02  # pairing removes the between-prompt spread
+    assert result.bootstrap.draws == 1000 and 0 < result.bootstrap.std < (high - low) / 2
     assert result.sign_flip_fraction == 0.0
     assert paired_bootstrap(better, base, seed=0) == result  # seeded
 
@@ -80,7 +82,7 @@ def test_paired_bootstrap_of_noise_flips_sign_and_uses_only_shared_ids() -> None
     b = {f"p{i}": rng.uniform(0, 1) for i in range(100, 300)}
     result = paired_bootstrap(a, b, samples=500, seed=1)
     assert result is not None and result.n == 100
-    assert result.ci_low < 0 < result.ci_high
+    assert result.bootstrap.interval.covers(0.0)
     assert 0.05 < result.sign_flip_fraction < 0.95
     assert paired_bootstrap({"x": 1.0}, {"y": 1.0}) is None
 

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -49,3 +52,36 @@ def test_the_result_is_named_and_numpys() -> None:
     )
     assert result.std == pytest.approx(float(np.std(draws)), rel=1e-12)
     assert BootstrapResult.of_draws(1.0, [1.0, 3.0]).std == 1.0  # ddof 0, by hand
+
+
+DRAWS = frozenset({"integers", "randint", "randrange", "choice", "choices"})  # with replacement
+PACKAGE = Path(__file__).resolve().parents[2] / "healthbench_exp"
+# where rows are drawn with replacement: the one helper, and the bridge (a wing importing only
+# core and numpy, its draws its own: said in grading.resampling's docstring)
+DRAWN_IN = ("grading/resampling.py", "grading/bridge/")
+
+
+def draws_with_replacement(tree: ast.AST) -> list[int]:
+    """Lines calling a random draw with replacement (`rng.integers(...)`, `random.choice(...)`,
+    ...); `secrets.choice` (a run name's letters) is no resample."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in DRAWS
+        and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "secrets")
+    ]
+
+
+def test_rows_are_resampled_only_through_the_one_helper() -> None:
+    found = {
+        f"{path.relative_to(PACKAGE).as_posix()}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not path.relative_to(PACKAGE).as_posix().startswith(DRAWN_IN)
+        for line in draws_with_replacement(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert found == set()
+    # the check sees a draw: the helper's own module has them
+    helper = (PACKAGE / "grading" / "resampling.py").read_text(encoding="utf-8")
+    assert len(draws_with_replacement(ast.parse(helper))) == 2

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading import scoring
 from healthbench_exp.grading.agreement import (
@@ -23,14 +24,15 @@ from healthbench_exp.grading.agreement import (
 )
 from healthbench_exp.grading.calibration import (
     MIN_ROWS,
-    _interval,
     calibrate,
+    corrected_bootstrap,
     majority,
     not_corrected_reason,
     observed_error_rates,
     usable_pairs,
 )
 from healthbench_exp.grading.comparison import (
+    PairedDifference,
     ScoredReply,
     expected_min_of_k,
     length_adjusted_metrics,
@@ -41,7 +43,6 @@ from healthbench_exp.grading.jury import JuryRow, LengthSetting, jury_section, r
 from healthbench_exp.grading.scoring import (
     aggregate_metrics,
     bootstrap_std,
-    ci95,
     consensus_breakdown,
     consensus_criteria,
     example_metrics,
@@ -92,10 +93,12 @@ def test_bootstrap_std_equals_a_loop_over_resamples(
     assert bootstrap_std([0.5], 10, 0) == 0.0
 
 
-def test_ci95_is_clipped_to_the_unit_interval() -> None:
-    assert ci95(0.5, 0.1) == pytest.approx((0.304, 0.696))
-    assert ci95(0.05, 0.1) == pytest.approx((0.0, 0.246))
-    assert ci95(0.95, 0.1) == pytest.approx((0.754, 1.0))
+def test_the_reports_interval_is_clipped_to_the_unit_interval() -> None:
+    """mean +- 1.96 std, the one formula (`normal_interval`) every report's interval comes from."""
+    assert normal_interval(0.5, 0.1).as_list() == pytest.approx([0.304, 0.696])
+    assert normal_interval(0.05, 0.1).as_list() == pytest.approx([0.0, 0.246])
+    assert normal_interval(0.95, 0.1).as_list() == pytest.approx([0.754, 1.0])
+    assert not hasattr(scoring, "ci95")  # one name per formula
 
 
 def test_aggregate_means_are_clipped_after_averaging_with_the_default_bootstrap() -> None:
@@ -176,14 +179,18 @@ def test_the_calibrated_interval_equals_a_loop_over_resamples() -> None:
     assert result.corrected == pytest.approx((21 / 38 + 0.88 - 1) / (0.9 + 0.88 - 1))
     expected = interval_by_hand(examples, meta, 1000, 0)
     assert 0 < expected[0] < expected[1] < 1  # type: ignore[operator]
-    assert (result.ci_low, result.ci_high) == pytest.approx(expected, abs=1e-12)
+    assert result.bootstrap is not None
+    assert result.bootstrap.interval.as_list() == pytest.approx(list(expected), abs=1e-12)
     assert result == calibrate("c", examples, meta, 1000, 0)
     # a small meta-eval sample (resamples without a positive or a negative are skipped, some
     # with Se + Sp - 1 <= 0) and one example with one graded criterion
     small = [(True, True), (True, True), (False, True), (False, False), (True, False)]
     for eval_examples in ([(1, 1)], examples):
-        low, high = _interval(eval_examples, small, 200, 7)
-        assert (low, high) == pytest.approx(interval_by_hand(eval_examples, small, 200, 7))
+        drawn = corrected_bootstrap(0.5, eval_examples, small, 200, 7)
+        assert drawn is not None and drawn.estimate == 0.5
+        assert drawn.interval.as_list() == pytest.approx(
+            list(interval_by_hand(eval_examples, small, 200, 7))
+        )
 
 
 def test_comparison_edges() -> None:
@@ -194,6 +201,13 @@ def test_comparison_edges() -> None:
     assert run_to_run_std({0: [0.2, 0.4]}) is None
 
 
+def written(result: PairedDifference) -> tuple[object, ...]:
+    """A paired difference as a comparison writes it: mean, ci_low, ci_high, sign flips."""
+    record = result.record()
+    assert list(record) == ["n", "mean_difference", "ci_low", "ci_high", "sign_flip_fraction"]
+    return tuple(record[k] for k in list(record)[1:])
+
+
 def test_paired_bootstrap_equals_a_loop_over_resamples() -> None:
     # negative per-prompt scores (the clip at 0 matters) and prompts where A and B agree (the
     # resamples whose difference is exactly 0 count as sign flips)
@@ -202,23 +216,23 @@ def test_paired_bootstrap_equals_a_loop_over_resamples() -> None:
     expected = bootstrap_by_hand(a, b, 1000, 0)
     result = paired_bootstrap(a, b)  # the defaults: 1000 resamples, seed 0
     assert result is not None and result.n == 6
-    measured = (result.mean_difference, result.ci_low, result.ci_high, result.sign_flip_fraction)
+    measured = written(result)
     assert measured == pytest.approx(expected, abs=1e-12)
     # A above 1 (a length-adjusted score can be): its means are clipped at 1
     high = {k: v + 1.2 for k, v in a.items()}
     result = paired_bootstrap(high, b, 200, 2)
     assert result is not None
-    measured = (result.mean_difference, result.ci_low, result.ci_high, result.sign_flip_fraction)
+    measured = written(result)
     assert measured == pytest.approx(bootstrap_by_hand(high, b, 200, 2), abs=1e-12)
     result = paired_bootstrap(b, high, 200, 2)
     assert result is not None
-    measured = (result.mean_difference, result.ci_low, result.ci_high, result.sign_flip_fraction)
+    measured = written(result)
     assert measured == pytest.approx(bootstrap_by_hand(b, high, 200, 2), abs=1e-12)
     # a difference of exactly 1 in every resample: no resample flips its sign
     best = paired_bootstrap({"p": 1.0, "q": 1.0}, {"p": 0.0, "q": 0.0}, 20, 0)
-    assert best is not None and best.mean_difference == 1.0 and best.sign_flip_fraction == 0.0
+    assert best is not None and best.bootstrap.estimate == 1.0 and best.sign_flip_fraction == 0.0
     same = paired_bootstrap(a, a, 50, 1)
-    assert same is not None and same.mean_difference == 0.0 and same.sign_flip_fraction == 1.0
+    assert same is not None and same.bootstrap.estimate == 0.0 and same.sign_flip_fraction == 1.0
     assert paired_bootstrap(a, {"x": 1.0}) is None
 
 

@@ -24,6 +24,20 @@ def paper_run(score: float, **changes: object) -> RunSide:
     return RunSide(**settings)  # type: ignore[arg-type]
 
 
+def professional_run(**changes: object) -> RunSide:
+    """gpt-5.4 on HealthBench Professional graded as published: by gpt-5.4 at low effort, the
+    length-adjusted score 0.48."""
+    settings: dict[str, object] = {
+        "model": "gpt-5.4",
+        "set": "professional",
+        "scores": {"length_adjusted_score": 0.48},
+        "grader": "gpt-5.4-2026-03-05",
+        "grader_effort": "low",
+    }
+    settings.update(changes)
+    return RunSide(**settings)  # type: ignore[arg-type]
+
+
 def table_7(run: RunSide) -> PublishedComparison:
     """The comparison with the paper's Table 7 row (16-run mean 0.4778, std 0.0022)."""
     (row,) = [c for c in compare(run) if "Table 7" in c.source]
@@ -140,31 +154,16 @@ def test_best_matching_first() -> None:
 
 def test_the_graders_effort_must_match_where_the_source_states_it() -> None:
     """HealthBench Professional: graded by gpt-5.4 at low effort, length-adjusted."""
-    run = RunSide(
-        model="gpt-5.4",
-        set="professional",
-        scores={"length_adjusted_score": 0.48},
-        grader="gpt-5.4-2026-03-05",
-        grader_effort="low",
-    )
-    (same,) = compare(run)
+    (same,) = compare(professional_run())
     assert same.verdict == Verdict.CONSISTENT.value and same.metric == "length_adjusted_score"
-    (other,) = compare(RunSide(**{**run.__dict__, "grader_effort": "medium"}))
+    (other,) = compare(professional_run(grader_effort="medium"))
     assert other.verdict == Verdict.NOT_COMPARABLE.value
     assert other.why == ["grader effort: low -> medium"]
 
 
 def test_a_length_penalty_other_than_the_published_one_is_not_comparable() -> None:
-    run = RunSide(
-        model="gpt-5.4",
-        set="professional",
-        scores={"length_adjusted_score": 0.48},
-        grader="gpt-5.4-2026-03-05",
-        grader_effort="low",
-        length_penalty=0.0147,
-    )
-    (same,) = compare(run)
+    (same,) = compare(professional_run(length_penalty=0.0147))
     assert same.verdict == Verdict.CONSISTENT.value
-    (other,) = compare(RunSide(**{**run.__dict__, "length_penalty": 0.03}))
+    (other,) = compare(professional_run(length_penalty=0.03))
     assert other.verdict == Verdict.NOT_COMPARABLE.value
     assert other.why == ["length penalty per 500 characters: 0.0147 -> 0.03"]

@@ -39,14 +39,20 @@ def aggregate(tmp_path: Path, *runs: Path) -> tuple[dict, str, str, list[dict]]:
     return data, md, (out / "report.html").read_text(encoding="utf-8"), rows
 
 
-def test_a_resumed_jobs_tokens_wall_time_and_cost_cover_all_its_invocations(
-    loopback_server, tmp_path: Path
-) -> None:
+def stopped_by_budget(loopback_server, tmp_path: Path, max_usd: float) -> Path:
+    """A run against a loopback endpoint stopped by `budget.max_usd` (exit 4): its directory."""
     server = loopback_server()
     run_dir = tmp_path / "run"
     args = [*endpoint_args(server.base_url), f"cache.dir={tmp_path / 'cache'}"]
-    stopped = run_cli(*args, "budget.max_usd=0.05", f"hydra.run.dir={run_dir}")
+    stopped = run_cli(*args, f"budget.max_usd={max_usd}", f"hydra.run.dir={run_dir}")
     assert stopped.returncode == 4, stopped.stderr
+    return run_dir
+
+
+def test_a_resumed_jobs_tokens_wall_time_and_cost_cover_all_its_invocations(
+    loopback_server, tmp_path: Path
+) -> None:
+    run_dir = stopped_by_budget(loopback_server, tmp_path, 0.05)
     resumed = run_cli(f"resume={run_dir}", "budget.max_usd=null")
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -75,11 +81,7 @@ def test_a_resumed_jobs_tokens_wall_time_and_cost_cover_all_its_invocations(
 def test_a_job_that_paid_and_scored_nothing_is_never_shown_as_free(
     loopback_server, tmp_path: Path
 ) -> None:
-    server = loopback_server()
-    run_dir = tmp_path / "run"
-    args = [*endpoint_args(server.base_url), f"cache.dir={tmp_path / 'cache'}"]
-    stopped = run_cli(*args, "budget.max_usd=0.002", f"hydra.run.dir={run_dir}")
-    assert stopped.returncode == 4, stopped.stderr
+    run_dir = stopped_by_budget(loopback_server, tmp_path, 0.002)
     usage = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["usage"]
     assert usage["total_cost_usd"] > 0 and usage_tokens(usage) > 0
 

@@ -247,7 +247,7 @@ class Bridging:
     """The bridged metrics of a run, their intervals, the strata table and the weight draws."""
 
     metrics: dict[str, float | None]
-    ci: dict[str, list[float] | None]
+    ci: dict[str, Interval | None]  # each metric's 95% interval (`Estimator.interval`)
     strata: list[BridgeStratum]
     q_draws: np.ndarray  # (samples, cells): each bootstrap resample's weights
     rate_draws: np.ndarray  # (samples, cells): each resample's `Estimator.rates`
@@ -319,12 +319,12 @@ def bridge_run(
         data, layout, estimator, samples, np.random.default_rng(seed)
     )
     metrics: dict[str, float | None] = {}
-    ci: dict[str, list[float] | None] = {}
+    ci: dict[str, Interval | None] = {}
     for j, name in enumerate(layout.names):
         defined = draws[:, j][~np.isnan(draws[:, j])]
         metrics[name] = None if np.isnan(point[j]) else float(point[j])
         ci[name] = (
-            estimator.interval(float(point[j]), defined, cells, counts).as_list()
+            estimator.interval(float(point[j]), defined, cells, counts)
             if len(defined) and not np.isnan(point[j])
             else None
         )

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from healthbench_exp.core.intervals import Interval
 from healthbench_exp.core.types import Criterion
 from healthbench_exp.grading.bridge.cells import OVERALL, Pair, RunRow
 from healthbench_exp.grading.bridge.estimate import BridgeRefused, Estimator, bridge_run
@@ -32,7 +33,7 @@ class Transported:
     method: str
     own: float | None  # O's own score on the source's pairs; None: no example scored
     bridged: float | None  # None: no example scored, or the method refused the other sources
-    ci: list[float] | None
+    ci: Interval | None  # the bridged score's 95% interval
     refused: str | None = None  # the method's refusal of the other sources' bridge
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from healthbench_exp.grading.scoring import ci95
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.output.run_context import Banner, RunContext
 
 STYLE = """
@@ -168,8 +168,8 @@ def bar_chart(items: list[tuple[str, float, float | None]], width: int = 640) ->
             "fill='#4c78a8'/>"
         )
         if std:
-            low, high = ci95(value, std)
-            lo, hi = label_w + low * plot_w, label_w + high * plot_w
+            interval = normal_interval(value, std)
+            lo, hi = label_w + interval.low * plot_w, label_w + interval.high * plot_w
             parts.append(f"<line x1='{lo:.1f}' y1='{mid}' x2='{hi:.1f}' y2='{mid}' stroke='#000'/>")
         parts.append(f"<text x='{label_w + plot_w + 6}' y='{y + 14}'>{value:.4f}</text>")
     parts.append("</svg>")

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.summary import Jury, JuryPair
-from healthbench_exp.grading.scoring import ci95, tag_metric_names
+from healthbench_exp.grading.scoring import tag_metric_names
 from healthbench_exp.output.html.charts import cells, fmt, table
 
 OVERALL = "overall_score"
@@ -33,8 +34,8 @@ def _score(metrics: Mapping[str, float | int | None], name: str) -> str:
         return "<td class='num'>–</td>"
     if name != OVERALL or std is None:
         return f"<td class='num'>{fmt(value)}</td>"
-    low, high = ci95(float(value), float(std))
-    return f"<td class='num'>{fmt(value)} [{fmt(low)}, {fmt(high)}]</td>"
+    interval = normal_interval(float(value), float(std))
+    return f"<td class='num'>{fmt(value)} [{fmt(interval.low)}, {fmt(interval.high)}]</td>"
 
 
 def _metric_rows(jury: Jury) -> list[str]:

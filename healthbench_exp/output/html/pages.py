@@ -23,9 +23,10 @@ import json
 from html import escape
 from pathlib import Path
 
+from healthbench_exp.core.intervals import normal_interval
 from healthbench_exp.core.protocol_record import OVERALL_SCORE
 from healthbench_exp.core.summary import Metrics, RunSummary, read_summary
-from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, ci95, slice_names, tag_metric_names
+from healthbench_exp.grading.scoring import EXAMPLE_TAG_KINDS, slice_names, tag_metric_names
 from healthbench_exp.output.html.bridged import bridged_section
 from healthbench_exp.output.html.calibrated import calibrated_section
 from healthbench_exp.output.html.charts import (
@@ -53,7 +54,7 @@ def _ci(metrics: Metrics, name: str = "overall_score") -> str:
     mean, std = metrics[name], metrics[f"{name}:bootstrap_std"]
     if mean is None or std is None:
         return "undefined"
-    low, high = ci95(mean, std)
+    low, high = normal_interval(mean, std).as_list()
     return f"{mean:.4f} (95% CI {low:.4f}–{high:.4f}, n={metrics[f'{name}:n_samples']})"
 
 
