@@ -140,9 +140,11 @@ PACER = Room(
         "pace": frozenset({"buckets", "refusals", "tickets"}),
     },
     faces=frozenset({f"{PACKAGE}.model.pacer"}),
-    # the endpoint, what each request holds, the roles sharing an account, the HTTP retries
+    # the endpoint, what each request holds, the roles sharing an account, the HTTP retries,
+    # the batch judge (what a 429 refusing a batch means)
     users=frozenset(
-        f"{PACKAGE}.model.{name}" for name in ("endpoint", "request_slots", "roles", "http")
+        f"{PACKAGE}.model.{name}"
+        for name in ("endpoint", "request_slots", "roles", "http", "batch")
     ),
 )
 

@@ -32,7 +32,7 @@ from healthbench_exp.core.endpoint_errors import EmptyReply, RequestFailed
 from healthbench_exp.core.run_files import BATCHES_FILE, RunFiles
 from healthbench_exp.model.cache import CachedReply, prompt_chars
 from healthbench_exp.model.endpoint import ChatEndpoint
-from healthbench_exp.model.ratelimit import classify_429
+from healthbench_exp.model.pacer import classify_429
 from healthbench_exp.model.replay import replay_or_claim
 from healthbench_exp.model.reply_json import json_map
 from healthbench_exp.model.wire import PATHS, read_reply, with_messages

@@ -22,9 +22,10 @@ Where each part lives, bottom up (each imports only those above it in this list)
 Around it, outside this package: the run's clock it reads and sleeps on (`model.clock`), the
 endpoint that starts each request through it and holds its slots (`model.endpoint`,
 `model.request_slots`), the roles that share one account's buckets (`model.roles`), the HTTP
-retries that read the same Retry-After (`model.http`). The package imports only
-`model.clock`, itself and the standard library; code outside it imports this face, and only
-those four modules do (tests/test_architecture.py).
+retries that read the same Retry-After (`model.http`), the batch judge that reads a 429
+refusing a batch (`model.batch`). The package imports only `model.clock`, itself and the
+standard library; code outside it imports this face, and only those five modules do
+(tests/test_architecture.py).
 """
 
 from healthbench_exp.model.pacer.buckets import HeaderBuckets
