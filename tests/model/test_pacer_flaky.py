@@ -27,6 +27,7 @@ async def run_flaky(
     latency_s: float,
     workers: int = 32,
     server: AccountLimits | None = None,
+    limited_first: int = 0,
     seed: int = 0,
 ) -> tuple[int, float]:
     """`requests` calls through `pacer` by `workers` at once, as the endpoint makes them: each
@@ -37,15 +38,23 @@ async def run_flaky(
     draws = random.Random(seed)
     refused = 0
     left = requests
+    sendings = 0
     began = fake.now()
 
     async def worker() -> None:
-        nonlocal refused, left
+        nonlocal refused, left, sendings
         while left > 0:
             left -= 1
             while True:
                 ticket = await pacer.start(0.0)
                 pacer.buckets.sending(ticket)
+                sendings += 1
+                if sendings <= limited_first:  # a limit's 429, no header: not brief
+                    refused += 1
+                    await fake.sleep(latency_s / 10)
+                    pacer.buckets.learn({}, ticket, admitted=False)
+                    await pacer.refused(classify_429({}, {}), ticket.started_at)
+                    continue
                 while (draw := draws.random()) < error_rate and draw < 2 * error_rate / 3:
                     await fake.sleep(latency_s / 10 + RETRY_S)  # a 500/503, retried
                 limited = server is not None and server.admit("m", 0)[1] is not None
@@ -85,6 +94,31 @@ def test_a_flaky_provider_costs_little_and_never_cuts_the_pace() -> None:
         refused, flaky, pace = asyncio.run(timed(0.1, latency_s))
         assert refused >= 8, refused  # the 429s came (about 13 in 440 sendings)
         assert pace is None  # never cut
+        assert flaky <= 1.5 * clean, (latency_s, flaky, clean)
+
+
+def test_a_flaky_provider_after_a_brief_limit_costs_little() -> None:
+    """The same flaky provider whose first 4 answers were a limit's 429s without any header:
+    that limit cuts the pace once; the random brief 429s after it are not that limit's (they
+    name a short wait, its did not), so they delay their own requests alone and the run takes
+    at most 1.5 times the clean run's fake seconds after the same limit (before, each of them
+    cut the pace again: over ten times as long)."""
+
+    async def timed(error_rate: float, latency_s: float) -> float:
+        fake = FakeClock()
+        pacer = EndpointPacer("judge", clock=fake.clock)
+        _, took = await run_flaky(
+            fake,
+            pacer,
+            requests=400,
+            error_rate=error_rate,
+            latency_s=latency_s,
+            limited_first=4,
+        )
+        return took
+
+    for latency_s in (0.4, 0.02):
+        clean, flaky = asyncio.run(timed(0.0, latency_s)), asyncio.run(timed(0.1, latency_s))
         assert flaky <= 1.5 * clean, (latency_s, flaky, clean)
 
 

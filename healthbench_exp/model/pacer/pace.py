@@ -101,6 +101,7 @@ class EndpointPacer:
         # the last BRIEF_WINDOW answers: True for a brief 429 (see `refused`)
         self.recent_brief: deque[bool] = deque(maxlen=BRIEF_WINDOW)
         self.limited_since = -math.inf  # when the first cut came (see `_accepted_rate`)
+        self.limit_is_brief = False  # the first cut came of brief 429s (see `refused`)
         self.first_start: float | None = None
         self._gate = asyncio.Lock()  # the queue of held-back requests (FIFO)
         self.waiting = 0  # requests held back right now
@@ -205,16 +206,21 @@ class EndpointPacer:
         refusal (`Refusal.brief`) sleeps its own wait on the clock and returns, neither pausing
         nor slowing the other requests (at 10% random refusals, each a cut, a run took ten
         times as long), unless brief refusals were more than BRIEF_SHARE_MAX of the last
-        BRIEF_WINDOW answers (a limit that names a short wait), or the endpoint was paced as a
-        limit once (its 429s then tell of that limit: the probes past it); any other refusal
-        pauses and re-paces the endpoint (`rate_limited`). Either way the request then starts
-        again."""
+        BRIEF_WINDOW answers (a limit that names a short wait), or the endpoint's first cut
+        came of brief refusals (that limit's 429s name a short wait: the later ones are the
+        probes past it). A limit first told by other 429s (no Retry-After, a long one, its
+        headers) does not make the brief ones after it its own: a provider that limits a
+        burst and is flaky after it is not cut at each random 429 (a run took minutes for
+        seconds). Any other refusal pauses and re-paces the endpoint (`rate_limited`). Either
+        way the request then starts again."""
         self.recent_brief.append(refusal.brief)
         noise = sum(self.recent_brief) <= BRIEF_SHARE_MAX * BRIEF_WINDOW
-        if refusal.brief and noise and self.limited_since == -math.inf:
+        if refusal.brief and noise and not self.limit_is_brief:
             self.requeued += 1
             await self.clock.sleep(refusal.wait_s)
             return
+        if self.limited_since == -math.inf:
+            self.limit_is_brief = refusal.brief
         self.rate_limited(refusal.wait_s, started_at)
 
     def rate_limited(self, wait_s: float, started_at: float) -> None:
