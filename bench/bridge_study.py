@@ -75,7 +75,10 @@ def main() -> None:
             )
             print(revisions_table(found).splitlines()[-1], flush=True)
     else:
-        print_table(study(worlds, args.replicates, args.resamples, args.seed))
+        # a world at a time too, its rows printed as they are done
+        print(TABLE_HEADER)
+        for world in worlds:
+            print_rows(study([world], args.replicates, args.resamples, args.seed))
     print(
         f"\n{args.replicates} replicates, {args.resamples} resamples each, seed {args.seed}"
         + f", runs of at most {cap} examples" * bool(cap)
@@ -104,17 +107,19 @@ def revisions_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def print_table(results: list[Result]) -> None:
-    """Every world and method, one markdown row each."""
-    print(
-        "| world | method | O's own score | bias | RMSE | interval width | coverage | "
-        "coverage of the expected score |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+TABLE_HEADER = (
+    "| world | method | O's own score | bias | RMSE | interval width | coverage | "
+    "coverage of the expected score |\n|---|---|---|---|---|---|---|---|"
+)
+
+
+def print_rows(results: list[Result]) -> None:
+    """Each world and method of `results`, one markdown row each (under TABLE_HEADER)."""
     for r in results:
         print(
             f"| {r.world} | {r.method} | {r.truth:.3f} | {r.bias:+.4f} | {r.rmse:.4f} | "
-            f"{r.width:.4f} | {coverage_cell(r.coverage)} | {r.coverage_expected:.3f} |"
+            f"{r.width:.4f} | {coverage_cell(r.coverage)} | {r.coverage_expected:.3f} |",
+            flush=True,
         )
 
 
