@@ -10,9 +10,10 @@ by one (before revision 2) beside `label_shift`'s by example.
     python bench/bridge_study.py --replicates 200  # quicker, noisier
     python bench/bridge_study.py --rare-verdict --replicates 200  # revision 2 beside 3
 
-`--rare-verdict`: only the worlds where one of the reference grader's verdicts is rare in a
-stratum (`RARE_VERDICT`), `label_shift` (revision 3) beside revision 2's pooling, as the
-second table of docs/bridge.md.
+Without `--rare-verdict`: every world but the rare-verdict ones (`MAIN`), each method, as the
+first table of docs/bridge.md. `--rare-verdict`: only the worlds where one of the reference
+grader's verdicts is rare in a stratum (`RARE_VERDICT`), `label_shift` (revision 3) beside
+revision 2's pooling, as the second table of docs/bridge.md.
 
 Seeded: the same options print the same table (each world seeded by its name: its rows are
 the same whichever worlds run beside it). The bootstrap uses `--resamples` resamples per
@@ -34,6 +35,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # beside this script (as bench/common.py is)
 from bridge_simulation import RARE_VERDICT, REVISION_2, SCENARIOS, Result, study
 
+# the main table's worlds: the rare-verdict ones have a table of their own (`--rare-verdict`)
+MAIN = tuple(w for w in SCENARIOS if w not in RARE_VERDICT)
 WIDER_THAN_NEEDED = 0.99  # coverage at or above it: the table says "wider than needed"
 
 
@@ -63,7 +66,7 @@ def main() -> None:
     started = time.monotonic()
     cap = args.run_examples
     worlds = [replace(w, run_examples=min(w.run_examples, cap or w.run_examples)) for w in (
-        RARE_VERDICT if args.rare_verdict else SCENARIOS
+        RARE_VERDICT if args.rare_verdict else MAIN
     )]  # fmt: skip
     if args.rare_verdict:
         # a world at a time (each seeded by its name: the same rows as all at once), each row
