@@ -5,10 +5,10 @@ is marked "wider than needed". Where a judge's errors are correlated within a re
 "label_shift, pairs one by one" gives the same estimate with the bridge's pairs resampled one
 by one (before revision 2) beside `label_shift`'s by example.
 
-    python bench/bridge_study.py --replicates 500  # the docs' table (about 14 min of one core)
+    python bench/bridge_study.py --replicates 300  # the docs' first table
     python bench/bridge_study.py                   # 1000 replicates (about 28 min)
-    python bench/bridge_study.py --replicates 200  # quicker, noisier
-    python bench/bridge_study.py --rare-verdict --replicates 200  # revision 2 beside 3
+    python bench/bridge_study.py --rare-verdict --replicates 500 --resamples 60 \
+        --run-examples 300                         # the second: revision 2 beside 3
 
 Without `--rare-verdict`: every world but the rare-verdict ones (`MAIN`), each method, as the
 first table of docs/bridge.md. `--rare-verdict`: only the worlds where one of the reference
