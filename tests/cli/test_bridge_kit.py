@@ -240,11 +240,6 @@ def test_three_models_of_set_strength_make_a_bridge_checked_across_them(tmp_path
     assert not any(c["beyond_interval"] for c in check["spread"]["label_shift"])
     assert any(c["beyond_interval"] for c in check["spread"]["calibration"])
     assert "leave one model out (3 sources" in stdout and "OUTSIDE the interval" in stdout
-    # each stratum whose verdict, rare in the other sources' replies, one source's replies get
-    # far more often: in bridge_check.json and one line of the printout each
-    rare = check["rare_verdicts"]
-    named = [line for line in stdout.splitlines() if "rests on the pooled rate" in line]
-    assert len(named) == len(rare)
 
 
 @pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
