@@ -5,14 +5,15 @@ is marked "wider than needed". Where a judge's errors are correlated within a re
 "label_shift, pairs one by one" gives the same estimate with the bridge's pairs resampled one
 by one (before revision 2) beside `label_shift`'s by example.
 
-    python bench/bridge_study.py --replicates 500  # the docs' table (about 14 min of one core)
+    python bench/bridge_study.py --replicates 300  # the docs' first table
     python bench/bridge_study.py                   # 1000 replicates (about 28 min)
-    python bench/bridge_study.py --replicates 200  # quicker, noisier
-    python bench/bridge_study.py --rare-verdict --replicates 200  # revision 2 beside 3
+    python bench/bridge_study.py --rare-verdict --replicates 500 --resamples 60 \
+        --run-examples 300                         # the second: revision 2 beside 3
 
-`--rare-verdict`: only the worlds where one of the reference grader's verdicts is rare in a
-stratum (`RARE_VERDICT`), `label_shift` (revision 3) beside revision 2's pooling, as the
-second table of docs/bridge.md.
+Without `--rare-verdict`: every world but the rare-verdict ones (`MAIN`), each method, as the
+first table of docs/bridge.md. `--rare-verdict`: only the worlds where one of the reference
+grader's verdicts is rare in a stratum (`RARE_VERDICT`), `label_shift` (revision 3) beside
+revision 2's pooling, as the second table of docs/bridge.md.
 
 Seeded: the same options print the same table (each world seeded by its name: its rows are
 the same whichever worlds run beside it). The bootstrap uses `--resamples` resamples per
@@ -34,6 +35,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # beside this script (as bench/common.py is)
 from bridge_simulation import RARE_VERDICT, REVISION_2, SCENARIOS, Result, study
 
+# the main table's worlds: the rare-verdict ones have a table of their own (`--rare-verdict`)
+MAIN = tuple(w for w in SCENARIOS if w not in RARE_VERDICT)
 WIDER_THAN_NEEDED = 0.99  # coverage at or above it: the table says "wider than needed"
 
 
@@ -63,7 +66,7 @@ def main() -> None:
     started = time.monotonic()
     cap = args.run_examples
     worlds = [replace(w, run_examples=min(w.run_examples, cap or w.run_examples)) for w in (
-        RARE_VERDICT if args.rare_verdict else SCENARIOS
+        RARE_VERDICT if args.rare_verdict else MAIN
     )]  # fmt: skip
     if args.rare_verdict:
         # a world at a time (each seeded by its name: the same rows as all at once), each row
@@ -75,7 +78,10 @@ def main() -> None:
             )
             print(revisions_table(found).splitlines()[-1], flush=True)
     else:
-        print_table(study(worlds, args.replicates, args.resamples, args.seed))
+        # a world at a time too, its rows printed as they are done
+        print(TABLE_HEADER)
+        for world in worlds:
+            print_rows(study([world], args.replicates, args.resamples, args.seed))
     print(
         f"\n{args.replicates} replicates, {args.resamples} resamples each, seed {args.seed}"
         + f", runs of at most {cap} examples" * bool(cap)
@@ -104,17 +110,19 @@ def revisions_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def print_table(results: list[Result]) -> None:
-    """Every world and method, one markdown row each."""
-    print(
-        "| world | method | O's own score | bias | RMSE | interval width | coverage | "
-        "coverage of the expected score |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+TABLE_HEADER = (
+    "| world | method | O's own score | bias | RMSE | interval width | coverage | "
+    "coverage of the expected score |\n|---|---|---|---|---|---|---|---|"
+)
+
+
+def print_rows(results: list[Result]) -> None:
+    """Each world and method of `results`, one markdown row each (under TABLE_HEADER)."""
     for r in results:
         print(
             f"| {r.world} | {r.method} | {r.truth:.3f} | {r.bias:+.4f} | {r.rmse:.4f} | "
-            f"{r.width:.4f} | {coverage_cell(r.coverage)} | {r.coverage_expected:.3f} |"
+            f"{r.width:.4f} | {coverage_cell(r.coverage)} | {r.coverage_expected:.3f} |",
+            flush=True,
         )
 
 

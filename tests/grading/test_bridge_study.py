@@ -38,9 +38,14 @@ from healthbench_exp.grading.bridge import ESTIMATORS
 # criteria met 0.01-0.03 with their own sp fell short under revision 2, bias -0.015, and meet
 # it since revision 3 pools se and sp each on its own count)
 SHORT_OF_THE_BAR = {
-    # the run's model at the ceiling: positives met 0.99, negatives 0.01, O's score 0.987; pi
-    # clipped at 1 in most strata pulls the estimate down (revision 2: -0.061, coverage 0.035)
-    "rare: mirror and rare negatives together, +0.15": "bias -0.015, coverage 0.85 (seed 0)",
+    # the run's model at the ceiling: positives met 0.99, negatives 0.01, O's score 0.987. The
+    # clip of pi at 1 (and at 0 on the negatives) is the bias: the same draws with pi unclipped
+    # -0.0046 (runs of 300) and -0.0005 (1,000), not the pooling; the interval's width is right
+    # but centred low, and the percentiles at a bound lie lower still (docs/bridge.md, "At the
+    # ceiling"; revision 2: -0.061, coverage 0.035)
+    "rare: mirror and rare negatives together, +0.15": (
+        "bias -0.015, coverage 0.85 (seed 0): the clip of pi at the ceiling"
+    ),
 }
 UNCHANGED = [
     replace(w, run_examples=min(w.run_examples, 300)) for w in SCENARIOS if not w.rates_change
