@@ -50,7 +50,9 @@ threads, criteria two at a time on 2 cores, its per-example HTML and end-of-run 
 `--requests-only`), on the same rows and server, with as many example threads as make C requests
 in flight at most. simple-evals counts nothing, so its requests are the server's count and its
 evaluation time the server's first request to last reply. `--http-client` picks the harness's
-transport; `--set KEY=VALUE` passes any other override to the harness.
+transport; `--set KEY=VALUE` passes any other override to the harness. `--harness-checkout DIR`
+times the harness of another checkout (`git worktree add /tmp/before COMMIT`) with this bench,
+its options and its server: before and after a change, on one workload.
 
 It prints figures; it asserts nothing. Run it on an idle machine.
 """
@@ -280,7 +282,8 @@ def run_once(data: Path, args: argparse.Namespace, work: Path, server: ServerPro
     with log.open("w") as stderr:
         process = subprocess.Popen(
             build(data, args, server.base_url, run_dir), stdout=subprocess.DEVNULL,
-            stderr=stderr, env={**user_environment(), "HEALTHBENCH_CACHE_DIR": str(cache)},
+            stderr=stderr, env={**harness_environment(args), "HEALTHBENCH_CACHE_DIR": str(cache)},
+            cwd=harness_checkout(args),
         )  # fmt: skip
         _, status, usage = os.wait4(process.pid, 0)
     wall = time.time() - started
@@ -340,10 +343,27 @@ def user_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 
-def compile_package() -> None:
+def harness_checkout(args: argparse.Namespace) -> Path | None:
+    """The checkout whose harness `--runner harness` runs (`--harness-checkout`), or None for
+    this one: the run starts in it, so `python -m healthbench_exp` imports its package."""
+    checkout = getattr(args, "harness_checkout", None)
+    return Path(checkout).resolve() if checkout and args.runner == "harness" else None
+
+
+def harness_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The run's environment: the user's, with PYTHONPATH at `--harness-checkout` when given
+    (so the harness of another commit is timed by this bench, on this bench's server)."""
+    checkout = harness_checkout(args)
+    environment = user_environment()
+    return environment if checkout is None else {**environment, "PYTHONPATH": str(checkout)}
+
+
+def compile_package(checkout: Path | None = None) -> None:
     """Write the package's bytecode once, before the first run, so every repeat starts alike
-    (an editable install writes it on its first run; a wheel's install writes it up front)."""
-    package = Path(healthbench_exp.__file__).parent
+    (an editable install writes it on its first run; a wheel's install writes it up front):
+    the package of `checkout`, or this one's."""
+    here = Path(healthbench_exp.__file__).parent
+    package = here if checkout is None else checkout / "healthbench_exp"
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
 
 
@@ -406,6 +426,11 @@ def main() -> None:
         "--requests-only", action="store_true",
         help="with --runner reference: leave out its per-example HTML and end-of-run work",
     )  # fmt: skip
+    parser.add_argument(
+        "--harness-checkout", type=Path, metavar="DIR",
+        help="with --runner harness: time the harness of another checkout (e.g. a `git worktree`"
+        " of an older commit) with this bench and server: before and after, one workload",
+    )  # fmt: skip
     parser.add_argument("--http-client", choices=["aiohttp", "httpx", "direct"], default="aiohttp")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
@@ -451,12 +476,14 @@ def main() -> None:
     if args.runner == "simple-evals" and not args.simple_evals:
         parser.error("--runner simple-evals needs --simple-evals DIR (a simple-evals checkout)")
     if args.runner == "harness":
-        compile_package()
+        compile_package(harness_checkout(args))
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
     data = work / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(args.n, args.seed)))
     latency = "0" if args.zero_latency else f"{args.latency_ms:g}+-{args.jitter_ms:g}"
     runner = f"harness, {args.http_client}" if args.runner == "harness" else args.runner
+    if harness_checkout(args):
+        runner += f", from {harness_checkout(args)}"
     print(f"N={args.n} L={latency} ms C={args.concurrency} {runner}  (work dir {work})")
     header = ["requests", "wall_s", "evaluation_s", "ideal_s", "efficiency",
               "cpu_ms_per_request", "peak_rss_mb", "peak_in_flight", "mean_in_flight",

@@ -116,3 +116,28 @@ def test_startup_and_wandb_overhead_print_their_figures(tmp_path: Path) -> None:
     for mode in ("disabled", "offline"):
         assert re.search(rf"^1 +{mode} +[\d.]+ +[\d.]+ +[\d.]+ +\d+$", overhead.stdout, re.M)
     assert "median wall s: disabled" in overhead.stdout
+
+
+def test_throughput_times_the_harness_of_another_checkout(tmp_path: Path) -> None:
+    """`--harness-checkout DIR` runs DIR's package, not this one's: before and after a change
+    on one bench and server."""
+    throughput = bench_module("throughput")
+    checkout = tmp_path / "before"
+    package = checkout / "healthbench_exp"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(
+        "import sys\nsys.stderr.write('the older checkout ran')\nsys.exit(3)\n"
+    )
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in throughput.synthetic_rows(2, seed=1)))
+    args = argparse.Namespace(
+        zero_latency=True, latency_ms=0.0, jitter_ms=0.0, reuse_cache=False, concurrency=4,
+        examples_in_flight=2, http_client="aiohttp", set=[], runner="harness",
+        harness_checkout=checkout,
+    )  # fmt: skip
+    with (
+        ServerProcess(server_args(latency_ms=0)) as server,
+        pytest.raises(SystemExit, match="the older checkout ran"),
+    ):
+        throughput.run_once(data, args, tmp_path, server)
