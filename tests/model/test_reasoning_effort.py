@@ -29,7 +29,7 @@ class RecordingServer(OfflineServer):
     """The built-in server, keeping the JSON body of every chat-completions request."""
 
     def __init__(self) -> None:
-        super().__init__(composed("experiment=demo").offline_server)
+        super().__init__(composed("experiment=demo").offline_server, clock=SYSTEM_CLOCK.now)
         self.bodies: list[dict[str, Any]] = []
 
     async def post(self, request: web.Request) -> web.Response:
