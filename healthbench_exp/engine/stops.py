@@ -73,7 +73,10 @@ def signal_text(signum: int) -> str:
 class RunInterrupted(BaseException):
     """SIGINT, SIGTERM, SIGHUP or SIGUSR2 stopped the run. A BaseException, like
     KeyboardInterrupt, so that no `except Exception` on the way out mistakes it for a failure
-    of the work."""
+    of the work. `summary`: the partial summary its run wrote (`engine.run`), for the CLI to
+    print its table before the interrupted line (None: none was written)."""
+
+    summary: RunSummary | None = None
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -144,6 +147,13 @@ def signals_interrupt() -> Iterator[None]:
         for s, handler in previous.items():
             signal.signal(s, handler)
         sys.unraisablehook = previous_hook
+
+
+def leaving() -> bool:
+    """Whether this process's stop level reached LEAVE (`core.stop_signals`: a second signal,
+    or a parent's second): the run writes nothing more and leaves."""
+    STOP_COUNT.noticed()
+    return STOP_COUNT.acted >= LEAVE
 
 
 def signals_held() -> contextlib.AbstractContextManager[None]:
