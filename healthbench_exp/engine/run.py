@@ -210,8 +210,9 @@ def end_interrupted(
     (`account_invocation`, whole, its abandoned requests apart; its line says what was
     abandoned in flight), then give the summary of what finished, marked `partial`, to each
     sink in order (`Sink.interrupted`: summary.json and report.html; W&B fails its run as
-    before); `exc.summary` is that summary. A second signal (or an output that cannot be
-    written) stops the writing, `exc.summary` None (the usage is recorded all the same).
+    before); `exc.summary` is that summary. A second signal (or anything raised: an output
+    that cannot be written) stops the writing, `exc.summary` None (the usage is recorded all
+    the same: the run ends interrupted whatever happens here).
     Return how many sinks had it."""
     plain = run.counters.as_dict()
     measured = Measured(plain, roles.usage(plain), run.wall_time_s)
@@ -227,11 +228,12 @@ def end_interrupted(
         for sink in sinks:  # in order: local outputs complete before W&B fails its run
             sink.interrupted(summary, exc)
             done += 1
-        exc.summary = summary
+        if sinks:  # (a pilot's has none: nothing of it is shown)
+            exc.summary = summary
     except (RunInterrupted, KeyboardInterrupt):  # a second signal: leave at once
         log.warning("leaving now: the partial summary.json or report.html may be missing")
-    except (OutputWriteError, OSError) as error:
-        log.warning("the partial summary.json and report.html were not written: %s", error)
+    except Exception as error:  # a full disk, or a bug: the run still ends interrupted
+        log.warning("the partial summary.json and report.html were not written: %r", error)
     if not accounted:
         record_cut_short(settings, roles, run.counters, began, run.wall_time_s)
     if note := abandoned_text(Usage.from_dict(measured.usage)):

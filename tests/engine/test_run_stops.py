@@ -135,7 +135,8 @@ def partial_summary_written(run_dir: Path, rows: int = 24) -> None:
     states = ("rows_scored", "rows_failed", "rows_unscorable", "rows_not_run")
     assert sum(counts[state] for state in states) == counts["rows"] == rows, counts
     assert counts["rows_scored"] <= len(lines(run_dir / "examples.jsonl")) < rows
-    assert "PARTIAL" in (run_dir / "report.html").read_text(encoding="utf-8")
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "banner-PARTIAL" in report and "banner-INTERRUPTED" in report
 
 
 def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> None:
