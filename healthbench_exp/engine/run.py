@@ -11,7 +11,8 @@ list of every result is kept); summarize; record
 this invocation's usage in `invocations.jsonl`; then the sinks `finish` in the order given (the
 CLI puts the local files first and W&B last). Anything raised on the way `fail`s the sinks that
 had not finished and propagates: ConfigError / DataError / FatalEndpointError before or instead
-of a partial result, RunInterrupted on a signal.
+of a partial result, RunInterrupted on a signal (the first one's grace over, the usage is
+recorded and the partial summary given to the sinks first, `end_interrupted`).
 
 The engine and the layers below it write no file of the run directory themselves: the sinks do,
 and `RunSettings.files` (the CLI's `output.run_dir.RunDirectory`) writes the invocations, the

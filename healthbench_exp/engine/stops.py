@@ -7,11 +7,13 @@
   run and lets its requests in flight answer for `runner.stop_grace_s` (`engine.grace`), then
   (or at a second signal) cancels the run's main task, so every request slot, client, server
   and file is closed on the way out (what finished is already in `examples.jsonl`); outside
-  the loop the signal raises it where the program is. The app records `status.json:
-  interrupted` with the resume command and exits 128 + the signal's number (130, 143, 129,
-  140), without a traceback. SIGUSR2 is the warning SLURM sends a job of the SLURM launchers
-  before its time limit (submitit's `--signal=USR2@<s>`), and SIGTERM what it sends at the
-  limit or on scancel: either way the job ends resumable.
+  the loop the signal raises it where the program is. After the first signal's grace the
+  run writes its partial summary.json and report.html (`engine.run.end_interrupted`); the
+  app prints their table, records `status.json: interrupted` with the resume command and
+  exits 128 + the signal's number (130, 143, 129, 140), without a traceback. SIGUSR2 is the
+  warning SLURM sends a job of the SLURM launchers before its time limit (submitit's
+  `--signal=USR2@<s>`), and SIGTERM what it sends at the limit or on scancel: either way the
+  job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
   attempts was a success, or none in `runner.dead_endpoint_s` after 3 failed attempts) halts
   the run (nothing more is sent) and ends it once its rows are recorded and the summary
