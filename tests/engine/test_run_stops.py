@@ -114,6 +114,8 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["metrics"] == demo_metrics(demo_run)
+    assert summary["partial"] is False  # the partial summary is rewritten by the resumed run
+    assert summary["counts"]["rows_scored"] == 24
     # nothing paid twice: the finished rows' replies are the run's records (or in the cache)
     assert summary["counts"]["model_requests"] <= 24 - len(finished)
     assert status(run_dir)["status"] == "completed"
