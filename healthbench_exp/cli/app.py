@@ -10,6 +10,7 @@ traceback: the overrides' mistakes (`check_overrides`) and Hydra's composition e
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ from healthbench_exp.cli.typed_paths import from_where_typed
 from healthbench_exp.config.schema import ConfigError
 from healthbench_exp.core import standard_streams
 from healthbench_exp.core.run_end import Exit, Status
+from healthbench_exp.core.summary import RunSummary
 from healthbench_exp.engine import late_signals
 from healthbench_exp.engine.estimate_text import format_estimate
 from healthbench_exp.engine.stops import (
@@ -141,9 +143,8 @@ def run_app(cfg: DictConfig) -> float | None:
             return None
         record = jobs.run_job(config, run_dir, plain, job, readiness)
     except (Exception, RunInterrupted) as exc:
-        if isinstance(exc, StoppedEarly) and exc.summary is not None:  # its outputs are written
-            print(console.format_report(exc.summary))
-            print(f"\noutputs: {output_dir}")
+        if isinstance(exc, StoppedEarly | RunInterrupted) and exc.summary is not None:
+            print_partial(exc.summary, output_dir)  # its outputs are written
         ending = endings.ending_of(exc, endings.JobDir(output_dir, fresh, started))
         score = end(ending, run_dir, sweep_dir, parallel)
         stop_after_finishing(sweep_dir, parallel)
@@ -159,6 +160,14 @@ def run_app(cfg: DictConfig) -> float | None:
     score = end(ending, run_dir, sweep_dir, parallel, score=record.metrics.get("score"))
     stop_after_finishing(sweep_dir, parallel)
     return score
+
+
+def print_partial(summary: RunSummary, output_dir: Path) -> None:
+    """The table of a run stopped early and its `outputs:` line, before the line that says why
+    it stopped; a second signal as they print cuts them short (the ending still follows)."""
+    with contextlib.suppress(RunInterrupted):
+        print(console.format_report(summary))
+        print(f"\noutputs: {output_dir}")
 
 
 def stop_after_finishing(sweep_dir: Path | None, parallel: bool) -> None:

@@ -8,7 +8,8 @@ is in exactly one state:
 - `failed`: no usable reply (a failed request, an empty reply, a file without one): not scored;
 - `unscorable`: a reply, but every positive criterion ungraded (the judge gave no verdict);
 - `not_run`: stopped by `budget.max_usd` before it finished: a resumed run does it;
-- `pending`: not finished yet (only while the run is going; zero at its end).
+- `pending`: not finished yet (while the run is going; zero at its end, unless a stopping
+  signal held rows back or cut them short: summary.json counts those `rows_not_run` too).
 
 Criteria: `ungraded_criteria` have no verdict after every attempt; criteria left by the budget
 are not counted there (they are `not run`, not ungraded).
@@ -102,7 +103,8 @@ class RunCounts:
             "rows_scored": self.scored,
             "rows_failed": self.failed,
             "rows_unscorable": self.unscorable,
-            "rows_not_run": self.not_run,
+            # a row still pending at the end: a stopping signal held it back or cut it short
+            "rows_not_run": self.not_run + self.pending,
             "criteria_graded": self.criteria_graded,
             "ungraded_criteria": self.ungraded_criteria,
         }

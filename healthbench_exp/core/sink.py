@@ -13,8 +13,10 @@ For one run the engine calls, on every sink in the order given:
 3. `describe()` once the summary is built, on every sink before any sink finishes: fields of
    the `RunSummary` the sink sets (W&B: `wandb`, where its run is; most sinks: none);
 4. `finish(summary)` in order, so sinks listed first (local files) are complete before later
-   ones (W&B) run; or, when anything raised on the way, `fail(error)` on every sink that
-   had not finished, and the error propagates.
+   ones (W&B) run; or, when a stopping signal ended the run after its grace,
+   `interrupted(summary, error)` in the same order (`summary` is partial: what finished); or,
+   when anything else raised on the way (a second signal too), `fail(error)` on every sink
+   that had not finished, and the error propagates.
 
 The engine keeps no whole-run list of results: a sink that writes something of every row at
 the end (the `results/` dataset) reads back what it wrote as the rows finished.
@@ -54,6 +56,11 @@ class Sink(Protocol[ResultT_contra]):
 
     def finish(self, summary: RunSummary) -> None:
         """The run ended: its summary (with every sink's `describe()`)."""
+
+    def interrupted(self, summary: RunSummary, error: BaseException) -> None:
+        """A stopping signal (`error`) ended the run; `summary` is what finished (partial). The
+        local files write what `finish` writes (a resume rewrites it); W&B fails the run as
+        `fail` does. A second signal may raise from it."""
 
     def fail(self, error: BaseException) -> None:
         """The run raised `error` before this sink finished; never raises."""

@@ -42,7 +42,8 @@ The top level, in file order (`eval` / `meta_eval`: written by that task only):
 - `published` (eval): one `PublishedComparison` (`core.published_record`) per published number
   of the run's model and set, best-matching first (docs/reproducing.md); `published_note`: why
   nothing published applies, when nothing does.
-- `partial`: true when rows were not run (the budget stopped the run): a resume finishes them.
+- `partial`: true when rows were not run (the budget, a dead endpoint or a stopping signal
+  stopped the run): a resume finishes them.
 - `demo`: true when the built-in offline endpoint answered: the scores mean nothing.
 - `wandb`: `WandbInfo`, where the W&B run is; null when W&B was disabled.
 

@@ -11,7 +11,8 @@ list of every result is kept); summarize; record
 this invocation's usage in `invocations.jsonl`; then the sinks `finish` in the order given (the
 CLI puts the local files first and W&B last). Anything raised on the way `fail`s the sinks that
 had not finished and propagates: ConfigError / DataError / FatalEndpointError before or instead
-of a partial result, RunInterrupted on a signal.
+of a partial result, RunInterrupted on a signal (the first one's grace over, the usage is
+recorded and the partial summary given to the sinks first, `end_interrupted`).
 
 The engine and the layers below it write no file of the run directory themselves: the sinks do,
 and `RunSettings.files` (the CLI's `output.run_dir.RunDirectory`) writes the invocations, the
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from healthbench_exp.config.measured import measured_fingerprint
 from healthbench_exp.config.schema import Config, ConfigError
@@ -51,14 +52,14 @@ from healthbench_exp.engine.late_signals import DeferredSignals
 from healthbench_exp.engine.loop import LoopSettings, Reached, evaluate, run_async
 from healthbench_exp.engine.pilot import FirstRows, pilot_record
 from healthbench_exp.engine.serve import served_models
-from healthbench_exp.engine.stops import RunInterrupted, StoppedEarly, signals_held
+from healthbench_exp.engine.stops import RunInterrupted, StoppedEarly, leaving, signals_held
 from healthbench_exp.model.clock import SYSTEM_CLOCK
 from healthbench_exp.model.costs import sum_costs
 from healthbench_exp.model.invocations import cumulative_usage, record_invocation, record_killed
 from healthbench_exp.model.probe import with_probed_limits
 from healthbench_exp.model.roles import Counters, Roles
 from healthbench_exp.published.run_side import with_published
-from healthbench_exp.tasks.base import Measured, Task
+from healthbench_exp.tasks.base import Measured, Summarizer, Task
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     control: RunControl | None = None  # made once the endpoints are reachable
     accounted = False  # this invocation's usage is in invocations.jsonl
     finishing = DeferredSignals()  # once the work is done, a signal lets the outputs finish
+    summarizer: Summarizer[Result] | None = None  # made once the rows are loaded
     try:
         with (  # the servers get ready while the data loads; stopped however the run ends
             builtin_server(demo, config.offline_server) as server,
@@ -166,15 +168,78 @@ def run(task: Task[Item, Result], settings: RunSettings, sinks: Sequence[Sink]) 
     except BaseException as exc:
         finishing.end(complete=False)
         if control is not None and control.counters is not None and not accounted:  # paid still
-            cut = record_cut_short(
-                settings, roles, control.counters, began, time.monotonic() - started
-            )
-            if isinstance(exc, RunInterrupted) and (note := abandoned_text(cut)):
-                exc.add(note)
+            wall_time_s = time.monotonic() - started
+            if isinstance(exc, RunInterrupted) and summarizer is not None and not leaving():
+                finished = end_interrupted(
+                    exc,
+                    sinks,
+                    Interrupted(summarizer, control.counters, wall_time_s, demo),
+                    settings,
+                    roles,
+                    began,
+                )
+            else:
+                cut = record_cut_short(settings, roles, control.counters, began, wall_time_s)
+                if isinstance(exc, RunInterrupted) and (note := abandoned_text(cut)):
+                    exc.add(note)
         for sink in sinks[finished:]:
             sink.fail(exc)
         raise
     return summary
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """What a run a stopping signal ended holds: its summarizer (the rows that finished), its
+    roles' counters (`RunControl.counters`), its wall time and whether it was a demo."""
+
+    summarizer: Summarizer[Any]
+    counters: Counters
+    wall_time_s: float
+    demo: bool
+
+
+def end_interrupted(
+    exc: RunInterrupted,
+    sinks: Sequence[Sink],
+    run: Interrupted,
+    settings: RunSettings,
+    roles: Roles,
+    began: datetime,
+) -> int:
+    """End a run the first stopping signal ended, its grace over: record the invocation's usage
+    (`account_invocation`, whole, its abandoned requests apart; its line says what was
+    abandoned in flight), then give the summary of what finished, marked `partial`, to each
+    sink in order (`Sink.interrupted`: summary.json and report.html; W&B fails its run as
+    before); `exc.summary` is that summary. A second signal (or anything raised: an output
+    that cannot be written) stops the writing, `exc.summary` None (the usage is recorded all
+    the same: the run ends interrupted whatever happens here).
+    Return how many sinks had it."""
+    plain = run.counters.as_dict()
+    measured = Measured(plain, roles.usage(plain), run.wall_time_s)
+    accounted, done = False, 0
+    try:
+        summary = with_published(run.summarizer.summary(measured))
+        with signals_held():  # recorded once, whole, as a completed invocation's
+            summary = account_invocation(summary, measured, run.demo, settings.files, began)
+            accounted = True
+        summary = replace(summary, partial=True)
+        for sink in sinks:
+            summary = replace(summary, **sink.describe())
+        for sink in sinks:  # in order: local outputs complete before W&B fails its run
+            sink.interrupted(summary, exc)
+            done += 1
+        if sinks:  # (a pilot's has none: nothing of it is shown)
+            exc.summary = summary
+    except (RunInterrupted, KeyboardInterrupt):  # a second signal: leave at once
+        log.warning("leaving now: the partial summary.json or report.html may be missing")
+    except Exception as error:  # a full disk, or a bug: the run still ends interrupted
+        log.warning("the partial summary.json and report.html were not written: %r", error)
+    if not accounted:
+        record_cut_short(settings, roles, run.counters, began, run.wall_time_s)
+    if note := abandoned_text(Usage.from_dict(measured.usage)):
+        exc.add(note)
+    return done
 
 
 def account_invocation(

@@ -7,11 +7,13 @@
   run and lets its requests in flight answer for `runner.stop_grace_s` (`engine.grace`), then
   (or at a second signal) cancels the run's main task, so every request slot, client, server
   and file is closed on the way out (what finished is already in `examples.jsonl`); outside
-  the loop the signal raises it where the program is. The app records `status.json:
-  interrupted` with the resume command and exits 128 + the signal's number (130, 143, 129,
-  140), without a traceback. SIGUSR2 is the warning SLURM sends a job of the SLURM launchers
-  before its time limit (submitit's `--signal=USR2@<s>`), and SIGTERM what it sends at the
-  limit or on scancel: either way the job ends resumable.
+  the loop the signal raises it where the program is. After the first signal's grace the
+  run writes its partial summary.json and report.html (`engine.run.end_interrupted`); the
+  app prints their table, records `status.json: interrupted` with the resume command and
+  exits 128 + the signal's number (130, 143, 129, 140), without a traceback. SIGUSR2 is the
+  warning SLURM sends a job of the SLURM launchers before its time limit (submitit's
+  `--signal=USR2@<s>`), and SIGTERM what it sends at the limit or on scancel: either way the
+  job ends resumable.
 - An endpoint given up on (`model.health`: none of its first `runner.dead_endpoint_calls`
   attempts was a success, or none in `runner.dead_endpoint_s` after 3 failed attempts) halts
   the run (nothing more is sent) and ends it once its rows are recorded and the summary
@@ -73,7 +75,10 @@ def signal_text(signum: int) -> str:
 class RunInterrupted(BaseException):
     """SIGINT, SIGTERM, SIGHUP or SIGUSR2 stopped the run. A BaseException, like
     KeyboardInterrupt, so that no `except Exception` on the way out mistakes it for a failure
-    of the work."""
+    of the work. `summary`: the partial summary its run wrote (`engine.run`), for the CLI to
+    print its table before the interrupted line (None: none was written)."""
+
+    summary: RunSummary | None = None
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -144,6 +149,13 @@ def signals_interrupt() -> Iterator[None]:
         for s, handler in previous.items():
             signal.signal(s, handler)
         sys.unraisablehook = previous_hook
+
+
+def leaving() -> bool:
+    """Whether this process's stop level reached LEAVE (`core.stop_signals`: a second signal,
+    or a parent's second): the run writes nothing more and leaves."""
+    STOP_COUNT.noticed()
+    return STOP_COUNT.acted >= LEAVE
 
 
 def signals_held() -> contextlib.AbstractContextManager[None]:

@@ -43,6 +43,13 @@ class _RowFiles:
     def describe(self) -> SinkFields:
         return {}
 
+    def finish(self, summary: RunSummary) -> None:
+        raise NotImplementedError
+
+    def interrupted(self, summary: RunSummary, error: BaseException) -> None:
+        """Stopped by a signal: the same files as `finish`, of what finished (partial)."""
+        self.finish(summary)
+
     def fail(self, error: BaseException) -> None:
         self.open.close()
 

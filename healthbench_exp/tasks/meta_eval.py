@@ -151,7 +151,7 @@ class MetaEvalTask:
         )
 
     def summarizer(self, rows: int) -> MetaEvalSummarizer:
-        return MetaEvalSummarizer(self)
+        return MetaEvalSummarizer(self, rows)
 
     def summarize(self, results: Sequence[MetaEvalResult], measured: Measured) -> RunSummary:
         """The run's summary of every result, in the rows' order."""
@@ -187,14 +187,23 @@ class MetaEvalSummarizer:
     meta-eval row is one criterion's verdict: its agreement statistics read them all)."""
 
     task: MetaEvalTask
+    rows: int
     results: list[tuple[int, MetaEvalResult]] = field(default_factory=list)
 
     def add(self, position: int, result: MetaEvalResult) -> None:
         self.results.append((position, result))
 
     def summary(self, measured: Measured) -> RunSummary:
+        """The summary of the rows that finished; those that never did (a stopping signal held
+        them back or cut them short) count as not run."""
         self.results.sort(key=lambda pair: pair[0])
-        return self.task.summarize([result for _, result in self.results], measured)
+        summary = self.task.summarize([result for _, result in self.results], measured)
+        missing, counts = self.rows - len(self.results), summary.counts
+        if missing > 0 and isinstance(counts, MetaEvalCounts):
+            summary.counts = replace(
+                counts, rows=self.rows, rows_not_run=counts.rows_not_run + missing
+            )
+        return summary
 
 
 def row_conversation(row: MetaEvalRow) -> str:

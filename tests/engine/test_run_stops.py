@@ -89,13 +89,17 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(
     )  # fmt: skip
     wait_for(lambda: len(lines(run_dir / "examples.jsonl")) >= 3, process)
     process.send_signal(signum)
-    _out, err = process.communicate(timeout=120)
+    out, err = process.communicate(timeout=120)
     assert process.returncode == 128 + signum
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     name = signal.Signals(signum).name
     assert f"interrupted by {name}" in err
     resume = f"python -m healthbench_exp resume={run_dir}"
     assert resume in err
+    # the interrupted line stays the last; the partial table and `outputs:` come before it
+    assert err.strip().splitlines()[-1].endswith(resume)
+    assert out.strip().splitlines()[-1] == f"outputs: {run_dir}", out
+    partial_summary_written(run_dir)
     recorded = status(run_dir)
     assert recorded["status"] == "interrupted"
     assert name in recorded["error"] and resume in recorded["error"]
@@ -110,10 +114,31 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume_finishes(
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["metrics"] == demo_metrics(demo_run)
+    assert summary["partial"] is False  # the partial summary is rewritten by the resumed run
+    assert summary["counts"]["rows_scored"] == 24
     # nothing paid twice: the finished rows' replies are the run's records (or in the cache)
     assert summary["counts"]["model_requests"] <= 24 - len(finished)
     assert status(run_dir)["status"] == "completed"
     no_leftovers(run_dir)
+
+
+def partial_summary_written(run_dir: Path, rows: int = 24) -> None:
+    """An interrupted run's summary.json is partial, with its usage as invocations.jsonl
+    records it (what was read and what was abandoned apart), and its report.html says PARTIAL."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["partial"] is True
+    (recorded,) = [json.loads(line) for line in lines(run_dir / "invocations.jsonl")]
+    (invocation,) = summary["usage"]["invocations"]
+    for role in ("model", "judge"):
+        for key in ("requests", "cost_usd", "abandoned_in_flight", "abandoned_cost_usd"):
+            assert invocation[role].get(key) == recorded["usage"][role].get(key), (role, key)
+    assert summary["usage"]["total_cost_usd"] == recorded["usage"]["total_cost_usd"]
+    counts = summary["counts"]  # every row in one state: those never finished are not run
+    states = ("rows_scored", "rows_failed", "rows_unscorable", "rows_not_run")
+    assert sum(counts[state] for state in states) == counts["rows"] == rows, counts
+    assert counts["rows_scored"] <= len(lines(run_dir / "examples.jsonl")) < rows
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "banner-PARTIAL" in report and "banner-INTERRUPTED" in report
 
 
 def test_a_full_output_disk_is_one_line_and_status_failed(tmp_path, tmpfs) -> None:

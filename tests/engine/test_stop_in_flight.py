@@ -22,6 +22,7 @@ from tests.cli.test_run_lock import lines, start_run, wait_for
 from tests.conftest import LoopbackServer
 from tests.e2e.test_e2e import run_cli
 from tests.engine.test_resume_records import endpoint_args
+from tests.engine.test_run_stops import partial_summary_written
 from tests.output.test_tracking import wandb_env
 from tests.signal_runs import paid_requests, received
 from tests.wandb_log import read_run
@@ -125,6 +126,7 @@ def test_a_second_ctrl_c_leaves_at_once_and_counts_what_it_abandons(
     process.send_signal(signal.SIGINT)
     left_counting(process, run_dir, second)
     assert process.returncode == 130
+    assert not (run_dir / "summary.json").exists()  # it left at once: no partial summary
     (cut,) = invocations(run_dir)
     assert cut["usage"]["model"]["abandoned_in_flight"] == 2
     assert cut["usage"]["model"]["abandoned_cost_usd"] > 0
@@ -153,6 +155,13 @@ def test_the_end_of_the_grace_leaves_and_counts_what_is_still_in_flight(
     assert took >= 1.0  # it waited out the grace
     # the grace's end is said, with what it abandons
     assert "the 1 s grace ended: leaving now; 2 requests still in flight abandoned" in out, out
+    # the first signal's ending: the partial summary with the spend, abandoned apart, the report
+    partial_summary_written(run_dir)
+    (cut,) = invocations(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["usage"]["model"]["abandoned_in_flight"] == 2
+    assert summary["usage"]["abandoned_cost_usd"] == cut["usage"]["abandoned_cost_usd"] > 0
+    assert out.strip().splitlines()[-1] == f"outputs: {run_dir}"
 
 
 def group_members(pgid: int) -> list[str]:

@@ -35,5 +35,10 @@ class WandbSink:
     def finish(self, summary: RunSummary) -> None:
         self.tracker.finish(summary, self.output_dir)
 
+    def interrupted(self, summary: RunSummary, error: BaseException) -> None:
+        """Stopped by a signal: the run is failed with the signal's exit code, as on any error
+        (`wandb sync` never uploads it as finished); its resume finishes it."""
+        self.tracker.fail(error)
+
     def fail(self, error: BaseException) -> None:
         self.tracker.fail(error)
