@@ -5,9 +5,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from healthbench_exp.builtin_endpoint.server import server_args
+from healthbench_exp.core.stop_signals import STOPPING_SIGNALS
 from tests.zygote import ForkedServer
 
 
@@ -89,6 +92,28 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
             outcome.write_text(json.dumps(written), encoding="utf-8")
         data = json.loads(outcome.read_text(encoding="utf-8"))
     return DemoRun(shared / "run", data["returncode"], data["stdout"], data["stderr"])
+
+
+@pytest.fixture(autouse=True)
+def stopping_signals_restored(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test leaves this process's stopping signals as it found them (dispositions and the
+    thread's mask): code a test runs in-process that ignores or holds them would hand that to
+    every later test's subprocess (an ignored SIGINT outlives exec: a run started by a later
+    test then never saw its Ctrl-C). A test that changed them is named in a warning."""
+    dispositions = {signum: signal.getsignal(signum) for signum in STOPPING_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    changed = [
+        signal.Signals(signum).name
+        for signum, handler in dispositions.items()
+        if handler is not None and signal.getsignal(signum) is not handler
+    ]
+    for name in changed:
+        signal.signal(signal.Signals[name], dispositions[signal.Signals[name]])
+    if signal.pthread_sigmask(signal.SIG_SETMASK, mask) != mask:
+        changed.append("the signal mask")
+    if changed:
+        warnings.warn(f"{request.node.nodeid} changed {', '.join(changed)}", stacklevel=1)
 
 
 @pytest.fixture(autouse=True)

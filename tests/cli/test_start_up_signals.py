@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from healthbench_exp.core.stop_signals import STOPPING_SIGNALS
+
 REPO = Path(__file__).resolve().parents[2]
 # moments after the start (s): the imports (about 1.3 s unloaded), then the config's composition
 MOMENTS_S = (0.4, 0.8, 1.2)
@@ -28,6 +30,14 @@ STARTED = (
     "import runpy, sys; print('started', flush=True); "
     "runpy.run_module('healthbench_exp', run_name='__main__', alter_sys=True)"
 )
+
+
+def as_a_terminal_starts_it() -> None:
+    """In the child: the stopping signals at their default dispositions and not held, as a
+    shell starts a command (not as this test process may hold them)."""
+    for signum in STOPPING_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING_SIGNALS)
 
 
 @pytest.mark.parametrize(
@@ -45,6 +55,7 @@ def test_a_signal_during_start_up_is_one_line_and_its_exit_code(
              "runner.progress=false", f"cache.dir={tmp_path / 'cache'}",
              f"hydra.run.dir={run_dir}"],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=as_a_terminal_starts_it,
         )  # fmt: skip
         assert process.stdout is not None and process.stdout.readline() == "started\n"
         time.sleep(moment)
