@@ -214,10 +214,10 @@ class EndpointHealth:
         The call is awaited in the calling task (no task of its own: one fewer per request);
         `_stop` cancels that task, and the cancellation it caused is taken back here (as
         `asyncio.timeout` does), so a task also cancelled from elsewhere stays cancelled."""
-        if self.halt.reason:
+        if self.halt.reason:  # held back, as `Halt.check` counts it: the run is short of its end
             if asyncio.iscoroutine(call):
                 call.close()
-            raise EndpointStopped(self.halt.reason)
+            self.halt.check()
         self._called()
         task: asyncio.Task[object] | None = asyncio.current_task()
         assert task is not None, "guard runs in a task"

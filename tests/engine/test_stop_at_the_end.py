@@ -1,7 +1,8 @@
 """A stopping signal as a run ends: a run that is complete ends `completed`.
 
 - every row started and every call in flight at the signal answered within the grace: nothing
-  was held back, the run is complete (status completed, exit 0, not partial);
+  was held back, the run is complete (status completed, exit 0, not partial); a call that
+  would have gone out after the halt (a row's judge calls) leaves it short, interrupted;
 - a signal while the run writes its outputs (the W&B run finishing) lets them finish: the run is
   complete, and W&B loses nothing.
 
@@ -67,6 +68,37 @@ def test_a_run_whose_last_calls_all_answer_in_the_grace_is_completed(
     assert summary["counts"]["rows_not_run"] == 0
     (only,) = invocations(run_dir)
     assert paid_requests(only["usage"]) == 24 + SAMPLE_CRITERIA
+
+
+def test_a_run_whose_rows_all_started_but_whose_judge_calls_were_not_sent_is_interrupted(
+    loopback_server, tmp_path: Path
+) -> None:
+    """Every row started and every call in flight answered within the grace, but the rows'
+    judge calls came after the halt and were never sent: the run is short of its end, not
+    complete (it ended `completed`, then failed with "no example could be scored", as SLURM's
+    scancel found when it came as a 3-row job's model calls were out)."""
+    model = loopback_server(latency_ms=8000)  # every model call is in flight at the signal
+    judge = loopback_server(latency_ms=0)
+    run_dir = tmp_path / "run"
+    process = start(
+        ["wandb=disabled", "model.builtin=false", f"model.base_url={model.base_url}",
+         "judge.builtin=false", f"judge.base_url={judge.base_url}", "runner.max_concurrent=24",
+         f"hydra.run.dir={run_dir}"],
+        tmp_path,
+    )  # fmt: skip
+    wait_for(lambda: model.stats()["in_flight"] == 24, process)  # every row started
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert "every call answered within the grace" not in out
+    assert judge.stats()["requests"] == 0  # nothing sent after the halt
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["partial"] is True
+    assert err.strip().splitlines()[-1].endswith(f"resume={run_dir}")
+    (only,) = invocations(run_dir)
+    assert paid_requests(only["usage"]) == 24  # the model calls, answered in the grace
 
 
 def test_a_signal_while_the_outputs_are_written_lets_them_finish_and_the_run_is_completed(
