@@ -124,3 +124,44 @@ def test_a_bridged_runs_warnings_name_them() -> None:
     record = bridged(rows, sources, "n", 20, 0, "label_shift")
     (line,) = [w for w in record.warnings if "rare verdict" in w]
     assert "in 1 strata" in line and "axis:n negative met (7 pairs, 0.018 in the bridge" in line
+
+
+def test_the_bounds_are_inclusive_and_a_stratum_without_bridge_pairs_is_named() -> None:
+    """At exactly 3 times the bridge's share, or exactly 0.05 above it, a verdict is named; a
+    verdict the bridge never gave (0 pairs) is named from a run share of 0.05; a stratum with
+    no bridge pair at all has both its verdicts named; a sign's pooled row is skipped, wherever
+    it stands."""
+    rows = [
+        row("pooled", 12, 488, 0.9),
+        row("axis:times", 1, 3, 0.75),  # 0.25 in the bridge, 0.75 = 3 x 0.25 in the run
+        row("axis:gap", 0, 100, 0.05),  # never met in the bridge, 0.05 in the run
+        row("axis:gap_not", 100, 0, 0.95, "positive"),  # never 'not' in the bridge, 0.05 here
+        row("axis:empty", 0, 0, 0.5),  # no bridge pair: both verdicts rest on pooled rates
+    ]
+    assert [(r.stratum, r.verdict, r.bridge_n, r.bridge_share) for r in rare_verdicts(rows)] == [
+        ("axis:times", "met", 1, 0.25),
+        ("axis:gap", "met", 0, 0.0),
+        ("axis:gap_not", "not", 0, 0.0),
+        ("axis:empty", "met", 0, 0.0),
+        ("axis:empty", "not", 0, 0.0),
+    ]
+
+
+def test_the_kits_check_names_positive_strata_first_then_by_name() -> None:
+    """A source with exactly 30 pairs of its own in a stratum is a run's share; a criterion of
+    1 point is positive; positive strata come first, then negative ones, each by name."""
+    negatives = ["axis:n3", "axis:n1", "axis:n5", "axis:n2", "axis:n4"]
+    pairs = [
+        *pairs_of(0, "axis:p", 30, 18, points=1),  # o3: 'not' in 12 of its 30 (0.4)
+        *pairs_of(1, "axis:p", 200, 198, points=1),  # the others: 'not' in 4 of 400
+        *pairs_of(2, "axis:p", 200, 198, points=1),
+    ]
+    for stratum in negatives:  # o3 meets 0.2 of each, the others 4 of 400
+        pairs += [*pairs_of(0, stratum, 100, 20), *pairs_of(1, stratum, 200, 2)]
+        pairs += pairs_of(2, stratum, 200, 2)
+    found = rare_by_source(pairs, MODELS)
+    assert [(r.source, r.stratum, r.sign, r.verdict, r.bridge_n) for r in found] == [
+        ("o3", "axis:p", "positive", "not", 4),
+        *[("o3", s, "negative", "met", 4) for s in sorted(negatives)],
+    ]
+    assert found[0].run_share == pytest.approx(0.4)
