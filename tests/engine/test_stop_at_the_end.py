@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from tests.cli.test_run_lock import wait_for
+from tests.conftest import LoopbackServer
 from tests.engine.test_stop_in_flight import invocations
 from tests.output.test_tracking import wandb_env
 from tests.signal_runs import paid_requests
@@ -39,18 +40,25 @@ def start(args: list[str], tmp_path: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def start_on(
+    model: LoopbackServer, judge: LoopbackServer, run_dir: Path, tmp_path: Path, *args: str
+) -> subprocess.Popen[str]:
+    """`start` with the model and the judge on their own loopback endpoints, W&B off."""
+    return start(
+        ["wandb=disabled", "model.builtin=false", f"model.base_url={model.base_url}",
+         "judge.builtin=false", f"judge.base_url={judge.base_url}", *args,
+         f"hydra.run.dir={run_dir}"],
+        tmp_path,
+    )  # fmt: skip
+
+
 def test_a_run_whose_last_calls_all_answer_in_the_grace_is_completed(
     loopback_server, tmp_path: Path
 ) -> None:
     model = loopback_server(latency_ms=0)
     judge = loopback_server(latency_ms=5000)  # every judge call is in flight at the signal
     run_dir = tmp_path / "run"
-    process = start(
-        ["wandb=disabled", "model.builtin=false", f"model.base_url={model.base_url}",
-         "judge.builtin=false", f"judge.base_url={judge.base_url}", "runner.stop_grace_s=60",
-         f"hydra.run.dir={run_dir}"],
-        tmp_path,
-    )  # fmt: skip
+    process = start_on(model, judge, run_dir, tmp_path, "runner.stop_grace_s=60")
     # every row started, every model call answered, every judge call sent: nothing left to send
     wait_for(lambda: judge.stats()["requests"] == SAMPLE_CRITERIA, process)
     assert judge.stats()["in_flight"], "a judge call answered before the signal: too slow a test"
@@ -80,12 +88,7 @@ def test_a_run_whose_rows_all_started_but_whose_judge_calls_were_not_sent_is_int
     model = loopback_server(latency_ms=8000)  # every model call is in flight at the signal
     judge = loopback_server(latency_ms=0)
     run_dir = tmp_path / "run"
-    process = start(
-        ["wandb=disabled", "model.builtin=false", f"model.base_url={model.base_url}",
-         "judge.builtin=false", f"judge.base_url={judge.base_url}", "runner.max_concurrent=24",
-         f"hydra.run.dir={run_dir}"],
-        tmp_path,
-    )  # fmt: skip
+    process = start_on(model, judge, run_dir, tmp_path, "runner.max_concurrent=24")
     wait_for(lambda: model.stats()["in_flight"] == 24, process)  # every row started
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
